@@ -1,0 +1,1 @@
+"""Collectors: everything that produces runs (installed as `trnprof.collectors`)."""

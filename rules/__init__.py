@@ -1,0 +1,1 @@
+"""Rule packs: one folder per pack, rules as data files (installed as `trnprof.rules`)."""

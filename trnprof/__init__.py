@@ -1,0 +1,9 @@
+"""trnprof: a training-pipeline profiler and bottleneck analyzer for AWS Trainium (Trn1/Trn1n)."""
+
+from ._version import __version__
+from .api import Run, open_run, open_runs
+from .errors import TrnprofError
+from .manifest import new_manifest
+from .runstore import write_run
+
+__all__ = ["Run", "TrnprofError", "__version__", "new_manifest", "open_run", "open_runs", "write_run"]

@@ -1,0 +1,110 @@
+"""The Python API: open runs and query them; every result is a pandas DataFrame or a dict."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from . import session
+from .errors import TrnprofError
+from .manifest import read_manifest
+
+
+def _query(con: duckdb.DuckDBPyConnection, query: str, params=None) -> pd.DataFrame:
+    try:
+        return con.execute(query, params).df() if params is not None else con.sql(query).df()
+    except duckdb.Error as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TrnprofError(f"query failed: {first_line}") from None
+    except AttributeError:  # a statement with no result set (e.g. SET)
+        return pd.DataFrame()
+
+
+class Run:
+    """One run opened in its own DuckDB session: its tables and the stdlib views by name."""
+
+    def __init__(self, path: str | Path, *, threads: int | None = None):
+        self.path = Path(path)
+        self.manifest = read_manifest(self.path)
+        self.con = session.connect(threads)
+        session.attach_run(self.con, self.path)
+
+    def sql(self, query: str, params=None) -> pd.DataFrame:
+        """Run SQL over the run's tables and stdlib views."""
+        return _query(self.con, query, params)
+
+    def view(self, name: str) -> pd.DataFrame:
+        if not re.fullmatch(r"[A-Za-z_]\w*", name):
+            raise TrnprofError(f"not a view name: {name!r}")
+        return self.sql(f"SELECT * FROM {name}")
+
+    def materialize(self, names=session.MATERIALIZABLE) -> "Run":
+        """Compute the costly stdlib views once for this session (before many queries)."""
+        session.materialize(self.con, names)
+        return self
+
+    def info(self) -> dict:
+        from .info import run_info
+        return run_info(self)
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        return self.view("steps")
+
+    @property
+    def step_breakdown(self) -> pd.DataFrame:
+        return self.view("step_breakdown")
+
+    @property
+    def collectives(self) -> pd.DataFrame:
+        return self.view("collectives")
+
+    @property
+    def memory_timeline(self) -> pd.DataFrame:
+        return self.view("memory_timeline")
+
+    @property
+    def rank_summary(self) -> pd.DataFrame:
+        return self.view("rank_summary")
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> "Run":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def open_run(path: str | Path, *, threads: int | None = None) -> Run:
+    """Open a run folder; one clear `TrnprofError` when it is not a readable run."""
+    return Run(path, threads=threads)
+
+
+class RunSet:
+    """Several runs in one session for comparisons: each run's tables and views live in a
+    schema named by its label (`SELECT ... FROM base.step_breakdown JOIN new.step_breakdown`)."""
+
+    def __init__(self, runs: dict[str, str | Path]):
+        self.con = session.connect()
+        self.manifests = {}
+        for label, path in runs.items():
+            if not re.fullmatch(r"[A-Za-z_]\w*", label) or label == "main":
+                raise TrnprofError(f"run label {label!r}: use letters, digits and _ (not 'main')")
+            self.manifests[label] = read_manifest(Path(path))
+            session.attach_run(self.con, Path(path), schema=label)
+
+    def sql(self, query: str, params=None) -> pd.DataFrame:
+        return _query(self.con, query, params)
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def open_runs(runs: dict[str, str | Path]) -> RunSet:
+    """Open several runs side by side, each under its label as a SQL schema."""
+    return RunSet(runs)

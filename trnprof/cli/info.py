@@ -1,0 +1,40 @@
+"""`trnprof info RUN`: world size, steps, step time, throughput, event counts, time span."""
+
+from __future__ import annotations
+
+import click
+
+from ..api import open_run
+from .output import seconds, to_json
+
+
+def format_info(info: dict) -> str:
+    lines = [f"run          {info['run']}", f"source       {info['source']}",
+             f"world size   {info['world_size']}", f"steps        {info['steps']}"]
+    step_time = info["step_time_s"]
+    if step_time:
+        lines.append(f"step time    median {seconds(step_time['median'])}, p95 {seconds(step_time['p95'])}")
+    throughput = info["throughput"]
+    lines.append("throughput   " + (f"{throughput['value']:,.1f} {throughput['unit']}" if throughput else "unknown"))
+    if info.get("mfu") is not None:
+        lines.append(f"MFU          {info['mfu']:.1%}")
+    span = info["time_span"]
+    if span:
+        lines.append(f"time span    {span['seconds']:.3f} s")
+    events = info["events"]
+    lines.append(f"events       {events['total']:,}")
+    lines += [f"  {kind:<12} {n:,}" for kind, n in events["by_kind"].items()]
+    counters = info["counters"]
+    lines.append(f"counters     {counters['total']:,}")
+    lines += [f"  {name:<24} {n:,}" for name, n in counters["by_name"].items()]
+    return "\n".join(lines)
+
+
+@click.command("info")
+@click.argument("run", type=click.Path(path_type=str))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def command(run, fmt):
+    """Summarise RUN: world size, steps, step time, throughput, counts, time span."""
+    with open_run(run) as opened:
+        info = opened.info()
+    click.echo(to_json(info) if fmt == "json" else format_info(info))

@@ -1,0 +1,53 @@
+"""Rendering tables and documents for the terminal: text tables, CSV, JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import click
+import pandas as pd
+
+
+def _plain(value):
+    """A JSON-safe plain Python value."""
+    if value is None:
+        return None
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    if isinstance(value, (pd.Timestamp,)):
+        return value.isoformat()
+    return value
+
+
+def to_json(document) -> str:
+    return json.dumps(document, indent=2, default=_plain, allow_nan=False)
+
+
+def frame_records(frame: pd.DataFrame) -> list[dict]:
+    return [{k: _plain(v) for k, v in row.items()} for row in frame.astype(object).to_dict("records")]
+
+
+def echo_frame(frame: pd.DataFrame, fmt: str, *, max_rows: int | None = None) -> None:
+    if fmt == "json":
+        click.echo(to_json(frame_records(frame)))
+    elif fmt == "csv":
+        click.echo(frame.to_csv(index=False), nl=False)
+    else:
+        if frame.empty:
+            click.echo("(no rows)" if len(frame.columns) else "(no result)")
+            return
+        shown = frame if max_rows is None or len(frame) <= max_rows else frame.head(max_rows)
+        click.echo(shown.to_string(index=False, na_rep="null"))
+        if len(shown) < len(frame):
+            click.echo(f"... {len(frame) - len(shown)} more rows (use --format csv for all)")
+
+
+def seconds(value) -> str:
+    if value is None:
+        return "n/a"
+    if value >= 1:
+        return f"{value:.3f} s"
+    return f"{value * 1e3:.2f} ms"

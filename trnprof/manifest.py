@@ -1,0 +1,61 @@
+"""The run manifest `trnprof.json`: build, validate and read it."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+from pathlib import Path
+
+from ._version import __version__
+from .errors import NotARunError, TrnprofError
+from .schema import FORMAT_NAME, MANIFEST_FILE, SCHEMA_VERSION
+
+
+def file_fingerprint(path: str | Path) -> dict:
+    """Size and sha256 of an input file, for the manifest's provenance record."""
+    path = Path(path)
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return {"path": str(path), "bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+
+
+def new_manifest(collector: str, *, collector_version: str = __version__, inputs=(), job=None,
+                 world_size: int | None = None, **extra) -> dict:
+    """A manifest for a run about to be written. `extra` keys (predictions, flags, ...) are kept."""
+    manifest = {
+        "format": FORMAT_NAME,
+        "schema_version": SCHEMA_VERSION,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "time_unit": "ns",
+        "source": {"collector": collector, "version": collector_version, "inputs": list(inputs)},
+        "world_size": world_size,
+        "job": dict(job or {}),
+    }
+    manifest.update(extra)
+    return manifest
+
+
+def read_manifest(run_dir: Path) -> dict:
+    """The manifest of a run folder, or one clear error saying why the folder is not a run."""
+    if not run_dir.exists():
+        raise NotARunError(f"run not found: {run_dir} (give the folder that `trnprof simulate` or `trnprof ingest` wrote)")
+    if not run_dir.is_dir():
+        raise NotARunError(f"not a run folder: {run_dir} is a file (a run is a folder with {MANIFEST_FILE})")
+    path = run_dir / MANIFEST_FILE
+    if not path.is_file():
+        raise NotARunError(f"not a trnprof run: {run_dir} has no {MANIFEST_FILE} (is it a half-written or foreign folder?)")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise NotARunError(f"unreadable manifest {path}: {exc}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
+        raise NotARunError(f"not a trnprof run: {path} does not declare format {FORMAT_NAME!r}")
+    version = manifest.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise TrnprofError(
+            f"unsupported run schema_version {version!r} in {path}: this trnprof reads version "
+            f"{SCHEMA_VERSION}; re-create the run with this version or use a matching trnprof")
+    return manifest

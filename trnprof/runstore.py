@@ -1,0 +1,177 @@
+"""Write runs atomically: a temporary sibling folder, renamed into place only when complete.
+
+    with write_run("out/run1", manifest) as run:
+        run.write_events(events)      # pyarrow Table, pandas DataFrame or dict of columns
+        run.write_counters(counters)  # may be called many times (e.g. once per rank)
+        run.write_ranks(ranks)
+
+A writer that crashes or is killed leaves at most a hidden `.NAME.tmp-PID-…` folder without a
+manifest, which no reader takes for a run and the next writer of NAME removes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from .errors import TrnprofError
+from .manifest import read_manifest
+from .schema import EVENT_KINDS, MANIFEST_FILE, PARTITIONED_TABLES, TABLES
+
+_PARTITIONING = ds.partitioning(pa.schema([("rank", pa.int32())]), flavor="hive")
+
+
+def conform(data, table: str) -> pa.Table:
+    """`data` as a table of the canonical schema: missing nullable columns become nulls,
+    types are cast safely, and values the schema forbids are one clear error."""
+    schema = TABLES[table]
+    if not isinstance(data, pa.Table):
+        data = pa.Table.from_pandas(data, preserve_index=False) if hasattr(data, "to_numpy") \
+            else pa.table(data)
+    unknown = set(data.column_names) - set(schema.names)
+    if unknown:
+        raise TrnprofError(f"{table}: unknown column(s) {sorted(unknown)}; allowed: {schema.names} "
+                           "(put source fields without a column into args as JSON)")
+    columns = []
+    for field in schema:
+        if field.name in data.column_names:
+            column = data.column(field.name)
+            try:
+                column = column.cast(field.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise TrnprofError(f"{table}.{field.name}: cannot store as {field.type}: {exc}") from None
+        elif field.nullable:
+            column = pa.nulls(data.num_rows, field.type)
+        else:
+            raise TrnprofError(f"{table}: required column {field.name!r} is missing")
+        if not field.nullable and column.null_count:
+            raise TrnprofError(f"{table}.{field.name}: {column.null_count} null value(s) in a required column")
+        columns.append(column)
+    result = pa.Table.from_arrays(columns, schema=schema)
+    if table == "events":
+        _check_events(result)
+    return result
+
+
+def _check_events(events: pa.Table) -> None:
+    if events.num_rows == 0:
+        return
+    if pc.min(events["dur"]).as_py() < 0:
+        raise TrnprofError("events.dur: negative durations are not allowed")
+    bad = pc.filter(events["kind"], pc.invert(pc.is_in(events["kind"], pa.array(EVENT_KINDS))))
+    if len(bad):
+        raise TrnprofError(f"events.kind: unknown kind {bad[0].as_py()!r}; allowed: {', '.join(EVENT_KINDS)}")
+
+
+class RunWriter:
+    """Collects a run's tables in a temporary folder; `commit()` renames it into place."""
+
+    def __init__(self, path: str | Path, manifest: dict, *, overwrite: bool = False):
+        self.path = Path(path)
+        self.manifest = manifest
+        self.overwrite = overwrite
+        self._check_target()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_temporaries(self.path)
+        self.tmp = self.path.parent / f".{self.path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.tmp.mkdir()
+        self._parts = {name: 0 for name in PARTITIONED_TABLES}
+        self._rows = {name: 0 for name in PARTITIONED_TABLES}
+        self._ranks_written = False
+
+    def _check_target(self) -> None:
+        if not self.path.exists():
+            return
+        if not self.overwrite:
+            raise TrnprofError(f"output exists: {self.path} (choose another path or pass --force to replace it)")
+        read_manifest(self.path)  # only ever replace a run, never some other folder
+
+    def write_events(self, data) -> None:
+        self._write_partitioned("events", data)
+
+    def write_counters(self, data) -> None:
+        self._write_partitioned("counters", data)
+
+    def _write_partitioned(self, table: str, data) -> None:
+        rows = conform(data, table)
+        if rows.num_rows == 0:
+            return
+        part = self._parts[table]
+        self._parts[table] += 1
+        ds.write_dataset(
+            rows, self.tmp / table, format="parquet", partitioning=_PARTITIONING,
+            basename_template=f"part-{part}-{{i}}.parquet", existing_data_behavior="overwrite_or_ignore",
+            max_partitions=1 << 20, max_open_files=4096,
+            file_options=ds.ParquetFileFormat().make_write_options(compression="zstd"))
+        self._rows[table] += rows.num_rows
+
+    def write_ranks(self, data) -> None:
+        ranks = conform(data, "ranks")
+        if len(set(ranks["rank"].to_pylist())) != ranks.num_rows:
+            raise TrnprofError("ranks: each rank must appear exactly once")
+        pq.write_table(ranks, self.tmp / "ranks.parquet", compression="zstd")
+        self._ranks_written = True
+        if self.manifest.get("world_size") is None:
+            self.manifest["world_size"] = ranks.num_rows
+
+    def commit(self) -> Path:
+        if not self._ranks_written:
+            raise TrnprofError("a run needs its ranks table (write_ranks) before it is complete")
+        self.manifest["counts"] = dict(self._rows)
+        manifest_path = self.tmp / MANIFEST_FILE
+        manifest_path.write_text(json.dumps(self.manifest, indent=2, default=str) + "\n", encoding="utf-8")
+        if self.path.exists():
+            old = self.path.parent / f".{self.path.name}.old-{uuid.uuid4().hex[:8]}"
+            self.path.rename(old)
+            self.tmp.rename(self.path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            self.tmp.rename(self.path)
+        return self.path
+
+    def abort(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self) -> "RunWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            try:
+                self.commit()
+            except BaseException:
+                self.abort()
+                raise
+        else:
+            self.abort()
+
+
+def write_run(path: str | Path, manifest: dict, *, overwrite: bool = False) -> RunWriter:
+    """Start writing a run at `path`; use as a context manager (see the module doc)."""
+    return RunWriter(path, manifest, overwrite=overwrite)
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """Remove temporaries that crashed writers of `path` left behind (their process is gone)."""
+    for tmp in path.parent.glob(f".{path.name}.tmp-*"):
+        pid = tmp.name.rsplit(".tmp-", 1)[1].split("-", 1)[0]
+        if pid.isdigit() and not _process_alive(int(pid)):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,72 @@
+"""DuckDB sessions over runs: the run's tables as views, then the SQL stdlib on top."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from .schema import PARTITIONED_TABLES, TABLE_COLUMNS, duckdb_type
+from .stdlib import load_views
+
+# Views that many queries reuse and that are costly to recompute: `materialize()` turns them
+# into tables once per session (e.g. before running every rule of a pack).
+MATERIALIZABLE = ("steps", "step_breakdown", "collectives")
+
+
+def sql_string(text: str) -> str:
+    """`text` as a SQL string literal."""
+    return "'" + str(text).replace("'", "''") + "'"
+
+
+def _empty_select(table: str) -> str:
+    columns = ", ".join(f"CAST(NULL AS {duckdb_type(typ)}) AS {name}"
+                        for name, typ, _, _ in TABLE_COLUMNS[table])
+    return f"SELECT {columns} WHERE FALSE"
+
+
+def _table_select(run_dir: Path, table: str) -> str:
+    names = ", ".join(name for name, *_ in TABLE_COLUMNS[table])
+    if table in PARTITIONED_TABLES:
+        if not any((run_dir / table).glob("rank=*/*.parquet")):
+            return _empty_select(table)
+        pattern = sql_string(str(run_dir / table / "rank=*" / "*.parquet"))
+        source = f"read_parquet({pattern}, hive_partitioning = true, hive_types = {{'rank': INTEGER}})"
+    else:
+        source = f"read_parquet({sql_string(str(run_dir / f'{table}.parquet'))})"
+    return f"SELECT {names} FROM {source}"
+
+
+def attach_run(con: duckdb.DuckDBPyConnection, run_dir: Path, schema: str = "main") -> None:
+    """Create `events`, `counters`, `ranks` and every stdlib view in `schema`."""
+    if schema != "main":
+        con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+    con.execute(f'SET schema = {sql_string(schema)}')
+    try:
+        for table in TABLE_COLUMNS:
+            con.execute(f"CREATE VIEW {table} AS {_table_select(run_dir, table)}")
+        for view in load_views():
+            con.execute(view.sql)
+    finally:
+        con.execute("SET schema = 'main'")
+
+
+def connect(threads: int | None = None) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(":memory:")
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    con.execute("SET preserve_insertion_order = false")
+    return con
+
+
+def materialize(con: duckdb.DuckDBPyConnection, names=MATERIALIZABLE, schema: str = "main") -> None:
+    """Replace the views `names` of `schema` by tables holding their rows (idempotent)."""
+    for name in names:
+        kind = con.execute(
+            "SELECT table_type FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
+            [schema, name]).fetchone()
+        if not kind or kind[0] != "VIEW":
+            continue
+        con.execute(f'CREATE TABLE "{schema}"."_m_{name}" AS SELECT * FROM "{schema}"."{name}"')
+        con.execute(f'DROP VIEW "{schema}"."{name}"')
+        con.execute(f'ALTER TABLE "{schema}"."_m_{name}" RENAME TO "{name}"')

@@ -1,0 +1,73 @@
+"""The SQL stdlib: documented views that rules and reports query instead of raw files.
+
+Each `stdlib/*.sql` module holds `CREATE VIEW` statements, each preceded by a comment block:
+free text describing the view, then one `-- @column NAME  description` line per column
+(Perfetto's stdlib is the model). `docs/stdlib.md` is generated from these comments.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+
+# Load order: a module may use the views of the modules before it.
+MODULES = ("steps", "intervals", "step_breakdown", "collectives", "memory", "rank_summary")
+
+_CREATE = re.compile(r"^CREATE VIEW\s+(\w+)\s+AS\b", re.IGNORECASE)
+_COLUMN = re.compile(r"^--\s*@column\s+(\w+)\s+(.*\S)\s*$")
+
+
+@dataclass
+class ViewDef:
+    name: str
+    module: str
+    doc: str
+    columns: dict[str, str] = field(default_factory=dict)
+    sql: str = ""
+
+    @property
+    def public(self) -> bool:
+        return not self.name.startswith("_")
+
+
+def parse_module(module: str, text: str) -> list[ViewDef]:
+    """The views of one module, with the docs of their comment blocks."""
+    views, doc_lines, columns = [], [], {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        match = _CREATE.match(line)
+        if line.startswith("--"):
+            column = _COLUMN.match(line)
+            if column:
+                columns[column.group(1)] = column.group(2)
+            else:
+                doc_lines.append(line[2:].strip())
+            i += 1
+        elif match:
+            body = []
+            while i < len(lines):
+                body.append(lines[i])
+                if lines[i].rstrip().endswith(";"):
+                    break
+                i += 1
+            views.append(ViewDef(match.group(1), module, " ".join(doc_lines).strip(), columns,
+                                 "\n".join(body).rstrip().rstrip(";")))
+            doc_lines, columns = [], {}
+            i += 1
+        else:
+            if line:
+                doc_lines, columns = [], {}
+            i += 1
+    return views
+
+
+def load_views() -> list[ViewDef]:
+    """Every stdlib view, in load order."""
+    package = resources.files("trnprof") / "stdlib"
+    views = []
+    for module in MODULES:
+        views.extend(parse_module(module, (package / f"{module}.sql").read_text(encoding="utf-8")))
+    return views

@@ -1,0 +1,48 @@
+-- One row per collective instance, matched across ranks by group, sequence number and op.
+-- Collective events without a sequence number cannot be matched and stay one row per event.
+-- Bandwidths follow nccl-tests: algbw = bytes / transfer time; busbw = algbw x bus factor,
+-- the factor being 2(n-1)/n for all-reduce, (n-1)/n for all-gather, reduce-scatter and
+-- all-to-all, and 1 for point-to-point and anything else (n = group size).
+-- @column coll_op        collective kind
+-- @column coll_group     replica group
+-- @column coll_seq       sequence number within the group; null for unmatched events
+-- @column name           the op name as the source spells it (first over ranks)
+-- @column step           training step, when known
+-- @column ranks_seen     ranks that recorded this instance
+-- @column group_size     ranks in the group: the collector's coll_ranks, else ranks_seen
+-- @column bytes          per-rank payload, bytes (largest reported)
+-- @column first_start    earliest arrival over ranks, ns
+-- @column last_start     latest arrival over ranks, ns
+-- @column last_end       latest completion over ranks, ns
+-- @column arrival_skew   last_start - first_start: how long early ranks waited for the last, ns
+-- @column transfer_dur   shortest rank duration: the last to arrive waits least, so this is the transfer time, ns
+-- @column algbw          algorithm bandwidth, bytes/s; null without bytes or duration
+-- @column bus_factor     bus-bandwidth factor for the op and group size
+-- @column busbw          bus bandwidth, bytes/s
+CREATE VIEW collectives AS
+WITH matched AS (
+    SELECT coll_op, coll_group, coll_seq, MIN(name) AS name, MIN(step) AS step,
+           COUNT(*) AS ranks_seen, MAX(coll_ranks) AS coll_ranks, MAX(bytes) AS bytes,
+           MIN(ts) AS first_start, MAX(ts) AS last_start, MAX(ts + dur) AS last_end,
+           MIN(dur) AS transfer_dur
+    FROM events
+    WHERE kind IN ('collective', 'p2p')
+    GROUP BY coll_op, coll_group, coll_seq,
+             CASE WHEN coll_seq IS NULL THEN CAST(rank AS VARCHAR) || ':' || CAST(ts AS VARCHAR) END
+),
+sized AS (
+    SELECT *, COALESCE(coll_ranks, ranks_seen) AS group_size,
+           CAST(bytes AS DOUBLE) * 1e9 / NULLIF(transfer_dur, 0) AS algbw
+    FROM matched
+),
+factored AS (
+    SELECT *, CASE WHEN coll_op = 'all_reduce' THEN 2.0 * (group_size - 1) / group_size
+                   WHEN coll_op IN ('all_gather', 'reduce_scatter', 'all_to_all')
+                        THEN 1.0 * (group_size - 1) / group_size
+                   ELSE 1.0 END AS bus_factor
+    FROM sized
+)
+SELECT coll_op, coll_group, coll_seq, name, step, ranks_seen, group_size, bytes,
+       first_start, last_start, last_end, last_start - first_start AS arrival_skew, transfer_dur,
+       algbw, bus_factor, algbw * bus_factor AS busbw
+FROM factored;

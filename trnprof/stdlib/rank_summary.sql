@@ -1,0 +1,37 @@
+-- One row per rank: where it sits and where its time went over all steps.
+-- @column rank              global rank
+-- @column node              node index
+-- @column dp_rank           data-parallel coordinate
+-- @column tp_rank           tensor-parallel coordinate
+-- @column pp_rank           pipeline-parallel coordinate
+-- @column steps             steps recorded on the rank
+-- @column step_time_mean    mean step duration, ns
+-- @column step_time_max     longest step duration, ns
+-- @column compute_share     compute / step time over all steps
+-- @column exposed_comm_share exposed communication / step time
+-- @column input_wait_share  input wait / step time
+-- @column other_share       other (exposed transfer and compile) / step time
+-- @column idle_share        idle / step time
+-- @column overlap_ratio     overlapped / all communication over all steps; null without communication
+-- @column hbm_peak_bytes    peak device memory, bytes; null without memory counters
+CREATE VIEW rank_summary AS
+WITH per_rank AS (
+    SELECT rank, COUNT(*) AS steps, AVG(dur) AS step_time_mean, MAX(dur) AS step_time_max,
+           SUM(dur) AS total, SUM(compute) AS compute, SUM(exposed_comm) AS exposed_comm,
+           SUM(input_wait) AS input_wait, SUM(other) AS other, SUM(idle) AS idle,
+           SUM(collective) AS collective, SUM(overlapped_comm) AS overlapped_comm
+    FROM step_breakdown
+    GROUP BY rank
+)
+SELECT r.rank, r.node, r.dp_rank, r.tp_rank, r.pp_rank,
+       COALESCE(p.steps, 0) AS steps, p.step_time_mean, p.step_time_max,
+       CAST(p.compute AS DOUBLE) / NULLIF(p.total, 0) AS compute_share,
+       CAST(p.exposed_comm AS DOUBLE) / NULLIF(p.total, 0) AS exposed_comm_share,
+       CAST(p.input_wait AS DOUBLE) / NULLIF(p.total, 0) AS input_wait_share,
+       CAST(p.other AS DOUBLE) / NULLIF(p.total, 0) AS other_share,
+       CAST(p.idle AS DOUBLE) / NULLIF(p.total, 0) AS idle_share,
+       CAST(p.overlapped_comm AS DOUBLE) / NULLIF(p.collective, 0) AS overlap_ratio,
+       m.peak_bytes AS hbm_peak_bytes
+FROM ranks AS r
+LEFT JOIN per_rank AS p ON p.rank = r.rank
+LEFT JOIN memory_peak AS m ON m.rank = r.rank;

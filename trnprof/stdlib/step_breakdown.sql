@@ -1,0 +1,45 @@
+-- Where each rank's step time went. The exclusive buckets partition the step:
+-- dur = compute + exposed_comm + input_wait + other + idle, each instant counted once in the
+-- first bucket that covers it (compute, then communication, input, transfer, compile).
+-- @column rank               global rank
+-- @column step               training step number
+-- @column dur                step duration, ns
+-- @column compute            time any compute op ran, ns
+-- @column collective         time any collective or p2p ran, overlapped or not, ns
+-- @column exposed_comm       collective time not overlapped by compute, ns
+-- @column overlapped_comm    collective time hidden under compute, ns
+-- @column input_wait         time waiting for input with no compute or communication running, ns
+-- @column transfer_exposed   transfer/memory time with nothing above running, ns
+-- @column compile            compile time with nothing above running, ns
+-- @column other              transfer_exposed + compile, ns
+-- @column idle               time with no device activity at all, ns
+-- @column overlap_ratio      overlapped_comm / collective; null without communication
+CREATE VIEW step_breakdown AS
+WITH sums AS (
+    SELECT rank, step,
+           SUM(CASE WHEN n_compute > 0 THEN dur ELSE 0 END) AS compute,
+           SUM(CASE WHEN n_comm > 0 THEN dur ELSE 0 END) AS collective,
+           SUM(CASE WHEN n_comm > 0 AND n_compute = 0 THEN dur ELSE 0 END) AS exposed_comm,
+           SUM(CASE WHEN n_input > 0 AND n_compute = 0 AND n_comm = 0 THEN dur ELSE 0 END) AS input_wait,
+           SUM(CASE WHEN n_transfer > 0 AND n_compute = 0 AND n_comm = 0 AND n_input = 0
+                    THEN dur ELSE 0 END) AS transfer_exposed,
+           SUM(CASE WHEN n_compile > 0 AND n_compute = 0 AND n_comm = 0 AND n_input = 0
+                         AND n_transfer = 0 THEN dur ELSE 0 END) AS compile
+    FROM device_segments
+    WHERE step IS NOT NULL
+    GROUP BY rank, step
+)
+SELECT s.rank, s.step, s.dur,
+       COALESCE(b.compute, 0) AS compute,
+       COALESCE(b.collective, 0) AS collective,
+       COALESCE(b.exposed_comm, 0) AS exposed_comm,
+       COALESCE(b.collective - b.exposed_comm, 0) AS overlapped_comm,
+       COALESCE(b.input_wait, 0) AS input_wait,
+       COALESCE(b.transfer_exposed, 0) AS transfer_exposed,
+       COALESCE(b.compile, 0) AS compile,
+       COALESCE(b.transfer_exposed + b.compile, 0) AS other,
+       s.dur - COALESCE(b.compute + b.exposed_comm + b.input_wait + b.transfer_exposed + b.compile, 0) AS idle,
+       CASE WHEN b.collective > 0 THEN CAST(b.collective - b.exposed_comm AS DOUBLE) / b.collective END
+           AS overlap_ratio
+FROM steps AS s
+LEFT JOIN sums AS b ON b.rank = s.rank AND b.step = s.step;

@@ -1,0 +1,26 @@
+-- One row per training step on each rank, from the collector's `step` events (several step
+-- events of one rank and step are merged into their hull).
+-- @column rank    global rank
+-- @column step    training step number
+-- @column ts      step start, ns
+-- @column dur     step duration, ns
+-- @column end_ts  step end (ts + dur), ns
+CREATE VIEW steps AS
+SELECT rank, step, MIN(ts) AS ts, MAX(ts + dur) - MIN(ts) AS dur, MAX(ts + dur) AS end_ts
+FROM events
+WHERE kind = 'step' AND step IS NOT NULL
+GROUP BY rank, step;
+
+-- One row per step across all ranks. Training steps are synchronous, so a step's time is its
+-- slowest rank's.
+-- @column step        training step number
+-- @column ranks       ranks that recorded the step
+-- @column ts          earliest start over ranks, ns
+-- @column dur         step time: the longest rank's step duration, ns
+-- @column dur_median  median of the ranks' step durations, ns
+-- @column dur_min     shortest rank's step duration, ns
+CREATE VIEW step_times AS
+SELECT step, COUNT(*) AS ranks, MIN(ts) AS ts, MAX(dur) AS dur,
+       PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY dur) AS dur_median, MIN(dur) AS dur_min
+FROM steps
+GROUP BY step;
