@@ -1,25 +1,20 @@
 """The `trnprof` command line: thin commands over the Python API.
 
-Each command lives in its own module of this package and is listed in COMMANDS.
+Each command is a module of this package named after it, defining `command`; modules whose
+names start with `_` are helpers. New commands need no registration.
 Errors a user can cause print one line and exit 2; findings at or above --fail-on exit 1.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import sys
 
 import click
 
 from .._version import __version__
 from ..errors import TrnprofError
-
-# module name -> command name; each module defines `command`
-COMMANDS = {
-    "demo": "demo",
-    "info": "info",
-    "query": "query",
-}
 
 EXIT_USAGE = 2
 
@@ -28,13 +23,12 @@ class _Group(click.Group):
     """Loads commands lazily and turns user errors into one line and exit code 2."""
 
     def list_commands(self, ctx):
-        return sorted(COMMANDS.values())
+        return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
 
     def get_command(self, ctx, name):
-        module = {cmd: mod for mod, cmd in COMMANDS.items()}.get(name)
-        if module is None:
+        if name not in self.list_commands(ctx):
             return None
-        return importlib.import_module(f"{__name__}.{module}").command
+        return importlib.import_module(f"{__name__}.{name}").command
 
     def invoke(self, ctx):
         try:

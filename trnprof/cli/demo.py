@@ -8,7 +8,7 @@ import click
 
 from ..api import open_run
 from .info import format_info
-from .output import echo_frame
+from ._output import echo_frame
 
 SAMPLE_RUN = "synthetic-8rank"
 

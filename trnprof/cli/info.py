@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..api import open_run
-from .output import seconds, to_json
+from ._output import seconds, to_json
 
 
 def format_info(info: dict) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..api import open_run
-from .output import echo_frame
+from ._output import echo_frame
 
 
 @click.command("query")
