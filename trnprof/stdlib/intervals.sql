@@ -18,7 +18,11 @@ WHERE kind IN ('compute', 'collective', 'p2p', 'input', 'transfer', 'memory', 'c
 -- rank's device intervals and step windows. Each row is an elementary segment between two
 -- consecutive points with how many intervals of each category cover it, so the length of any
 -- union (covered by some category) or intersection (covered by several) is a filtered SUM(dur).
--- Running sums instead of self-joins keep it one ordered pass per rank.
+-- One ordered pass with running sums: each category's open-interval count is packed into 12
+-- bits of one BIGINT (so at most 4,095 intervals of one category may be open at once on a
+-- rank), and the open step's number + 1 is a second running sum (steps do not overlap on a
+-- rank). All counts return to zero at a rank's last point, so one ordering by (rank, t) serves
+-- every rank without per-rank partitions.
 -- @column rank       global rank
 -- @column step       step whose window holds the segment; null outside every step
 -- @column ts         segment start, ns
@@ -29,28 +33,37 @@ WHERE kind IN ('compute', 'collective', 'p2p', 'input', 'transfer', 'memory', 'c
 -- @column n_transfer transfer and memory intervals covering the segment
 -- @column n_compile  compile intervals covering the segment
 CREATE VIEW device_segments AS
-WITH points AS (
-    SELECT rank, ts AS t, category, 1 AS delta, 0 AS step_delta FROM device_intervals
+WITH weighted AS (
+    SELECT rank, ts, end_ts,
+           CASE category WHEN 'compute' THEN CAST(1 AS BIGINT)
+                         WHEN 'comm' THEN CAST(4096 AS BIGINT)
+                         WHEN 'input' THEN CAST(16777216 AS BIGINT)
+                         WHEN 'transfer' THEN CAST(68719476736 AS BIGINT)
+                         ELSE CAST(281474976710656 AS BIGINT) END AS weight
+    FROM device_intervals
+),
+points AS (
+    SELECT rank, ts AS t, weight AS delta, 0 AS step_delta FROM weighted
     UNION ALL
-    SELECT rank, end_ts AS t, category, -1 AS delta, 0 AS step_delta FROM device_intervals
+    SELECT rank, end_ts AS t, -weight AS delta, 0 AS step_delta FROM weighted
     UNION ALL
-    SELECT rank, ts AS t, 'step' AS category, 0 AS delta, step + 1 AS step_delta FROM steps
+    SELECT rank, ts AS t, CAST(0 AS BIGINT) AS delta, step + 1 AS step_delta FROM steps
     UNION ALL
-    SELECT rank, end_ts AS t, 'step' AS category, 0 AS delta, -(step + 1) AS step_delta FROM steps
+    SELECT rank, end_ts AS t, CAST(0 AS BIGINT) AS delta, -(step + 1) AS step_delta FROM steps
 ),
 swept AS (
     SELECT rank, t,
            LEAD(t) OVER w - t AS dur,
-           SUM(CASE WHEN category = 'compute' THEN delta ELSE 0 END) OVER w AS n_compute,
-           SUM(CASE WHEN category = 'comm' THEN delta ELSE 0 END) OVER w AS n_comm,
-           SUM(CASE WHEN category = 'input' THEN delta ELSE 0 END) OVER w AS n_input,
-           SUM(CASE WHEN category = 'transfer' THEN delta ELSE 0 END) OVER w AS n_transfer,
-           SUM(CASE WHEN category = 'compile' THEN delta ELSE 0 END) OVER w AS n_compile,
+           SUM(delta) OVER w AS packed,
            SUM(step_delta) OVER w AS step_plus_one
     FROM points
-    WINDOW w AS (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+    WINDOW w AS (ORDER BY rank, t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 )
 SELECT rank, CASE WHEN step_plus_one > 0 THEN step_plus_one - 1 END AS step, t AS ts, dur,
-       n_compute, n_comm, n_input, n_transfer, n_compile
+       CAST(packed % 4096 AS INTEGER) AS n_compute,
+       CAST((packed % 16777216 - packed % 4096) / 4096 AS INTEGER) AS n_comm,
+       CAST((packed % 68719476736 - packed % 16777216) / 16777216 AS INTEGER) AS n_input,
+       CAST((packed % 281474976710656 - packed % 68719476736) / 68719476736 AS INTEGER) AS n_transfer,
+       CAST((packed - packed % 281474976710656) / 281474976710656 AS INTEGER) AS n_compile
 FROM swept
-WHERE dur > 0;
+WHERE dur > 0 AND (packed <> 0 OR step_plus_one > 0);

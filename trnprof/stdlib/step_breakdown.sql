@@ -17,14 +17,14 @@
 CREATE VIEW step_breakdown AS
 WITH sums AS (
     SELECT rank, step,
-           SUM(CASE WHEN n_compute > 0 THEN dur ELSE 0 END) AS compute,
-           SUM(CASE WHEN n_comm > 0 THEN dur ELSE 0 END) AS collective,
-           SUM(CASE WHEN n_comm > 0 AND n_compute = 0 THEN dur ELSE 0 END) AS exposed_comm,
-           SUM(CASE WHEN n_input > 0 AND n_compute = 0 AND n_comm = 0 THEN dur ELSE 0 END) AS input_wait,
-           SUM(CASE WHEN n_transfer > 0 AND n_compute = 0 AND n_comm = 0 AND n_input = 0
-                    THEN dur ELSE 0 END) AS transfer_exposed,
-           SUM(CASE WHEN n_compile > 0 AND n_compute = 0 AND n_comm = 0 AND n_input = 0
-                         AND n_transfer = 0 THEN dur ELSE 0 END) AS compile
+           CAST(SUM(CASE WHEN n_compute > 0 THEN dur ELSE 0 END) AS BIGINT) AS compute,
+           CAST(SUM(CASE WHEN n_comm > 0 THEN dur ELSE 0 END) AS BIGINT) AS collective,
+           CAST(SUM(CASE WHEN n_comm > 0 AND n_compute = 0 THEN dur ELSE 0 END) AS BIGINT) AS exposed_comm,
+           CAST(SUM(CASE WHEN n_input > 0 AND n_compute = 0 AND n_comm = 0 THEN dur ELSE 0 END) AS BIGINT) AS input_wait,
+           CAST(SUM(CASE WHEN n_transfer > 0 AND n_compute = 0 AND n_comm = 0 AND n_input = 0
+                    THEN dur ELSE 0 END) AS BIGINT) AS transfer_exposed,
+           CAST(SUM(CASE WHEN n_compile > 0 AND n_compute = 0 AND n_comm = 0 AND n_input = 0
+                         AND n_transfer = 0 THEN dur ELSE 0 END) AS BIGINT) AS compile
     FROM device_segments
     WHERE step IS NOT NULL
     GROUP BY rank, step

@@ -1,0 +1,49 @@
+"""Shared fixtures: tiny runs written through the real run store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from trnprof.cli import main as cli_main
+from trnprof.collectors.synthetic import synthetic_run
+from trnprof.manifest import new_manifest
+from trnprof.runstore import write_run
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+def write_inline_run(path: Path, events: list[dict], *, ranks: int | None = None, counters=None,
+                     job=None, **manifest_extra) -> Path:
+    """A run from inline event dicts (rank, ts, dur, kind, name, lane, ...)."""
+    frame = pd.DataFrame(events)
+    world = ranks if ranks is not None else int(frame["rank"].max()) + 1
+    manifest = new_manifest("tests.inline", job=job, **manifest_extra)
+    with write_run(path, manifest) as run:
+        run.write_events(frame)
+        if counters is not None:
+            run.write_counters(pd.DataFrame(counters))
+        run.write_ranks(pd.DataFrame({"rank": range(world), "hbm_capacity_bytes": 16 << 30}))
+    return path
+
+
+@pytest.fixture(scope="session")
+def sample_run(tmp_path_factory) -> Path:
+    """A small synthetic run: 8 ranks x 4 steps, rank 5 slow."""
+    return synthetic_run(tmp_path_factory.mktemp("runs") / "sample", ranks=8, steps=4, ops_per_step=20,
+                         slow_rank=5, seed=3)
+
+
+@pytest.fixture
+def cli():
+    """Invoke the trnprof CLI in-process; returns click's Result (exit_code, stdout, stderr)."""
+    runner = CliRunner()
+
+    def invoke(*args):
+        return runner.invoke(cli_main, [str(a) for a in args], catch_exceptions=False)
+
+    return invoke

@@ -1,0 +1,72 @@
+import json
+
+import pytest
+
+from .conftest import write_inline_run
+
+
+def test_info_json_has_the_documented_keys(cli, sample_run):
+    result = cli("info", sample_run, "--format", "json")
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.stdout)
+    assert info["world_size"] == 8 and info["steps"] == 4
+    assert set(info["step_time_s"]) == {"median", "p95"}
+    assert info["step_time_s"]["median"] <= info["step_time_s"]["p95"]
+    assert info["throughput"]["unit"] == "seq/s"
+    assert info["throughput"]["value"] == pytest.approx(32 / info["step_time_s"]["median"])
+    assert info["events"]["by_kind"]["step"] == 32
+    assert info["events"]["total"] == sum(info["events"]["by_kind"].values())
+    assert info["counters"]["total"] > 0 and info["time_span"]["end_ns"] > info["time_span"]["start_ns"]
+
+
+def test_info_text(cli, sample_run):
+    result = cli("info", sample_run)
+    assert result.exit_code == 0
+    assert "world size   8" in result.stdout and "throughput" in result.stdout
+
+
+def test_throughput_is_null_when_unknown(cli, tmp_path):
+    run = write_inline_run(tmp_path / "r", [{"rank": 0, "ts": 0, "dur": 5, "kind": "step", "name": "s",
+                                             "lane": "host/main", "step": 0}])
+    info = json.loads(cli("info", run, "--format", "json").stdout)
+    assert info["throughput"] is None and info["mfu"] is None
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json"])
+def test_query_formats(cli, sample_run, fmt):
+    result = cli("query", sample_run, "SELECT rank, COUNT(*) AS steps FROM steps GROUP BY rank ORDER BY rank",
+                 "--format", fmt)
+    assert result.exit_code == 0, result.output
+    if fmt == "json":
+        assert json.loads(result.stdout)[0] == {"rank": 0, "steps": 4}
+    elif fmt == "csv":
+        assert result.stdout.splitlines()[:2] == ["rank,steps", "0,4"]
+    else:
+        assert result.stdout.split()[:4] == ["rank", "steps", "0", "4"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (("info", "/nonexistent/run"), "run not found"),
+    (("query", "{run}", "SELEKT 1"), "query failed"),
+    (("query", "{run}", "SELECT * FROM no_such_view"), "no_such_view"),
+])
+def test_user_errors_are_one_line_and_exit_2(cli, sample_run, args, message):
+    result = cli(*(a.format(run=sample_run) for a in args))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
+
+
+def test_demo_prints_info_and_breakdown(cli):
+    result = cli("demo")
+    assert result.exit_code == 0, result.output
+    assert "world size" in result.stdout and "step breakdown per rank" in result.stdout
+    assert "compute_pct" in result.stdout
+
+
+def test_python_m_trnprof_runs(tmp_path):
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "trnprof", "--version"], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0 and "trnprof" in out.stdout
