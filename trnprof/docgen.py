@@ -70,7 +70,7 @@ def cli_md() -> str:
     ctx = click.Context(main, info_name="trnprof", terminal_width=100, max_content_width=100)
     for name in main.list_commands(ctx):
         command = main.get_command(ctx, name)
-        sub = click.Context(command, info_name=f"trnprof {name}", terminal_width=100, max_content_width=100)
+        sub = click.Context(command, info_name=f"trnprof {name}", parent=ctx)
         lines += [f"## `trnprof {name}`", "", "```", command.get_help(sub).rstrip(), "```", ""]
     return "\n".join(lines)
 
