@@ -1,4 +1,4 @@
-"""Regenerate the runs in sample_traces/ (deterministic: same code, same files)."""
+"""Regenerate the runs in sample_traces/ (deterministic: same code, same rows)."""
 
 from pathlib import Path
 

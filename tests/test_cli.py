@@ -70,3 +70,12 @@ def test_python_m_trnprof_runs(tmp_path):
     import sys
     out = subprocess.run([sys.executable, "-m", "trnprof", "--version"], capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == 0 and "trnprof" in out.stdout
+
+
+def test_info_from_written_stats_equals_a_full_scan(sample_run):
+    from trnprof import open_run
+    with open_run(sample_run) as run:
+        from_stats = run.info()
+        del run.manifest["stats"]
+        from_scan = run.info()
+    assert from_stats == from_scan

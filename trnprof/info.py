@@ -9,12 +9,27 @@ def _seconds(ns) -> float | None:
     return None if ns is None or (isinstance(ns, float) and math.isnan(ns)) else float(ns) / 1e9
 
 
+def _counts(run) -> tuple[dict, dict, dict | None]:
+    """Events by kind, counters by name, time span: from the manifest's stats (gathered when the
+    run was written), else by scanning."""
+    stats = run.manifest.get("stats")
+    if stats:
+        by_kind, by_name = stats["events_by_kind"], stats["counters_by_name"]
+        start, end = stats["start_ns"], stats["end_ns"]
+    else:
+        kinds = run.sql("SELECT kind, COUNT(*) AS n, MIN(ts) AS t0, MAX(ts + dur) AS t1 FROM events GROUP BY kind")
+        names = run.sql("SELECT name, COUNT(*) AS n, MIN(ts) AS t0, MAX(ts) AS t1 FROM counters GROUP BY name")
+        by_kind = dict(zip(kinds["kind"], map(int, kinds["n"])))
+        by_name = dict(zip(names["name"], map(int, names["n"])))
+        starts, ends = list(kinds["t0"]) + list(names["t0"]), list(kinds["t1"]) + list(names["t1"])
+        start, end = (int(min(starts)), int(max(ends))) if starts else (None, None)
+    span = None if start is None else {"start_ns": start, "end_ns": end, "seconds": (end - start) / 1e9}
+    return dict(sorted(by_kind.items())), dict(sorted(by_name.items())), span
+
+
 def run_info(run) -> dict:
     manifest = run.manifest
-    by_kind = run.sql("SELECT kind, COUNT(*) AS n, MIN(ts) AS t0, MAX(ts + dur) AS t1 "
-                      "FROM events GROUP BY kind ORDER BY kind")
-    counters = run.sql("SELECT name, COUNT(*) AS n, MIN(ts) AS t0, MAX(ts) AS t1 "
-                       "FROM counters GROUP BY name ORDER BY name")
+    by_kind, by_name, span = _counts(run)
     times = run.sql(
         "SELECT COUNT(*) AS steps, "
         "PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY dur) AS median, "
@@ -26,13 +41,6 @@ def run_info(run) -> dict:
     steps = int(times["steps"])
     median = _seconds(times["median"]) if steps else None
     step_time = {"median": median, "p95": _seconds(times["p95"])} if steps else None
-    starts = list(by_kind["t0"]) + list(counters["t0"])
-    ends = list(by_kind["t1"]) + list(counters["t1"])
-    span = None
-    if starts:
-        start, end = int(min(starts)), int(max(ends))
-        span = {"start_ns": start, "end_ns": end, "seconds": (end - start) / 1e9}
-
     job = manifest.get("job", {})
     return {
         "run": str(run.path),
@@ -43,8 +51,8 @@ def run_info(run) -> dict:
         "step_time_s": step_time,
         "throughput": _throughput(job, median),
         "mfu": _mfu(job, median),
-        "events": {"total": int(by_kind["n"].sum()), "by_kind": dict(zip(by_kind["kind"], map(int, by_kind["n"])))},
-        "counters": {"total": int(counters["n"].sum()), "by_name": dict(zip(counters["name"], map(int, counters["n"])))},
+        "events": {"total": sum(by_kind.values()), "by_kind": by_kind},
+        "counters": {"total": sum(by_name.values()), "by_name": by_name},
         "time_span": span,
     }
 

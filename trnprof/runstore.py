@@ -71,6 +71,32 @@ def _check_events(events: pa.Table) -> None:
         raise TrnprofError(f"events.kind: unknown kind {bad[0].as_py()!r}; allowed: {', '.join(EVENT_KINDS)}")
 
 
+class RunStats:
+    """Counts by event kind and counter name and the time span, gathered while writing so that
+    `trnprof info` needs no scan of a large run."""
+
+    def __init__(self):
+        self.by_kind: dict[str, int] = {}
+        self.by_counter: dict[str, int] = {}
+        self.start: int | None = None
+        self.end: int | None = None
+
+    def add(self, table: str, rows: pa.Table) -> None:
+        key = "kind" if table == "events" else "name"
+        counts = self.by_kind if table == "events" else self.by_counter
+        for item in pc.value_counts(rows[key]).to_pylist():
+            counts[item["values"]] = counts.get(item["values"], 0) + item["counts"]
+        ends = pc.add(rows["ts"], rows["dur"]) if table == "events" else rows["ts"]
+        start, end = pc.min(rows["ts"]).as_py(), pc.max(ends).as_py()
+        self.start = start if self.start is None else min(self.start, start)
+        self.end = end if self.end is None else max(self.end, end)
+
+    def as_dict(self) -> dict:
+        return {"events_by_kind": dict(sorted(self.by_kind.items())),
+                "counters_by_name": dict(sorted(self.by_counter.items())),
+                "start_ns": self.start, "end_ns": self.end}
+
+
 class RunWriter:
     """Collects a run's tables in a temporary folder; `commit()` renames it into place."""
 
@@ -85,6 +111,7 @@ class RunWriter:
         self.tmp.mkdir()
         self._parts = {name: 0 for name in PARTITIONED_TABLES}
         self._rows = {name: 0 for name in PARTITIONED_TABLES}
+        self._stats = RunStats()
         self._ranks_written = False
 
     def _check_target(self) -> None:
@@ -112,6 +139,7 @@ class RunWriter:
             max_partitions=1 << 20, max_open_files=4096,
             file_options=ds.ParquetFileFormat().make_write_options(compression="zstd"))
         self._rows[table] += rows.num_rows
+        self._stats.add(table, rows)
 
     def write_ranks(self, data) -> None:
         ranks = conform(data, "ranks")
@@ -122,10 +150,26 @@ class RunWriter:
         if self.manifest.get("world_size") is None:
             self.manifest["world_size"] = ranks.num_rows
 
+    def write_table(self, name: str, data) -> None:
+        """An extra, non-partitioned table `NAME.parquet` beside the canonical ones (a collector's
+        metadata, flows, quarantine ...); `name` may hold one folder (`meta/flows`). One call per
+        name; its row count is recorded in the manifest under `extra_tables`."""
+        parts = name.split("/")
+        if len(parts) > 2 or name in TABLES or not all(p.isidentifier() and p.islower() for p in parts):
+            raise TrnprofError(f"extra table name {name!r}: use lower_case words, at most one folder, "
+                               f"not one of {sorted(TABLES)}")
+        table = data if isinstance(data, pa.Table) else (
+            pa.Table.from_pandas(data, preserve_index=False) if hasattr(data, "to_numpy") else pa.table(data))
+        target = self.tmp / f"{name}.parquet"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, target, compression="zstd")
+        self.manifest.setdefault("extra_tables", {})[name] = table.num_rows
+
     def commit(self) -> Path:
         if not self._ranks_written:
             raise TrnprofError("a run needs its ranks table (write_ranks) before it is complete")
         self.manifest["counts"] = dict(self._rows)
+        self.manifest["stats"] = self._stats.as_dict()
         manifest_path = self.tmp / MANIFEST_FILE
         manifest_path.write_text(json.dumps(self.manifest, indent=2, default=str) + "\n", encoding="utf-8")
         if self.path.exists():

@@ -68,6 +68,7 @@ def connect(threads: int | None = None, memory_limit: str | None = None) -> duck
     con.execute(f"SET memory_limit = {sql_string(limit)}")
     con.execute(f"SET temp_directory = {sql_string(os.path.join(tempfile.gettempdir(), 'trnprof-duckdb'))}")
     con.execute("SET preserve_insertion_order = false")
+    con.execute("SET parquet_metadata_cache = true")  # a run has a file per rank: read footers once
     return con
 
 
