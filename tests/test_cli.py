@@ -58,11 +58,16 @@ def test_user_errors_are_one_line_and_exit_2(cli, sample_run, args, message):
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
 
 
-def test_demo_prints_info_and_breakdown(cli):
-    result = cli("demo")
+def test_demo_simulates_and_shows_the_input_bottleneck(cli, tmp_path):
+    result = cli("demo", "-o", tmp_path / "demo")
     assert result.exit_code == 0, result.output
     assert "world size" in result.stdout and "step breakdown per rank" in result.stdout
-    assert "compute_pct" in result.stdout
+    header, *rows = result.stdout.split("step breakdown per rank")[1].splitlines()[1:4]
+    columns = rows[0].split()
+    input_pct = float(columns[header.split().index("input_wait_pct")])
+    assert input_pct > 30, "the demo job's slow loader must be the visible bottleneck"
+    again = cli("demo", "-o", tmp_path / "demo")  # an earlier demo run is replaced
+    assert again.exit_code == 0
 
 
 def test_python_m_trnprof_runs(tmp_path):

@@ -1,0 +1,12 @@
+"""The Trn1 execution model: simulate training jobs on Trn1/Trn1n into canonical runs.
+
+    from trnprof.collectors.trn1 import load_config, simulate, summary
+    config = load_config(preset="llama2-7b", overrides=["cluster.nodes=32"])
+    summary(config)                      # predictions only, no trace
+    simulate(config, "runs/llama")       # a full run (events, counters, ranks, manifest)
+"""
+
+from .config import Config, list_presets, load_config
+from .simulate import demo_config, simulate, summary
+
+__all__ = ["Config", "demo_config", "list_presets", "load_config", "simulate", "summary"]

@@ -1,0 +1,76 @@
+"""Trainium1 hardware facts the execution model uses, each with its source.
+
+Sources: `shared/trn1/hardware.md` (rows cite the aws-neuron-sdk docs) and the nccom-test and
+neuron-monitor samples of `shared/formats/neuron/`. Per-core figures are the chip's halved: a
+Trn1 chip has 2 NeuronCore-v2 and one rank drives one NeuronCore.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+GIB = 1 << 30
+GB = 1e9
+
+# Chip (trainium.rst): 190 TFLOPS BF16/FP16/cFP8/TF32, 47.5 TFLOPS FP32 dense; 2 NeuronCores.
+CHIP_BF16_FLOPS = 190e12
+CHIP_FP32_FLOPS = 47.5e12
+CORES_PER_CHIP = 2
+CORE_BF16_FLOPS = CHIP_BF16_FLOPS / CORES_PER_CHIP
+CORE_FP32_FLOPS = CHIP_FP32_FLOPS / CORES_PER_CHIP
+# FP8 on Trn1: no speed-up over BF16 (neuron-explorer schema, `adjusted_hardware_flops`).
+MATMUL_PEAK = {"bf16": CORE_BF16_FLOPS, "fp16": CORE_BF16_FLOPS, "fp8": CORE_BF16_FLOPS,
+               "fp32": CORE_FP32_FLOPS}
+# Vector / scalar engines, ~2.3 / ~2.9 TFLOPS FP32 per core (NKI architecture guide).
+CORE_VECTOR_FLOPS = 2.3e12
+CORE_SCALAR_FLOPS = 2.9e12
+# HBM: 32 GiB and 820 GiB/s per chip (trainium.rst; NKI architecture guide).
+CHIP_HBM_BYTES = 32 * GIB
+CORE_HBM_BYTES = CHIP_HBM_BYTES // CORES_PER_CHIP
+CORE_HBM_BW = 820 * GIB / CORES_PER_CHIP
+# DMA: per-engine rate 17-27 GB/s (nki-dma-bandwidth-guide.rst); a host-to-device batch copy
+# is one DMA queue, so the low end.
+DMA_ENGINE_BW = 17 * GB
+
+# Collective latency per algorithm step: ~1-2 us per hop inside a node, ~15 us across nodes
+# (neuron-runtime/explore/*-collective-comm.rst, via hardware.md).
+INTRA_NODE_HOP_S = 1.5e-6
+INTER_NODE_HOP_S = 15e-6
+# Achieved fraction of NeuronLink bandwidth for large collectives: nccom-test's 16-rank
+# kangaring all-reduce reaches 103.89 GiB/s bus bandwidth at 512 MiB against 192 GiB/s per core
+# (384 GiB/s NeuronLink per chip / 2 cores) -> 0.54 (nccom-test.rst sample).
+NEURONLINK_EFFICIENCY = 0.54
+# Same-chip (core-to-core) collectives move data by DMA through HBM: ~1 TB/s of DMA per chip
+# (trainium.rst), half per core, at the same achieved fraction.
+CORE_DMA_BW = 1e12 / CORES_PER_CHIP
+
+# Runtime-owned device memory per core before any tensor: model code 176,285,056 B + constants
+# 193,986,816 B in the neuron-monitor `memory_used` sample.
+RUNTIME_BASE_BYTES = 176_285_056 + 193_986_816
+
+
+@dataclass(frozen=True)
+class Instance:
+    name: str
+    chips: int
+    neuronlink_bw: float  # bytes/s per chip; 0 where there is no NeuronLink
+    network_bw: float     # bytes/s per node (EFA, or ENA on trn1.2xlarge)
+    vcpus: int
+
+    @property
+    def cores(self) -> int:
+        return self.chips * CORES_PER_CHIP
+
+    @property
+    def bf16_flops(self) -> float:
+        return self.chips * CHIP_BF16_FLOPS
+
+
+# hardware.md "Instances": chips, NeuronLink-v2 per chip (uncertain header), network per node.
+INSTANCES = {
+    "trn1.2xlarge": Instance("trn1.2xlarge", chips=1, neuronlink_bw=0.0, network_bw=25e9 / 8, vcpus=8),
+    "trn1.32xlarge": Instance("trn1.32xlarge", chips=16, neuronlink_bw=384 * GIB, network_bw=800e9 / 8, vcpus=128),
+    "trn1n.32xlarge": Instance("trn1n.32xlarge", chips=16, neuronlink_bw=768 * GIB, network_bw=1600e9 / 8, vcpus=128),
+}
+
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}

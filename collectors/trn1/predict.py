@@ -1,0 +1,78 @@
+"""The model's own predictions for a job, without emitting a trace.
+
+A noise-free timeline with one data-parallel group per stage (all groups are alike without
+noise; a slow link takes each stage's worst pipeline), run until the data-loader queue reaches
+its steady state. The full simulation stores exactly these numbers in its manifest.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from . import architecture as A
+from .faults import Effects, effects as fault_effects
+from .job import Job
+from .layout import Layout
+from .memory import capacity, residency
+from .noise import draw
+from .params import Params, default_params
+from .plan import Plan, build_plan
+from .timeline import simulate_timeline
+
+
+def _collapsed(plan: Plan) -> Plan:
+    """The plan with data parallelism folded into one group (worst pipeline per position)."""
+    p2p = plan.p2p_cost.max(axis=1, keepdims=True) if plan.p2p_cost.size else plan.p2p_cost[:, :1]
+    return replace(plan, p2p_cost=p2p)
+
+
+def steady_steps(job: Job) -> int:
+    """Steps until the loader queue (workers x prefetch batches, full after the first compile)
+    no longer hides a slow loader: the compile step, the steps that drain it, one to measure."""
+    capacity_batches = job.config.input.workers * job.config.input.prefetch
+    return 2 + math.ceil(capacity_batches / job.microbatches)
+
+
+def step_time(plan: Plan, fx: Effects) -> float:
+    job = plan.job
+    steps = steady_steps(job)
+    data = [s for s, st in enumerate(plan.stages) if st.consumes_data]
+    f, costs = draw(job, steps, 0, 0.0, fx, data, plan.batch_cost, dp=1)
+    compile_steps = np.zeros(steps, dtype=bool)
+    compile_steps[0] = True
+    tl = simulate_timeline(_collapsed(plan), steps, f, costs, compile_steps, fx.overlap_dp, dp=1)
+    last = steps - 1
+    return max(float((st.step_end[last] - st.step_start[last][:, None]).max()) for st in tl.stages)
+
+
+def hbm_peak(job: Job, fx: Effects) -> float:
+    leak = fx.leak_bytes_per_step * (job.config.run.steps - 1)
+    return max(residency(job, s).peak for s in range(job.pp)) + leak
+
+
+def predictions(job: Job, plan: Plan, fx: Effects) -> dict:
+    seconds = step_time(plan, fx)
+    peak = hbm_peak(job, fx)
+    return {
+        "step_time_s": seconds,
+        "throughput": {"value": job.global_batch / seconds, "unit": job.arch.unit},
+        "mfu": A.model_flops_per_step(job) / (seconds * peak_flops(job)),
+        "hbm_peak_bytes": int(round(peak)),
+        "hbm_capacity_bytes": capacity(),
+        "fits": bool(peak <= capacity()),
+    }
+
+
+def peak_flops(job: Job) -> float:
+    """Cluster BF16 peak (the MFU denominator, whatever the compute precision)."""
+    return job.nodes * job.instance.bf16_flops
+
+
+def predict(job: Job, params: Params | None = None) -> dict:
+    params = params or default_params()
+    fx = fault_effects(job.config.faults, job.config.comm.overlap_dp)
+    plan = build_plan(job, params, Layout(job), fx.slow_nodes)
+    return predictions(job, plan, fx)

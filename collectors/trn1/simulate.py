@@ -1,0 +1,144 @@
+"""Run the Trn1 execution model: predictions only (`summary`) or a whole canonical run."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Callable
+
+import msgspec
+import numpy as np
+
+from trnprof.manifest import new_manifest
+from trnprof.runstore import write_run
+
+from . import architecture as A
+from .config import Config, load_config, to_dict
+from .counters import build_counters
+from .emit import Vocabulary
+from .events import StageTemplate, build_events
+from .faults import effects
+from .job import Job, resolve
+from .layout import Layout
+from .memory import capacity, residency
+from .noise import draw
+from .params import Params, default_params
+from .plan import build_plan
+from .predict import peak_flops, predictions
+from .timeline import simulate_timeline
+
+COLLECTOR = "trnprof.trn1"
+EVENTS_PER_BATCH = 2_000_000  # bounds memory: ranks are generated in batches of about this many events
+
+
+def as_config(config) -> Config:
+    """A Config from a Config, a mapping or a YAML path."""
+    if isinstance(config, Config):
+        return config
+    return load_config(path=config)
+
+
+def demo_config() -> Config:
+    """The tiny job with a visible bottleneck (a slow data loader) that `trnprof demo` runs."""
+    return load_config(preset="tiny-slow-loader")
+
+
+def summary(config, *, params: Params | None = None) -> dict:
+    """The model's predictions for `config` without emitting a trace: step_time_s, throughput
+    {value, unit}, mfu, hbm_peak_bytes, hbm_capacity_bytes, fits."""
+    job = resolve(as_config(config))
+    params = params or default_params()
+    fx = effects(job.config.faults, job.config.comm.overlap_dp)
+    return predictions(job, build_plan(job, params, Layout(job), fx.slow_nodes), fx)
+
+
+def job_metadata(job: Job) -> dict:
+    """The manifest's `job`: what `trnprof info` and the rules read."""
+    cfg = job.config
+    return {
+        "samples_per_step": job.global_batch, "throughput_unit": job.arch.unit,
+        "model_flops_per_step": A.model_flops_per_step(job), "peak_flops_per_s": peak_flops(job),
+        "model": job.arch.name, "model_kind": job.arch.kind, "parameters": A.total_params(job.arch),
+        "seq_len": job.arch.seq_len, "instance_type": job.instance.name, "nodes": job.nodes,
+        "parallelism": {"tp": job.tp, "pp": job.pp, "dp": job.dp, "sequence_parallel": job.sp,
+                        "zero1": job.zero1, "microbatches": job.microbatches},
+        "global_batch": job.global_batch, "micro_batch": job.micro,
+        "precision": msgspec.to_builtins(cfg.precision),
+        "activation_checkpointing": job.checkpointing,
+    }
+
+
+def _batches(job: Job, events_per_rank: int):
+    size = int(max(1, min(job.cores_per_node, EVENTS_PER_BATCH // max(events_per_rank, 1))))
+    per_stage = job.dp * job.tp
+    for stage in range(job.pp):
+        first = stage * per_stage
+        for lo in range(first, first + per_stage, size):
+            yield np.arange(lo, min(lo + size, first + per_stage))
+
+
+def _oom(job: Job, tl, fx) -> dict:
+    """Per stage: (first step over capacity, peak sample times (S, dp), peak bytes) or None."""
+    out = {}
+    for s in range(job.pp):
+        peaks = residency(job, s).peak + fx.leak_bytes_per_step * np.arange(tl.steps)
+        over = np.flatnonzero(peaks > capacity())
+        if len(over):
+            first_b = next(k for k, (typ, _) in enumerate(tl.seqs[s]) if typ == "B")
+            out[s] = (int(over[0]), tl.stages[s].body[:, first_b, :], float(peaks[over[0]]))
+    return out
+
+
+def _write_batch(run, events, counts, counters) -> None:
+    """One batch's events, a rank's slice per call (each lands in its own partition), and counters."""
+    offset = 0
+    for count in counts:
+        run.write_events(events.slice(offset, int(count)))
+        offset += int(count)
+    run.write_counters(counters)
+
+
+def simulate(config, out: str | Path, *, seed: int | None = None, steps: int | None = None,
+             overwrite: bool = False, params: Params | None = None,
+             progress: Callable[[int], None] | None = None) -> Path:
+    """Simulate `config` (Config, mapping or YAML path) and write the run to `out`.
+    `progress(n)` is called after each batch of n ranks is written. Returns the run's path."""
+    cfg = as_config(config)
+    run_cfg = msgspec.structs.replace(cfg.run, **{k: v for k, v in (("seed", seed), ("steps", steps)) if v is not None})
+    cfg = msgspec.structs.replace(cfg, run=run_cfg)
+    cfg = load_config(path=to_dict(cfg))  # re-validate the replaced values
+    job = resolve(cfg)
+    params = params or default_params()
+    fx = effects(cfg.faults, cfg.comm.overlap_dp)
+    layout = Layout(job)
+    plan = build_plan(job, params, layout, fx.slow_nodes)
+    preds = predictions(job, plan, fx)
+    S = cfg.run.steps
+    data_stages = [s for s, st in enumerate(plan.stages) if st.consumes_data]
+    f, costs = draw(job, S, cfg.run.seed, cfg.run.noise, fx, data_stages, plan.batch_cost)
+    tl = simulate_timeline(plan, S, f, costs, fx.compile_steps(S), fx.overlap_dp)
+    oom = _oom(job, tl, fx)
+    manifest = new_manifest(COLLECTOR, job=job_metadata(job), world_size=job.world, config=to_dict(cfg),
+                            predictions=preds, fits=preds["fits"],
+                            execution_model={"params": msgspec.to_builtins(params.__dict__),
+                                             "compile_s": plan.compile_s})
+    templates = {s: StageTemplate(plan, s, tl.seqs[s]) for s in range(job.pp)}
+    res = {s: residency(job, s) for s in range(job.pp)}
+    vocab = Vocabulary()
+    per_rank = S * max(len(t.block) for t in templates.values())
+    # Writing (Parquet encoding, which releases the GIL) overlaps building the next batch.
+    with write_run(out, manifest, overwrite=overwrite) as run, ThreadPoolExecutor(max_workers=1) as writer:
+        pending = None
+        for ranks in _batches(job, per_rank):
+            stage = int(layout.pp_rank[ranks[0]])
+            events, counts = build_events(tl, layout, ranks, templates[stage], vocab, oom).table()
+            counters = build_counters(tl, layout, ranks, res[stage], fx.leak_bytes_per_step)
+            if pending is not None:
+                pending.result()
+            pending = writer.submit(_write_batch, run, events, counts, counters)
+            if progress:
+                progress(len(ranks))
+        if pending is not None:
+            pending.result()
+        run.write_ranks(layout.ranks_table())
+    return Path(out)

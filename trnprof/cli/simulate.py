@@ -1,0 +1,106 @@
+"""`trnprof simulate`: run the Trn1 execution model into a run, or print its predictions."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..errors import TrnprofError
+from ._output import seconds, to_json
+
+GIB = 1 << 30
+PROGRESS_MIN_RANKS = 64  # show a progress bar from this many ranks on
+
+
+def _count(n: float) -> str:
+    return f"{n / 1e9:.2f} B" if n >= 1e9 else f"{n / 1e6:.1f} M"
+
+
+def _summary_text(pred: dict, job: dict) -> str:
+    par = job["parallelism"]
+    fits = "fits" if pred["fits"] else "DOES NOT FIT"
+    return "\n".join([
+        f"model        {job['model']} ({_count(job['parameters'])} parameters)",
+        f"cluster      {job['nodes']} x {job['instance_type']}, tp {par['tp']} pp {par['pp']} dp {par['dp']}, "
+        f"{par['microbatches']} microbatch(es) per step",
+        f"step time    {seconds(pred['step_time_s'])}",
+        f"throughput   {pred['throughput']['value']:,.1f} {pred['throughput']['unit']}",
+        f"MFU          {pred['mfu']:.1%}",
+        f"HBM peak     {pred['hbm_peak_bytes'] / GIB:.2f} GiB of {pred['hbm_capacity_bytes'] / GIB:.0f} GiB "
+        f"per NeuronCore ({fits})",
+    ])
+
+
+def _presets_text(presets: dict) -> str:
+    from ..collectors.trn1.config import job_presets, model_presets
+    lines = ["job presets (full configs):"]
+    for name in presets["job"]:
+        cal = job_presets()[name].get("calibration")
+        note = f"  calibration row: {cal['throughput']} {cal['unit']}" if cal else ""
+        lines.append(f"  {name}{note}")
+    lines.append("model presets (the model on its default job):")
+    for name in presets["model"]:
+        arch = model_presets()[name]["model"]
+        lines.append(f"  {name:<14} {arch['kind']}, {arch['layers']} layers, hidden {arch['hidden']}")
+    return "\n".join(lines)
+
+
+@click.command("simulate")
+@click.argument("config", required=False, type=click.Path(dir_okay=False, path_type=str))
+@click.option("--preset", help="Job preset (a full config) or model preset (that model on its default job).")
+@click.option("-o", "--out", "out", type=click.Path(path_type=str), help="Run folder to write.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override any config key, e.g. --set cluster.nodes=32 --set model.seq_len=2048.")
+@click.option("--seed", type=int, help="Noise seed (run.seed).")
+@click.option("--steps", type=int, help="Training steps to simulate (run.steps).")
+@click.option("--summary-only", is_flag=True, help="Print the model's predictions; emit no trace.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--list-presets", is_flag=True, help="List the job and model presets.")
+@click.option("--force", is_flag=True, help="Replace an existing run at --out.")
+def command(config, preset, out, overrides, seed, steps, summary_only, fmt, list_presets, force):
+    """Simulate a training job on Trn1/Trn1n with the built-in execution model.
+
+    CONFIG is a YAML file (optional with --preset). Examples:
+
+      trnprof simulate --preset llama2-7b --set cluster.nodes=32 -o runs/llama
+
+      trnprof simulate --preset gpt3-23b-32node --summary-only --format json
+    """
+    from ..collectors.trn1 import config as cfgmod
+    from ..collectors.trn1.simulate import job_metadata, simulate, summary
+    from ..collectors.trn1.job import resolve
+
+    if list_presets:
+        presets = cfgmod.list_presets()
+        click.echo(to_json(presets) if fmt == "json" else _presets_text(presets))
+        return
+    if config is None and preset is None:
+        raise TrnprofError("give a CONFIG.yaml or --preset NAME (see trnprof simulate --list-presets)")
+    extra = [f"run.seed={seed}"] * (seed is not None) + [f"run.steps={steps}"] * (steps is not None)
+    cfg = cfgmod.load_config(preset=preset, path=config, overrides=[*overrides, *extra])
+    if summary_only:
+        pred = summary(cfg)
+        click.echo(to_json(pred) if fmt == "json" else _summary_text(pred, job_metadata(resolve(cfg))))
+        return
+    if not out:
+        raise TrnprofError("give the run folder to write with -o/--out (or --summary-only for predictions)")
+    world = resolve(cfg).world
+    if world >= PROGRESS_MIN_RANKS:
+        with click.progressbar(length=world, label="simulating ranks", file=sys.stderr) as bar:
+            path = simulate(cfg, out, overwrite=force, progress=bar.update)
+    else:
+        path = simulate(cfg, out, overwrite=force)
+    from ..manifest import read_manifest
+    manifest = read_manifest(path)
+    pred = manifest["predictions"]
+    if fmt == "json":
+        click.echo(to_json({"run": str(path), "counts": manifest["counts"], "predictions": pred}))
+    else:
+        click.echo(f"wrote {path}: {manifest['counts']['events']:,} events, "
+                   f"{manifest['counts']['counters']:,} counter samples, {manifest['world_size']} ranks")
+        click.echo(_summary_text(pred, manifest["job"]))
+    if not pred["fits"]:
+        click.echo(f"warning: the job does not fit in HBM (peak {pred['hbm_peak_bytes'] / GIB:.2f} GiB > "
+                   f"{pred['hbm_capacity_bytes'] / GIB:.0f} GiB per NeuronCore); the run holds oom_risk events",
+                   err=True)
