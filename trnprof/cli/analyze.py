@@ -1,0 +1,62 @@
+"""`trnprof analyze RUN`: run the rule packs and report findings, ranked by what they cost.
+
+Exit codes: 0 when no finding reaches --fail-on (or none is given), 1 when one does, 2 on a
+usage or input error.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..rules_engine import analyze, load_rules
+from ..rules_engine.config import read_config
+from ..rules_engine.render import to_json, to_markdown, to_text
+from ..rules_engine.sarif import to_sarif
+from ..rules_engine.spec import SEVERITIES, severity_rank
+
+EXIT_FINDINGS = 1
+
+
+def fails(document: dict, fail_on: str | None) -> bool:
+    """True when a finding is at or above `fail_on`."""
+    if not fail_on:
+        return False
+    return any(severity_rank(f["severity"]) >= severity_rank(fail_on) for f in document["findings"])
+
+
+@click.command("analyze")
+@click.argument("run", type=click.Path(path_type=str))
+@click.option("--select", multiple=True, metavar="RULES",
+              help="Run only these rules: codes (IN001), code prefixes (IN), names (input.starvation) or packs (input); comma-separated or repeated.")
+@click.option("--ignore", multiple=True, metavar="RULES", help="Skip these rules (same forms as --select).")
+@click.option("--set", "assignments", multiple=True, metavar="RULE.PARAM=VALUE",
+              help="Override a rule parameter, e.g. input.starvation.high_share=0.3.")
+@click.option("--rules", "rule_dirs", multiple=True, type=click.Path(path_type=str),
+              help="Add a rule pack folder (or a folder of packs).")
+@click.option("--config", type=click.Path(path_type=str), help="YAML file with rules, select, ignore, set, timeout, fail_on.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "markdown"]), default="text", show_default=True)
+@click.option("--fail-on", type=click.Choice(SEVERITIES), help="Exit 1 when a finding is at or above this severity.")
+@click.option("--timeout", type=click.FloatRange(min=0.001), help="Time limit per rule query, seconds [default: 60].")
+@click.option("--threads", type=click.IntRange(min=1), help="DuckDB threads.")
+def command(run, select, ignore, assignments, rule_dirs, config, fmt, fail_on, timeout, threads):
+    """Find what slows RUN down: a short list of findings, worst first, with the ranks and steps
+    affected, the time lost per step and what to do."""
+    if config and fail_on is None:
+        fail_on = read_config(config).fail_on
+    document = analyze(run, select=select, ignore=ignore, set=list(assignments), rules=rule_dirs,
+                       config=config, timeout=timeout, threads=threads)
+    if fmt == "json":
+        click.echo(to_json(document))
+    elif fmt == "sarif":
+        rules = load_rules(list(read_config(config).rules) + list(rule_dirs) if config else rule_dirs)
+        click.echo(to_json(to_sarif(document, rules)))
+    elif fmt == "markdown":
+        click.echo(to_markdown(document), nl=False)
+    else:
+        click.echo(to_text(document))
+    for error in document["errors"]:
+        click.echo(f"warning: rule {error['name']} failed: {error['error']}", err=True)
+    if fails(document, fail_on):
+        sys.exit(EXIT_FINDINGS)

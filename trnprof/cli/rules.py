@@ -1,0 +1,107 @@
+"""`trnprof rules list | show | test | new | docs`: browse, test, write and document rules."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import TrnprofError
+from ..rules_engine import docs as rule_docs
+from ..rules_engine.loader import load_folder, load_rule_file, load_rules
+from ..rules_engine.scaffold import new_rule
+from ..rules_engine.testing import test_rules
+from ._output import to_json
+
+DOCS_DIR = "docs/rules"
+_rules_option = click.option("--rules", "rule_dirs", multiple=True, type=click.Path(path_type=str),
+                             help="Add a rule pack folder (or a folder of packs).")
+
+
+@click.group("rules")
+def command():
+    """Browse, test, scaffold and document rules."""
+
+
+@command.command("list")
+@_rules_option
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def list_(rule_dirs, fmt):
+    """List every rule: code, name, severity, title."""
+    rules = load_rules(rule_dirs)
+    if fmt == "json":
+        click.echo(to_json([{"code": r.code, "name": r.name, "pack": r.pack, "severity": r.severity,
+                             "title": r.spec.title, "path": str(r.path)} for r in rules]))
+        return
+    for rule in rules:
+        click.echo(f"{rule.code}  {rule.name:<40} {rule.severity:<7} {rule.spec.title}")
+
+
+@command.command("show")
+@click.argument("name")
+@_rules_option
+def show(name, rule_dirs):
+    """Show one rule (by code or name): docs, parameters, SQL."""
+    rules = load_rules(rule_dirs)
+    match = [r for r in rules if name in (r.code, r.name)]
+    if not match:
+        raise TrnprofError(f"no rule {name!r} (see `trnprof rules list`)")
+    click.echo("\n".join(rule_docs.rule_section(match[0])).rstrip())
+    click.echo(f"\nfile: {match[0].path}")
+
+
+@command.command("test")
+@click.argument("path", required=False, type=click.Path(path_type=str))
+@click.option("--timeout", type=click.FloatRange(min=0.001), default=60.0, show_default=True,
+              help="Time limit per rule query, seconds.")
+def test(path, timeout):
+    """Run the test cases of the rules in PATH (a rule file, a pack folder or a folder of packs;
+    default: the built-in packs). Exit 1 when a case fails."""
+    if path is None:
+        rules = load_rules()
+    elif Path(path).is_file():
+        rules = [load_rule_file(Path(path), Path(path).parent.name)]
+    else:
+        rules = load_folder(Path(path))
+    if not rules:
+        raise TrnprofError(f"no rule files under {path}")
+    results = test_rules(rules, timeout=timeout)
+    for result in results:
+        mark = "ok  " if result.ok else "FAIL"
+        click.echo(f"{mark} {result.rule.name}: {result.case.name}")
+        for problem in result.problems:
+            click.echo(f"       {problem}")
+    failed = sum(not r.ok for r in results)
+    click.echo(f"{len(results) - failed} passed, {failed} failed")
+    if failed:
+        sys.exit(1)
+
+
+@command.command("new")
+@click.argument("name")
+@click.option("--dir", "folder", type=click.Path(path_type=str), default="rules", show_default=True,
+              help="Folder of packs to write into: the file is DIR/<pack>/<rule>.yaml.")
+@click.option("--code", help="Rule code, e.g. MY001 (default: the pack's prefix and next number).")
+def new(name, folder, code):
+    """Write a rule file NAME (pack.rule_name) to fill in; it passes `rules test` as written."""
+    existing = load_rules([folder]) if Path(folder).is_dir() and any(Path(folder).rglob("*.yaml")) else load_rules()
+    path = new_rule(name, Path(folder), existing, code)
+    click.echo(f"wrote {path}")
+
+
+@command.command("docs")
+@click.option("--out", type=click.Path(path_type=str), default=DOCS_DIR, show_default=True)
+@click.option("--check", is_flag=True, help="Do not write; exit 1 when the pages differ from the rules.")
+def docs(out, check):
+    """Generate the rule reference (index and one page per pack) from the built-in rules."""
+    rules = load_rules()
+    if check:
+        drift = rule_docs.drifted(Path(out), rules)
+        if drift:
+            click.echo(f"{out} drifted from the rules: {', '.join(drift)} (run `trnprof rules docs`)")
+            sys.exit(1)
+        click.echo(f"{out} is up to date")
+        return
+    for path in rule_docs.write(Path(out), rules):
+        click.echo(f"wrote {path}")

@@ -1,0 +1,156 @@
+"""`analyze()`: run the selected rules over a run, in the sandbox, and return the findings
+document (the `--format json` contract, schema `trnprof.findings/1`)."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import duckdb
+
+from trnprof import session
+from trnprof.api import Run, open_run
+
+from . import findings as findings_mod
+from .catalog import run_job_table, signal_names, stdlib_views
+from .config import read_config
+from .loader import Rule, load_rules
+from .params import parse_assignments, resolve
+from .sandbox import Sandbox, SandboxError
+from .selection import choose, split
+from .spec import Probe
+
+SCHEMA = "trnprof.findings/1"
+DEFAULT_TIMEOUT_S = 60.0
+CONTEXT_TABLES = ("step_phases",)  # the engine reads the steady steps and their mean time
+_CREATE_VIEW = re.compile(r"^\s*CREATE\s+VIEW\s+\w+\s+AS\s", re.IGNORECASE)
+
+
+def _dependencies() -> dict[str, set[str]]:
+    """Each stdlib view -> the stdlib views it reads."""
+    views = stdlib_views()
+    return {name: {n for n in duckdb.get_table_names(_CREATE_VIEW.sub("", view.sql, count=1)) if n in views}
+            for name, view in views.items()}
+
+
+def _to_materialise(names: set[str]) -> list[str]:
+    """The stdlib views to compute once, in load order: those the rules read, and those two or
+    more of the views involved read (so they are not computed twice). Views read by a single
+    view stay views, and DuckDB fuses them into the query (e.g. the interval sweep)."""
+    deps = _dependencies()
+    involved, todo = set(), [n for n in names if n in deps]
+    while todo:
+        name = todo.pop()
+        if name not in involved:
+            involved.add(name)
+            todo += deps[name]
+    readers = {name: sum(name in deps[other] for other in involved) for name in involved}
+    return [name for name in deps if name in involved and (name in names or readers[name] >= 2)]
+
+
+def collect_tables(run: Run, names: set[str]) -> dict:
+    """The tables `names` as Arrow, computed in the run's session (see `_to_materialise`)."""
+    session.materialize(run.con, _to_materialise(names))
+    tables = {}
+    for name in sorted(names):
+        if name == "run_job":
+            tables[name] = run_job_table(run.manifest)
+        else:
+            tables[name] = run.con.sql(f'SELECT * FROM "{name}"').to_arrow_table()
+    return tables
+
+
+def _needed_tables(rules: list[Rule]) -> set[str]:
+    names = set(CONTEXT_TABLES)
+    for rule in rules:
+        names |= rule.tables
+        if any(isinstance(need, str) for need in rule.spec.requires):
+            names.add("signals")
+    return names
+
+
+def _missing(rule: Rule, sandbox: Sandbox, signals: dict, timeout: float) -> str | None:
+    """Why `rule` cannot be evaluated on this run, or None when it can."""
+    meaning = signal_names()
+    for need in rule.spec.requires:
+        if isinstance(need, Probe):
+            frame = sandbox.query(need.sql, timeout=timeout)
+            if frame.empty or not bool(frame.iloc[0, 0]):
+                return need.reason
+        elif not signals.get(need):
+            return f"needs signal {need} (true when {meaning[need]}), which is false for this run"
+    return None
+
+
+def _context(sandbox: Sandbox) -> tuple[int, float | None, set[int]]:
+    """Steady-state steps (warm-up excluded), their mean time, and the warm-up steps."""
+    frame = sandbox.query("SELECT step, dur, warmup FROM step_phases")
+    steady = frame[~frame["warmup"].astype(bool)]
+    warmup = {int(s) for s in frame.loc[frame["warmup"].astype(bool), "step"]}
+    return len(steady), (float(steady["dur"].mean()) if len(steady) else None), warmup
+
+
+def _bind(rule: Rule, params: dict) -> dict:
+    return {name: params[name] for name in rule.sql_params}
+
+
+def evaluate(run: Run, rules: list[Rule], params: dict[str, dict], *, timeout: float = DEFAULT_TIMEOUT_S,
+             threads: int | None = None) -> dict:
+    """Run `rules` (already chosen) with their `params` over an open run."""
+    started = time.perf_counter()
+    sandbox = Sandbox(collect_tables(run, _needed_tables(rules)), threads=threads)
+    try:
+        n_steps, mean_step_ns, warmup = _context(sandbox)
+        signals = {}
+        if "signals" in sandbox.tables:
+            frame = sandbox.query("SELECT * FROM signals")
+            signals = {k: bool(v) for k, v in frame.iloc[0].items()} if len(frame) else {}
+        found, not_evaluated, errors, timings = [], [], [], {}
+        for rule in rules:
+            t0 = time.perf_counter()
+            try:
+                reason = _missing(rule, sandbox, signals, timeout)
+                if reason:
+                    not_evaluated.append({"code": rule.code, "name": rule.name, "reason": reason})
+                    continue
+                frame = sandbox.query(rule.spec.sql, _bind(rule, params[rule.name]), timeout=timeout)
+                found += findings_mod.build(rule, params[rule.name], frame, n_steps, mean_step_ns, warmup)
+            except (SandboxError, findings_mod.FindingError) as exc:
+                errors.append({"code": rule.code, "name": rule.name, "error": str(exc)})
+            finally:
+                timings[rule.name] = round(time.perf_counter() - t0, 6)
+    finally:
+        sandbox.close()
+    found.sort(key=findings_mod.sort_key)
+    return {"schema": SCHEMA, "run": str(run.path), "findings": found, "not_evaluated": not_evaluated,
+            "errors": errors, "rules": [rule.name for rule in rules],
+            "steps": n_steps, "warmup_steps": sorted(warmup),
+            "mean_step_s": mean_step_ns / 1e9 if mean_step_ns else None,
+            "seconds": round(time.perf_counter() - started, 6), "rule_seconds": timings}
+
+
+def analyze(run: str | Path | Run, *, select=(), ignore=(), set=None, rules=(), config=None,
+            timeout: float | None = None, threads: int | None = None, builtin: bool = True) -> dict:
+    """Analyze a run (a path or an open `Run`) and return the findings document.
+
+    select / ignore: codes, code prefixes, names or packs; set: {"rule.param": value} or
+    ["rule.param=value", ...]; rules: extra rule folders; config: a YAML config file whose
+    options the arguments extend. Given an open `Run`, the stdlib views the rules need are
+    materialised in its session (later queries on it reuse them)."""
+    assignments = {}
+    if config is not None:
+        cfg = read_config(config)
+        rules = list(cfg.rules) + list(rules)
+        select, ignore = split(cfg.select) + split(select), split(cfg.ignore) + split(ignore)
+        assignments.update(cfg.set)
+        timeout = timeout if timeout is not None else cfg.timeout
+    assignments.update(parse_assignments(set or {}))
+    all_rules = load_rules(rules, builtin=builtin)
+    params = resolve(all_rules, assignments)
+    chosen = choose(all_rules, select, ignore)
+    timeout = DEFAULT_TIMEOUT_S if timeout is None else float(timeout)
+    if isinstance(run, Run):
+        return evaluate(run, chosen, params, timeout=timeout, threads=threads)
+    with open_run(run, threads=threads) as opened:
+        return evaluate(opened, chosen, params, timeout=timeout, threads=threads)

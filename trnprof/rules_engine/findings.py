@@ -1,0 +1,187 @@
+"""Turn a rule's offending rows into findings: one per rule and pattern, with the ranks and
+steps affected, the time lost per step, a severity, a few evidence rows and the messages.
+
+Columns of a rule's rows that have a meaning here (all optional):
+  rank, step   where the row happened (null step: the row holds for every step)
+  lost_ns      time the row costs in its step, ns (steps are synchronous: per step the worst
+               row counts, as ranks wait for the slowest)
+  severity     low | medium | high for the row; the rule's severity when absent or null
+  pattern      rows with different patterns are different findings (e.g. one per straggler)
+Every other column is evidence, and a field the message templates can use.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+
+import pandas as pd
+
+from .loader import Rule
+from .spec import SEVERITIES, severity_rank
+
+EVIDENCE_ROWS = 5
+MAX_ROWS = 1_000_000
+
+
+class FindingError(Exception):
+    """A rule whose rows or templates are not usable; the message says why."""
+
+
+def plain(value):
+    """A JSON-safe Python scalar (numpy, Decimal, NaN and NA become int/float/None)."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if type(value).__name__ == "Decimal":
+        value = int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return None
+        if value.is_integer() and abs(value) < 2**53:
+            return value
+    if isinstance(value, (pd.Timestamp,)):
+        return value.isoformat()
+    return value
+
+
+def compact(values) -> str:
+    """Sorted integers as ranges: [0, 1, 2, 5, 7, 8] -> '0-2, 5, 7-8'."""
+    values = sorted(set(values))
+    if not values:
+        return "none"
+    parts, start, prev = [], values[0], values[0]
+    for value in values[1:] + [None]:
+        if value is not None and value == prev + 1:
+            prev = value
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if value is not None:
+            start = prev = value
+    return ", ".join(parts)
+
+
+class _Formatter(string.Formatter):
+    """str.format without attribute or index access; null values print as n/a."""
+
+    def get_field(self, field_name, args, kwargs):
+        if not field_name.isidentifier():
+            raise FindingError(f"template field {{{field_name}}} is not a plain name")
+        if field_name not in kwargs:
+            raise FindingError(f"template field {{{field_name}}} is not a column of the query, "
+                               "a parameter or a finding field")
+        return kwargs[field_name], field_name
+
+    def format_field(self, value, format_spec):
+        if value is None:
+            return "n/a"
+        try:
+            return format(value, format_spec)
+        except (ValueError, TypeError) as exc:
+            raise FindingError(f"cannot format {value!r} with {{:{format_spec}}}: {exc}") from None
+
+
+def render(template: str, fields: dict) -> str:
+    return _Formatter().format(template, **fields)
+
+
+def _int_list(series: pd.Series, column: str) -> list[int]:
+    values = []
+    for value in series.dropna().unique():
+        try:
+            values.append(int(value))
+        except (TypeError, ValueError):
+            raise FindingError(f"column {column} must hold integers, got {value!r}") from None
+    return sorted(values)
+
+
+def _checked(frame: pd.DataFrame, rule: Rule) -> pd.DataFrame:
+    if len(frame) > MAX_ROWS:
+        raise FindingError(f"returned {len(frame):,} rows (more than {MAX_ROWS:,}): aggregate in SQL")
+    if frame.columns.duplicated().any():
+        raise FindingError("the query returns duplicate column names: give each column its own name")
+    frame = frame.copy()
+    if "lost_ns" in frame:
+        lost = pd.to_numeric(frame["lost_ns"], errors="coerce")
+        if lost.isna().sum() > frame["lost_ns"].isna().sum():
+            raise FindingError("column lost_ns must be numeric (ns)")
+        frame["_lost"] = lost.fillna(0.0).clip(lower=0.0).astype(float)
+    else:
+        frame["_lost"] = 0.0
+    if "severity" in frame:
+        severity = frame["severity"].where(frame["severity"].notna(), rule.severity)
+        bad = sorted(set(map(str, severity)) - set(SEVERITIES))
+        if bad:
+            raise FindingError(f"column severity holds {bad[0]!r}; use one of {', '.join(SEVERITIES)}")
+        frame["_severity"] = severity.astype(str)
+    else:
+        frame["_severity"] = rule.severity
+    return frame
+
+
+def impact(rows: pd.DataFrame, n_steps: int, mean_step_ns: float | None) -> dict:
+    """Seconds lost per step and share of the mean step time.
+
+    Per step, the largest loss among the step's rows counts (ranks wait for the slowest); rows
+    without a step count in every step. The sum over the run's steps is divided by its steps."""
+    has_step = rows["step"].notna() if "step" in rows else pd.Series(False, index=rows.index)
+    everywhere = float(rows.loc[~has_step, "_lost"].max()) if (~has_step).any() else 0.0
+    per_step = rows.loc[has_step].groupby("step")["_lost"].max() if has_step.any() else pd.Series(dtype=float)
+    if n_steps > 0:
+        covered = per_step.clip(lower=everywhere).sum()
+        uncovered = max(n_steps - len(per_step), 0) * everywhere
+        lost_ns = (covered + uncovered) / max(n_steps, len(per_step))
+    else:
+        lost_ns = max(everywhere, float(per_step.max()) if len(per_step) else 0.0)
+    seconds = lost_ns / 1e9
+    fraction = seconds / (mean_step_ns / 1e9) if mean_step_ns else 0.0
+    return {"seconds_per_step": round(float(seconds), 9), "fraction_of_step": round(float(fraction), 6)}
+
+
+def _evidence(rows: pd.DataFrame) -> list[dict]:
+    order = ["_lost"] + [c for c in ("rank", "step") if c in rows]
+    top = rows.sort_values(order, ascending=[False] + [True] * (len(order) - 1), kind="stable")
+    columns = [c for c in rows.columns if not c.startswith("_")]
+    return [{c: plain(v) for c, v in zip(columns, record)}
+            for record in top[columns].head(EVIDENCE_ROWS).itertuples(index=False, name=None)]
+
+
+def build(rule: Rule, params: dict, frame: pd.DataFrame, n_steps: int, mean_step_ns: float | None,
+          warmup=frozenset()) -> list[dict]:
+    """The findings of one rule from its rows; rows of warm-up steps count as evidence, not in
+    the impact (which is measured over the `n_steps` steady steps)."""
+    if frame.empty:
+        return []
+    frame = _checked(frame, rule)
+    groups = frame.groupby(frame["pattern"].fillna("").astype(str), sort=True) if "pattern" in frame \
+        else [("", frame)]
+    findings = []
+    for pattern, rows in groups:
+        ranks = _int_list(rows["rank"], "rank") if "rank" in rows else []
+        steps = _int_list(rows["step"], "step") if "step" in rows else []
+        severity = max(rows["_severity"], key=severity_rank)
+        steady = rows[~rows["step"].isin(warmup)] if "step" in rows and warmup else rows
+        cost = impact(steady, n_steps, mean_step_ns) if len(steady) else \
+            {"seconds_per_step": 0.0, "fraction_of_step": 0.0}
+        evidence = _evidence(rows)
+        fields = {**params, **(evidence[0] if evidence else {}),
+                  "pattern": pattern, "ranks": compact(ranks), "n_ranks": len(ranks),
+                  "steps": compact(steps), "n_steps": len(steps), "severity": severity,
+                  "seconds_per_step": cost["seconds_per_step"],
+                  "ms_per_step": cost["seconds_per_step"] * 1e3,
+                  "fraction_of_step": cost["fraction_of_step"]}
+        finding = {"code": rule.code, "name": rule.name, "pack": rule.pack, "severity": severity,
+                   "title": rule.spec.title, "message": render(rule.spec.message, fields),
+                   "recommendation": render(rule.spec.recommendation, fields),
+                   "ranks": ranks, "steps": steps, "impact": cost, "evidence": evidence}
+        if pattern:
+            finding["pattern"] = pattern
+        findings.append(finding)
+    return findings
+
+
+def sort_key(finding: dict):
+    """Severity first (it grades what a finding costs), then time lost per step."""
+    return (-severity_rank(finding["severity"]), -finding["impact"]["seconds_per_step"],
+            -finding["impact"]["fraction_of_step"], finding["code"], finding.get("pattern", ""))

@@ -1,0 +1,231 @@
+"""Find rule files, decode and validate them: a malformed rule is one error naming the file, the
+field and the fix.
+
+Rule packs are folders of YAML files, one rule per file: the built-in packs ship in
+`trnprof.rules`, users add folders with `--rules DIR` (a pack folder, or a folder of packs).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+import msgspec
+import yaml
+
+from trnprof.errors import TrnprofError
+from trnprof.schema import TABLE_COLUMNS
+
+from . import yamlio
+from .catalog import readable_tables, signal_names
+from .spec import Probe, RuleFile
+
+CODE = re.compile(r"^[A-Z]{2,3}[0-9]{3}$")
+NAME = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")
+IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SQL_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+RULE_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A validated rule: its file's content plus what the engine derives from it."""
+    spec: RuleFile
+    path: Path
+    tables: frozenset[str]      # names the SQL (and probes) read
+    sql_params: tuple[str, ...]  # parameters the SQL uses as $name
+
+    @property
+    def code(self) -> str:
+        return self.spec.code
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def pack(self) -> str:
+        return self.spec.pack
+
+    @property
+    def severity(self) -> str:
+        return self.spec.severity
+
+    def defaults(self) -> dict:
+        return {name: param.default for name, param in self.spec.params.items()}
+
+
+class RuleError(TrnprofError):
+    """A malformed rule file."""
+
+
+def _fail(path: Path, field: str, problem: str, fix: str):
+    raise RuleError(f"{path}: {field}: {problem} ({fix})")
+
+
+def builtin_dir() -> Path:
+    return Path(str(resources.files("trnprof.rules")))
+
+
+def rule_files(folder: Path) -> list[Path]:
+    """The rule files under `folder`: a pack folder (rule files inside) or a folder of packs."""
+    if not folder.is_dir():
+        raise TrnprofError(f"rules folder not found: {folder} (give a pack folder of rule .yaml "
+                           "files, or a folder of such packs)")
+    def files(where: Path) -> list[Path]:  # names starting with _ or . are not rules
+        return sorted(p for p in where.iterdir() if p.suffix in RULE_SUFFIXES and p.is_file()
+                      and not p.name.startswith(("_", ".")))
+
+    direct = files(folder)
+    if direct:
+        return direct
+    return [p for pack in sorted(folder.iterdir()) if pack.is_dir() and not pack.name.startswith(("_", "."))
+            for p in files(pack)]
+
+
+def _check_sql(path: Path, field: str, sql: str) -> frozenset[str]:
+    """One SELECT over readable tables; returns the names it reads."""
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        _fail(path, field, f"SQL does not parse: {str(exc).splitlines()[0]}", "fix the SQL syntax")
+    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+        _fail(path, field, "must be exactly one SELECT statement",
+              "rules only read: write one query, no ';'-separated statements, no DDL, COPY, SET or ATTACH")
+    try:
+        # parameters stand in for values; the parser wants a value there to list the tables
+        tables = frozenset(duckdb.get_table_names(SQL_PARAM.sub("NULL", sql)))
+    except duckdb.Error as exc:
+        _fail(path, field, f"SQL does not parse: {str(exc).splitlines()[0]}", "fix the SQL syntax")
+    unknown = sorted(tables - set(readable_tables()))
+    if unknown:
+        _fail(path, field, f"reads unknown table or view {', '.join(unknown)}",
+              "rules read only these: " + ", ".join(readable_tables()))
+    return tables
+
+
+def _check_template(path: Path, field: str, template: str) -> None:
+    try:
+        names = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+    except ValueError as exc:
+        _fail(path, field, f"bad template: {exc}", "write fields as {name} or {name:.1%}; double braces for a literal brace")
+    for name in names:
+        if not IDENT.match(name):
+            _fail(path, field, f"template field {{{name}}} is not a plain name",
+                  "use a column of the query, a parameter, or a finding field like {ranks}; no attributes or indexes")
+
+
+def _check_tests(path: Path, spec: RuleFile) -> None:
+    if not any(case.expect != "not_evaluated" and case.expect for case in spec.tests):
+        _fail(path, "tests", "no test case expects a finding",
+              "add a case whose run shows the problem and whose expect lists the finding")
+    for i, case in enumerate(spec.tests):
+        where = f"tests[{i}] ({case.name})"
+        if (case.run.inline is None) == (case.run.simulate is None):
+            _fail(path, f"{where}.run", "give exactly one of inline or simulate", "see docs/tutorial-first-rule.md")
+        unknown = sorted(set(case.set) - set(spec.params))
+        if unknown:
+            _fail(path, f"{where}.set", f"unknown parameter(s) {', '.join(unknown)}",
+                  "set only parameters the rule declares: " + (", ".join(spec.params) or "none"))
+        inline = case.run.inline
+        if inline is None:
+            continue
+        for table_name in ("events", "counters"):
+            table = getattr(inline, table_name)
+            if table is None:
+                continue
+            allowed = [c for c, *_ in TABLE_COLUMNS[table_name]] + (["step"] if table_name == "counters" else [])
+            bad = sorted(set(table.columns) - set(allowed))
+            if bad:
+                _fail(path, f"{where}.run.inline.{table_name}.columns", f"unknown column(s) {', '.join(bad)}",
+                      "allowed: " + ", ".join(allowed))
+            for j, row in enumerate(table.rows):
+                if len(row) != len(table.columns):
+                    _fail(path, f"{where}.run.inline.{table_name}.rows[{j}]",
+                          f"{len(row)} values for {len(table.columns)} columns", "give one value per column")
+
+
+def validate(path: Path, spec: RuleFile, pack: str | None) -> Rule:
+    """Cross-field checks msgspec cannot do; returns the engine's view of the rule."""
+    if not CODE.match(spec.code):
+        _fail(path, "code", f"{spec.code!r} is not a rule code", "two or three capitals and three digits, e.g. IN001")
+    if not NAME.match(spec.name):
+        _fail(path, "name", f"{spec.name!r} is not a dotted rule name", "pack.rule_name in lower case, e.g. input.starvation")
+    if spec.name.split(".")[0] != spec.pack:
+        _fail(path, "pack", f"{spec.pack!r} differs from the name's prefix {spec.name.split('.')[0]!r}",
+              "the name starts with the pack: pack.rule_name")
+    if pack is not None and spec.pack != pack:
+        _fail(path, "pack", f"{spec.pack!r} but the file is in folder {pack!r}", "keep each rule in its pack's folder")
+    if path.stem != spec.name.split(".")[1]:
+        _fail(path, "name", f"{spec.name!r} but the file is named {path.name}",
+              f"name the file {spec.name.split('.')[1]}{path.suffix}")
+    if not spec.title.strip() or "\n" in spec.title.strip():
+        _fail(path, "title", "must be one non-empty line", "a short headline of the problem")
+    for name in spec.params:
+        if not IDENT.match(name):
+            _fail(path, f"params.{name}", "not a valid parameter name", "letters, digits and _")
+    tables = set(_check_sql(path, "sql", spec.sql))
+    used = tuple(sorted(set(SQL_PARAM.findall(spec.sql))))
+    undeclared = sorted(set(used) - set(spec.params))
+    if undeclared:
+        _fail(path, "sql", f"uses undeclared parameter(s) {', '.join('$' + p for p in undeclared)}",
+              "declare each under params with default, doc and source")
+    for field in ("message", "recommendation"):
+        _check_template(path, field, getattr(spec, field))
+    signals = signal_names()
+    for i, need in enumerate(spec.requires):
+        if isinstance(need, Probe):
+            tables |= _check_sql(path, f"requires[{i}].sql", need.sql)
+            if SQL_PARAM.search(need.sql):
+                _fail(path, f"requires[{i}].sql", "probes take no parameters", "write the probe without $names")
+        elif need not in signals:
+            _fail(path, f"requires[{i}]", f"unknown signal {need!r}",
+                  "use a column of the signals view: " + ", ".join(signals) + ", or a {sql, reason} probe")
+    _check_tests(path, spec)
+    return Rule(spec, path, frozenset(tables), used)
+
+
+def load_rule_file(path: Path, pack: str | None = None) -> Rule:
+    try:
+        raw = yamlio.load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RuleError(f"{path}: cannot read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "file"
+        raise RuleError(f"{path}: {where}: not valid YAML: {getattr(exc, 'problem', exc)} "
+                        "(check indentation and quoting)") from None
+    if not isinstance(raw, dict):
+        raise RuleError(f"{path}: file: a rule file is a YAML mapping (code: ..., name: ..., ...)")
+    try:
+        spec = msgspec.convert(raw, RuleFile)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        field = text.rsplit(" - at `$.", 1)[1].rstrip("`") if " - at `$." in text else "file"
+        problem = text.split(" - at `")[0]
+        raise RuleError(f"{path}: {field}: {problem} (see the rule format in docs/rules/index.md)") from None
+    return validate(path, spec, pack)
+
+
+def load_folder(folder: Path) -> list[Rule]:
+    """The rules of a pack folder or of a folder of packs."""
+    return [load_rule_file(path, path.parent.name) for path in rule_files(folder)]
+
+
+def load_rules(folders=(), *, builtin: bool = True) -> list[Rule]:
+    """Built-in rules plus the rules of `folders`; codes and names must be unique."""
+    rules = load_folder(builtin_dir()) if builtin else []
+    for folder in folders:
+        rules += load_folder(Path(folder))
+    seen: dict[str, Rule] = {}
+    for rule in rules:
+        for key in (rule.code, rule.name):
+            if key in seen:
+                raise RuleError(f"{rule.path}: {'code' if key == rule.code else 'name'}: {key} is already "
+                                f"used by {seen[key].path} (give every rule its own code and name)")
+            seen[key] = rule
+    return sorted(rules, key=lambda r: (r.pack, r.code))

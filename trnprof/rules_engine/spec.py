@@ -1,0 +1,126 @@
+"""The rule file format: typed structures a rule file (YAML) is decoded into.
+
+One rule per file, `rules/<pack>/<rule>.yaml`. msgspec checks types and unknown fields; the
+loader adds the cross-field checks (name vs pack, template fields, SQL parameters).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Union
+
+import msgspec
+
+SEVERITIES = ("low", "medium", "high")  # ordered: index = rank
+Severity = Literal["low", "medium", "high"]
+ParamValue = Union[bool, int, float, str]
+
+
+def severity_rank(severity: str) -> int:
+    return SEVERITIES.index(severity)
+
+
+class _Strict(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    pass
+
+
+class Param(_Strict):
+    """A tunable threshold: its default, what it means, and where the default comes from."""
+    default: ParamValue
+    doc: str
+    source: str
+
+
+class Probe(_Strict):
+    """A custom precondition: a SELECT returning one row whose first value is true when the
+    run has what the rule needs; `reason` is reported when it is not."""
+    sql: str
+    reason: str
+
+
+class Doc(_Strict):
+    what: str   # What it detects
+    why: str    # Why it matters
+    fix: str    # How to fix
+
+
+class Expect(_Strict):
+    """One expected finding of a test case; every field given must match."""
+    severity: Severity | None = None
+    pattern: str | None = None
+    ranks: list[int] | None = None
+    steps: list[int] | None = None
+    min_fraction: float | None = None
+    max_fraction: float | None = None
+    message_contains: str | None = None
+
+
+class Table(_Strict):
+    """Inline rows of one canonical table: column names and one list per row."""
+    columns: list[str]
+    rows: list[list[Union[None, bool, int, float, str]]]
+
+
+class Tile(_Strict):
+    """Repeat inline events over ranks and steps: rows without a rank (or step) are copied to
+    every rank (step), the copy for step s shifted by s x period_ns and its coll_seq by s x
+    (largest coll_seq + 1), so each step's collectives are distinct instances."""
+    ranks: int
+    steps: int
+    period_ns: int
+
+
+class Inline(_Strict):
+    """A tiny run written out for the test: events, counters, ranks and job metadata. `ranks`
+    is a count (laid out 32 per node, data parallel, 16 GiB each) or a table. Counter rows may
+    name a step: then they are placed as given instead of repeated per step."""
+    events: Table
+    counters: Table | None = None
+    ranks: Union[int, Table] = 1
+    tile: Tile | None = None
+    job: dict[str, ParamValue] = {}
+
+
+class Simulate(_Strict):
+    """A run made by the Trn1 execution model: a preset plus overrides and faults."""
+    preset: str
+    steps: int | None = None
+    seed: int | None = 0
+    overrides: list[str] = []
+    faults: list[dict[str, ParamValue]] = []   # e.g. {kind: straggler, rank: 3, slowdown: 1.5}
+
+
+class CaseRun(_Strict):
+    inline: Inline | None = None
+    simulate: Simulate | None = None
+
+
+class Case(_Strict):
+    name: str
+    run: CaseRun
+    expect: Union[list[Expect], Literal["not_evaluated"]]
+    set: dict[str, ParamValue] = {}
+
+
+class RuleFile(_Strict):
+    code: str
+    name: str
+    pack: str
+    title: str
+    severity: Severity
+    sql: str
+    message: str
+    recommendation: str
+    doc: Doc
+    tests: list[Case]
+    params: dict[str, Param] = {}
+    requires: list[Union[str, Probe]] = []
+
+
+class ConfigFile(_Strict):
+    """`--config FILE`: the analyze options kept in a file (paths relative to the file)."""
+    rules: list[str] = []
+    select: list[str] = []
+    ignore: list[str] = []
+    set: dict[str, ParamValue] = {}
+    timeout: float | None = None
+    fail_on: Severity | None = None

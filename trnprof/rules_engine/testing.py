@@ -1,0 +1,217 @@
+"""`trnprof rules test`: run every rule's own test cases and compare with what they expect.
+
+A case's run is either a tiny inline trace (written with the run store) or a run of the Trn1
+execution model (a preset plus overrides and faults). Simulated runs are cached per session so
+rules that share a scenario simulate it once.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from trnprof.api import open_run
+from trnprof.errors import TrnprofError
+from trnprof.manifest import new_manifest
+from trnprof.runstore import write_run
+
+from .engine import evaluate
+from .loader import Rule
+from .params import cast
+from .spec import Case, Expect, Inline, Simulate, Table
+
+GIB = 1 << 30
+DEFAULT_LANES = {"compute": "nc/tensor", "collective": "nc/cc", "p2p": "nc/cc", "input": "host/loader",
+                 "transfer": "dma/h2d", "memory": "dma/mem", "compile": "host/compiler",
+                 "host": "host/main", "annotation": "host/main", "step": "host/main"}
+
+
+@dataclass
+class CaseResult:
+    rule: Rule
+    case: Case
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def default_ranks(n: int) -> pd.DataFrame:
+    """Ranks 0..n-1 laid out like trn1.32xlarge: 32 NeuronCores per node, pure data parallel."""
+    ranks = list(range(n))
+    return pd.DataFrame({"rank": ranks, "node": [r // 32 for r in ranks], "host": [f"node-{r // 32}" for r in ranks],
+                         "chip": [(r % 32) // 2 for r in ranks], "core": [r % 2 for r in ranks],
+                         "dp_rank": ranks, "tp_rank": 0, "pp_rank": 0, "instance_type": "trn1.32xlarge",
+                         "hbm_capacity_bytes": 16 * GIB})
+
+
+def _frame(table: Table) -> pd.DataFrame:
+    return pd.DataFrame(table.rows, columns=table.columns, dtype=object)
+
+
+def _tiled(frame: pd.DataFrame, tile) -> pd.DataFrame:
+    """Rows without a rank go to every rank, rows without a step to every step (time-shifted)."""
+    if tile is None:
+        return frame
+    for column in ("rank", "step"):
+        if column not in frame:
+            frame[column] = None
+    seq_stride = int(frame["coll_seq"].dropna().max()) + 1 if "coll_seq" in frame and frame["coll_seq"].notna().any() else 0
+    pieces = []
+    for _, row in frame.iterrows():
+        ranks = range(tile.ranks) if row["rank"] is None or pd.isna(row["rank"]) else [row["rank"]]
+        steps = range(tile.steps) if row["step"] is None or pd.isna(row["step"]) else [None]
+        for rank in ranks:
+            for step in steps:
+                copy = row.copy()
+                copy["rank"] = rank
+                if step is not None:
+                    copy["ts"] = int(row["ts"]) + step * tile.period_ns
+                    copy["step"] = step
+                    if seq_stride and not pd.isna(row["coll_seq"]):
+                        copy["coll_seq"] = int(row["coll_seq"]) + step * seq_stride
+                pieces.append(copy)
+    return pd.DataFrame(pieces, columns=frame.columns).reset_index(drop=True)
+
+
+def write_inline(inline: Inline, path: Path) -> Path:
+    """Write an inline test run; missing lanes default by kind, names to the kind."""
+    events = _tiled(_frame(inline.events), inline.tile)
+    if "rank" not in events:
+        events["rank"] = 0
+    if "lane" not in events:
+        events["lane"] = events["kind"].map(DEFAULT_LANES).fillna("host/main")
+    if "name" not in events:
+        events["name"] = events["kind"]
+    for column in ("args", "coll_op", "coll_group", "phase"):
+        if column in events:
+            events[column] = events[column].map(lambda v: json.dumps(v) if isinstance(v, (dict, list)) else v)
+    if isinstance(inline.ranks, Table):
+        ranks = _frame(inline.ranks)
+    else:
+        n = max(inline.ranks, inline.tile.ranks if inline.tile else 0, int(events["rank"].max()) + 1)
+        ranks = default_ranks(n)
+    manifest = new_manifest("trnprof.rules_test", job=dict(inline.job), world_size=len(ranks))
+    with write_run(path, manifest, overwrite=True) as run:
+        run.write_events(events.infer_objects())
+        if inline.counters is not None:
+            # a counter row may name a step: it is then placed as given, not repeated per step
+            counters = _tiled(_frame(inline.counters), inline.tile)
+            counters = counters.drop(columns=["step"], errors="ignore")
+            if "rank" not in counters:
+                counters["rank"] = 0
+            if "unit" not in counters:
+                counters["unit"] = "bytes"
+            run.write_counters(counters.infer_objects())
+        run.write_ranks(ranks.infer_objects())
+    return path
+
+
+def simulator():
+    """The Trn1 execution model's entry points, or None while it is not installed."""
+    try:
+        from trnprof.collectors import trn1
+    except ImportError:
+        return None
+    if not hasattr(trn1, "simulate") or not hasattr(trn1, "load_config"):
+        return None
+    return trn1
+
+
+def write_simulated(sim: Simulate, path: Path) -> Path:
+    trn1 = simulator()
+    if trn1 is None:
+        raise TrnprofError("this case needs the Trn1 execution model (trnprof.collectors.trn1.simulate), "
+                           "which is not installed")
+    config = trn1.load_config(preset=sim.preset, overrides=list(sim.overrides), faults=list(sim.faults))
+    trn1.simulate(config, path, seed=sim.seed, steps=sim.steps, overwrite=True)
+    return path
+
+
+def _check(expect: Expect, finding: dict) -> bool:
+    fraction = finding["impact"]["fraction_of_step"]
+    return ((expect.severity is None or expect.severity == finding["severity"])
+            and (expect.pattern is None or expect.pattern == finding.get("pattern"))
+            and (expect.ranks is None or expect.ranks == finding["ranks"])
+            and (expect.steps is None or expect.steps == finding["steps"])
+            and (expect.min_fraction is None or fraction >= expect.min_fraction)
+            and (expect.max_fraction is None or fraction <= expect.max_fraction)
+            and (expect.message_contains is None or expect.message_contains in finding["message"]))
+
+
+def _summary(finding: dict) -> str:
+    return (f"{finding['severity']} pattern={finding.get('pattern', '')!r} ranks={finding['ranks']} "
+            f"steps={finding['steps']} fraction={finding['impact']['fraction_of_step']:.3f} "
+            f"message={finding['message']!r}")
+
+
+def compare(case: Case, rule: Rule, document: dict) -> list[str]:
+    """What differs between the case's expectation and the rule's result."""
+    if document["errors"]:
+        return [f"rule failed: {document['errors'][0]['error']}"]
+    skipped = [n for n in document["not_evaluated"] if n["name"] == rule.name]
+    if case.expect == "not_evaluated":
+        return [] if skipped else ["expected the rule not to be evaluated, but it was"]
+    if skipped:
+        return [f"rule was not evaluated: {skipped[0]['reason']}"]
+    found = [f for f in document["findings"] if f["name"] == rule.name]
+    problems, unused = [], list(found)
+    for expect in case.expect:
+        match = next((f for f in unused if _check(expect, f)), None)
+        if match is None:
+            wanted = {f: getattr(expect, f) for f in expect.__struct_fields__ if getattr(expect, f) is not None}
+            problems.append(f"no finding matches {wanted}")
+        else:
+            unused.remove(match)
+    problems += [f"unexpected finding: {_summary(f)}" for f in unused]
+    if problems and found:
+        problems.append("found: " + "; ".join(_summary(f) for f in found))
+    return problems
+
+
+class _Runs:
+    """Case runs written under one folder; simulated runs reused across rules."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.simulated: dict[str, Path] = {}
+        self.count = 0
+
+    def path_for(self, case: Case) -> Path:
+        if case.run.inline is not None:
+            self.count += 1
+            return write_inline(case.run.inline, self.folder / f"inline-{self.count}")
+        key = json.dumps([case.run.simulate.preset, case.run.simulate.steps, case.run.simulate.seed,
+                          case.run.simulate.overrides, case.run.simulate.faults], sort_keys=True)
+        if key not in self.simulated:
+            self.simulated[key] = write_simulated(case.run.simulate, self.folder / f"sim-{len(self.simulated)}")
+        return self.simulated[key]
+
+
+def run_case(rule: Rule, case: Case, runs: _Runs, timeout: float) -> CaseResult:
+    result = CaseResult(rule, case)
+    try:
+        path = runs.path_for(case)
+        params = rule.defaults()
+        params.update({k: cast(v, rule.spec.params[k].default, f"{case.name}: set {k}") for k, v in case.set.items()})
+        with open_run(path) as run:
+            document = evaluate(run, [rule], {rule.name: params}, timeout=timeout)
+        result.problems = compare(case, rule, document)
+    except TrnprofError as exc:
+        result.problems = [f"could not run the case: {exc}"]
+    return result
+
+
+def test_rules(rules: list[Rule], *, timeout: float = 60.0, workdir: Path | None = None) -> list[CaseResult]:
+    """Run every case of every rule; one result per case."""
+    with tempfile.TemporaryDirectory(prefix="trnprof-rules-test-", dir=workdir) as tmp:
+        runs = _Runs(Path(tmp))
+        return [run_case(rule, case, runs, timeout) for rule in rules for case in rule.spec.tests]
+
+
+test_rules.__test__ = False  # not a pytest test despite its name
