@@ -67,10 +67,10 @@ def cli_md() -> str:
 
     lines = [HEADER, "# CLI reference", "",
              "Exit codes: 0 clean, 1 findings at or above `--fail-on`, 2 usage or input error.", ""]
-    ctx = click.Context(main, info_name="trnprof", terminal_width=100, max_content_width=100)
+    ctx = main.make_context("trnprof", [], resilient_parsing=True, terminal_width=100, max_content_width=100)
     for name in main.list_commands(ctx):
         command = main.get_command(ctx, name)
-        sub = click.Context(command, info_name=f"trnprof {name}", parent=ctx)
+        sub = command.make_context(name, [], parent=ctx, resilient_parsing=True)
         lines += [f"## `trnprof {name}`", "", "```", command.get_help(sub).rstrip(), "```", ""]
     return "\n".join(lines)
 

@@ -69,6 +69,7 @@ def connect(threads: int | None = None, memory_limit: str | None = None) -> duck
     con.execute(f"SET temp_directory = {sql_string(os.path.join(tempfile.gettempdir(), 'trnprof-duckdb'))}")
     con.execute("SET preserve_insertion_order = false")
     con.execute("SET parquet_metadata_cache = true")  # a run has a file per rank: read footers once
+    con.execute("SET enable_progress_bar = false")  # DuckDB draws it on stdout: it would corrupt --format json
     return con
 
 
