@@ -1,0 +1,85 @@
+"""The trace's top-level keys: rank and world size (`distributedInfo`), the time base
+(`baseTimeNanoseconds`), devices (`deviceProperties`), host name, and the marker of a trace
+written by `trnprof export`. Rank: `distributedInfo.rank`, else the file name (`rank-3`,
+`rank3`, `rank_3`), else the `--rank` option."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+
+from trnprof.errors import TrnprofError
+
+FILE_RANK = re.compile(r"(?i)(?:^|[^a-z])rank[-_]?(\d+)")
+EXPORT_PRODUCER = "trnprof"
+
+
+@dataclass
+class TraceInfo:
+    rank: int | None = None
+    world_size: int | None = None
+    backend: str | None = None
+    base_ns: int = 0
+    devices: list = field(default_factory=list)
+    host: str | None = None
+    export: dict | None = None
+
+
+def _int(value, what: str, path: Path) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TrnprofError(f"{path}: {what} must be an integer, got {value!r}")
+    return value
+
+
+def parse_header(header: dict[str, bytes], path: Path) -> TraceInfo:
+    def value(key):
+        raw = header.get(key)
+        return msgspec.json.decode(raw) if raw is not None else None
+
+    info = TraceInfo()
+    dist = value("distributedInfo")
+    if isinstance(dist, dict):
+        info.rank = _int(dist.get("rank"), "distributedInfo.rank", path)
+        info.world_size = _int(dist.get("world_size"), "distributedInfo.world_size", path)
+        info.backend = dist.get("backend") if isinstance(dist.get("backend"), str) else None
+        if info.rank is not None and info.rank < 0:
+            raise TrnprofError(f"{path}: distributedInfo.rank is negative ({info.rank})")
+    base = value("baseTimeNanoseconds")
+    if base is not None:
+        if isinstance(base, float) and base.is_integer():
+            base = int(base)
+        info.base_ns = _int(base, "baseTimeNanoseconds", path)
+    devices = value("deviceProperties")
+    info.devices = devices if isinstance(devices, list) else []
+    host = value("host_name")
+    info.host = host if isinstance(host, str) else None
+    other = value("otherData")
+    if isinstance(other, dict) and other.get("producer") == EXPORT_PRODUCER:
+        info.export = other
+    return info
+
+
+def detect_rank(info: TraceInfo, path: Path, option: int | None) -> tuple[int, str]:
+    """The file's rank and where it came from."""
+    if info.rank is not None:
+        return info.rank, "distributedInfo"
+    match = FILE_RANK.search(path.name)
+    if match:
+        return int(match.group(1)), "file name"
+    if option is not None:
+        return option, "--rank"
+    raise TrnprofError(f"{path}: cannot tell its rank (no distributedInfo.rank, no rank-N in the file "
+                       "name); pass --rank N")
+
+
+def device_memory(info: TraceInfo, device: int | None) -> int | None:
+    """totalGlobalMem of the rank's GPU, when the trace lists it."""
+    for props in info.devices:
+        if isinstance(props, dict) and props.get("id") == device and isinstance(props.get("totalGlobalMem"), int):
+            return props["totalGlobalMem"]
+    return None

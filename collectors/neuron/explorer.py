@@ -1,0 +1,225 @@
+"""Neuron Explorer Parquet profiles -> events and counters (docs/ingest.md, "Neuron Explorer").
+
+A profile is a folder with one Parquet file per table of the Explorer profile schema v7.4.0
+(shared/formats/neuron/neuron_explorer_profile_schema_fields.md), named after the table
+(`CcOp.parquet`, `cc_op.parquet`). No real profile was available: the tests use tables built
+from the documented fields. Mapped, in SQL (DuckDB), with every other field kept in `args`:
+- `Instruction` -> compute on `nc/<engine>` (`nc/pcoreP/<engine>` for a second physical
+  core), name = `opcode`;
+- `CcOp` -> collective (`p2p` for send/recv) on `nc/cc`, name = `operation`, coll_op
+  normalised, bytes = max(input_size, output_size) (nccl-tests size, as the table's own
+  algorithm_bandwidth uses), coll_group = `replica_group`, coll_seq = `op_id`, coll_ranks = size
+  of the first replica group; `algorithm`, `algorithm_bandwidth`, `bus_bandwidth` stay in args;
+- `SystemProfileEvents` -> events by name (`names.py`), rank from `nc_idx`;
+- `HbmUsage` -> counters `hbm_traffic.throughput` (bytes/s) and `hbm_traffic.transferred`
+  (bytes, cumulative): HBM traffic, not residency, so not `hbm.*`;
+- `HostMemUsage` -> `host.memory.used` (bytes), `host.memory.used_percent`.
+Every other table is copied verbatim to `neuron_explorer/<table>` in the run. Rank = `--rank`,
+else `Metadata.neuroncore_idx`, else 0.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from trnprof.collectors.ingest.source import Source
+from trnprof.collectors.ingest.tables import quarantine_table
+from trnprof.collectors.kineto.classify import P2P_OPS, normalize_op
+from trnprof.errors import TrnprofError
+from trnprof.runstore import conform
+from trnprof.schema import COUNTERS, EVENTS
+from trnprof.session import sql_string
+
+from .names import classify
+
+TABLES = (
+    "ActiveTime AssemblyInstruction BirInstruction CcInstruction CcOp CcStream CoreBarriers CpuUsage "
+    "DeviceProfileList DmaPacket DmaPacketAggregated DmaQueuesInfo DmaUsage DmaUsageSummary Error "
+    "ExecutionInfo Flow FrameworkInstruction FrameworkNode HbmUsage HbmUsageSummaryByType HloInstruction "
+    "HostMemUsage Instruction KernelInstructions KernelIterationVariables KernelStackFrames "
+    "MemoryBandwidthPoint MemoryBandwidthResponse MemoryBandwidthSeries Metadata NeffHeader OpcodeSummary "
+    "PendingDma PenguinInstruction PsumUsage SbufAllocation SbufUsage SchemaFields SemaphoreUpdate StackFrame "
+    "StackFrameFileLocation StackFrameFileName StackFrameFunctionName Summary SystemProfileEvents "
+    "SystemProfileHbmUsage SystemProfileMetadata TensorInfo Throttle ThrottleSummary Warning").split()
+MAPPED_TABLES = ("Instruction", "CcOp", "SystemProfileEvents", "HbmUsage", "HostMemUsage")
+_KEY = {re.sub(r"[^a-z]", "", t.lower()): t for t in TABLES}
+
+
+def table_files(folder: Path) -> dict[str, Path]:
+    """Schema table name -> its Parquet file in `folder`."""
+    found = {}
+    if not folder.is_dir():
+        return found
+    for path in folder.glob("*.parquet"):
+        table = _KEY.get(re.sub(r"[^a-z]", "", path.stem.lower()))
+        if table:
+            found[table] = path
+    return found
+
+
+def snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _args(columns: list[str], mapped: set[str]) -> str:
+    """SQL for a JSON object of the columns without a canonical column."""
+    rest = [c for c in columns if c not in mapped]
+    if not rest:
+        return "NULL"
+    return "to_json(struct_pack(" + ", ".join(f"{_quoted(c)} := {_quoted(c)}" for c in rest) + "))"
+
+
+def _require(table: str, columns: list[str], needed: tuple[str, ...], path: Path) -> None:
+    missing = [c for c in needed if c not in columns]
+    if missing:
+        raise TrnprofError(f"{path}: {table} lacks required field(s) {', '.join(missing)} "
+                           "(Neuron Explorer profile schema)")
+
+
+def _rank(files: dict[str, Path], option: int | None) -> tuple[int, str]:
+    if option is not None:
+        return option, "--rank"
+    meta = files.get("Metadata")
+    if meta is not None:
+        table = pq.read_table(meta)
+        if "neuroncore_idx" in table.column_names and table.num_rows and table["neuroncore_idx"][0].is_valid:
+            return int(table["neuroncore_idx"][0].as_py()), "Metadata.neuroncore_idx"
+    return 0, "default"
+
+
+def read_explorer(path: Path, rank: int | None = None) -> Source:
+    folder = path if path.is_dir() else path.parent
+    files = table_files(folder) if path.is_dir() else {
+        t: p for t, p in table_files(folder).items() if p == path}
+    if not files:
+        raise TrnprofError(f"{path}: no Neuron Explorer tables (expected e.g. CcOp.parquet, Instruction.parquet)")
+    the_rank, origin = _rank(files, rank)
+    con = duckdb.connect(":memory:")
+    events, counters, extra, to, sources = [], [], {}, {}, {}
+    try:
+        for table, file in sorted(files.items()):
+            try:
+                columns = [f.name for f in pq.read_schema(file)]
+            except (pa.ArrowInvalid, OSError) as exc:
+                raise TrnprofError(f"{file}: not a readable Parquet file ({exc})") from None
+            source = f"read_parquet({sql_string(str(file))})"
+            sources[table] = pq.ParquetFile(file).metadata.num_rows
+            if table == "Instruction":
+                events.append(_instructions(con, source, columns, the_rank, file))
+                to[table] = "events"
+            elif table == "CcOp":
+                events.append(_collectives(con, source, columns, the_rank, file))
+                to[table] = "events"
+            elif table == "SystemProfileEvents":
+                events.append(_system_events(con, source, columns, the_rank, file))
+                to[table] = "events"
+            elif table in ("HbmUsage", "HostMemUsage"):
+                counters.append(_usage(con, table, source, columns, the_rank, file))
+                to[table] = "counters"
+            else:
+                extra[f"neuron_explorer/{snake(table)}"] = pq.read_table(file)
+                to[table] = "meta"
+    except duckdb.Error as exc:
+        raise TrnprofError(f"{path}: cannot read the Explorer tables: {str(exc).splitlines()[0]}") from None
+    finally:
+        con.close()
+    events_table = pa.concat_tables(events) if events else EVENTS.empty_table()
+    counters_table = pa.concat_tables(counters) if counters else COUNTERS.empty_table()
+    totals = {"events": 0, "counters": 0, "meta": 0, "quarantine": 0}
+    for table, dest in to.items():
+        totals[dest] += sources[table]
+    counts = {"source_entries": sum(sources.values()), "to": totals, "counter_rows": counters_table.num_rows,
+              "by_source": {table: {to[table]: n} for table, n in sorted(sources.items())},
+              "quarantine_reasons": {}}
+    return Source(path=path, format="neuron-explorer", events=events_table, counters=counters_table, extra=extra,
+                  quarantine=quarantine_table([], the_rank, path.name), ranks=[{"rank": the_rank}], counts=counts,
+                  rank_from=origin)
+
+
+def _fetch(con, sql: str, schema: pa.Schema) -> pa.Table:
+    return conform(con.sql(sql).to_arrow_table(), "events" if schema is EVENTS else "counters")
+
+
+def _duration(columns) -> str:
+    return "COALESCE(duration_ns, end_ts - start_ts)" if "duration_ns" in columns and "end_ts" in columns \
+        else ("duration_ns" if "duration_ns" in columns else "end_ts - start_ts")
+
+
+def _instructions(con, source: str, columns: list[str], rank: int, file: Path) -> pa.Table:
+    _require("Instruction", columns, ("start_ts", "engine", "opcode"), file)
+    pcore = "CASE WHEN pcore_idx IS NULL OR pcore_idx = 0 THEN '' ELSE 'pcore' || pcore_idx || '/' END" \
+        if "pcore_idx" in columns else "''"
+    mapped = {"start_ts", "end_ts", "duration_ns", "engine", "opcode"}
+    return _fetch(con, f"""
+        SELECT {rank} AS rank, start_ts AS ts, {_duration(columns)} AS dur, 'compute' AS kind,
+               opcode AS name, 'nc/' || {pcore} || lower(engine) AS lane, {_args(columns, mapped)} AS args
+        FROM {source}""", EVENTS)
+
+
+def _collectives(con, source: str, columns: list[str], rank: int, file: Path) -> pa.Table:
+    _require("CcOp", columns, ("start_ts", "operation"), file)
+    ops = [row[0] for row in con.sql(f"SELECT DISTINCT operation FROM {source}").fetchall()]
+    mapping = "CASE " + " ".join(
+        f"WHEN operation = {_literal(op)} THEN {_literal(normalize_op(op))}" for op in ops if op is not None
+    ) + " END" if ops else "NULL"
+    p2p = ", ".join(_literal(op) for op in P2P_OPS)
+    size = "GREATEST(input_size, output_size)" if {"input_size", "output_size"} <= set(columns) else "NULL"
+    group = "replica_group" if "replica_group" in columns else (
+        "CAST(replica_group_id AS VARCHAR)" if "replica_group_id" in columns else "NULL")
+    ranks = "json_array_length(CAST(replica_group AS JSON), '$[0]')" if "replica_group" in columns else "NULL"
+    seq = "op_id" if "op_id" in columns else "NULL"
+    mapped = {"start_ts", "end_ts", "duration_ns", "operation", "op_id"}
+    return _fetch(con, f"""
+        WITH ops AS (SELECT *, {mapping} AS coll_op FROM {source})
+        SELECT {rank} AS rank, start_ts AS ts, {_duration(columns)} AS dur,
+               CASE WHEN coll_op IN ({p2p}) THEN 'p2p' ELSE 'collective' END AS kind,
+               operation AS name, 'nc/cc' AS lane, {size} AS bytes, coll_op, {group} AS coll_group,
+               {seq} AS coll_seq, {ranks} AS coll_ranks, {_args(columns, mapped)} AS args
+        FROM ops""", EVENTS)
+
+
+def _literal(value) -> str:
+    return "NULL" if value is None else sql_string(value)
+
+
+def _system_events(con, source: str, columns: list[str], rank: int, file: Path) -> pa.Table:
+    _require("SystemProfileEvents", columns, ("name", "start_ts"), file)
+    core = "nc_idx" if "nc_idx" in columns else "NULL"
+    origin = "trace_event_source" if "trace_event_source" in columns else "NULL"
+    thread = "thread_id" if "thread_id" in columns else "NULL"
+    mapped = {"name", "start_ts", "end_ts", "duration_ns"}
+    rows = con.sql(f"""
+        SELECT {rank} + COALESCE({core}, 0) AS rank, start_ts AS ts, {_duration(columns)} AS dur, name,
+               {origin} AS origin, {thread} AS thread, {_args(columns, mapped)} AS args
+        FROM {source}""").to_arrow_table()
+    kinds, lanes = [], []
+    for name, origin, thread in zip(rows["name"].to_pylist(), rows["origin"].to_pylist(), rows["thread"].to_pylist()):
+        kind, lane = classify(name, origin)
+        kinds.append(kind)
+        lanes.append(lane or f"host/tid-{thread}")
+    table = rows.drop_columns(["origin", "thread"]).append_column("kind", pa.array(kinds, pa.string())) \
+        .append_column("lane", pa.array(lanes, pa.string()))
+    return conform(table, "events")
+
+
+def _usage(con, table: str, source: str, columns: list[str], rank: int, file: Path) -> pa.Table:
+    if table == "HbmUsage":
+        _require(table, columns, ("timestamp", "current_throughput", "total_transfer_bytes"), file)
+        series = (("current_throughput", "hbm_traffic.throughput", "bytes/s"),
+                  ("total_transfer_bytes", "hbm_traffic.transferred", "bytes"))
+    else:
+        _require(table, columns, ("timestamp", "used_bytes"), file)
+        series = (("used_bytes", "host.memory.used", "bytes"), ("used_percent", "host.memory.used_percent", "percent"))
+    parts = [f"SELECT {rank} AS rank, timestamp AS ts, '{name}' AS name, CAST({column} AS DOUBLE) AS value, "
+             f"'{unit}' AS unit FROM {source} WHERE {column} IS NOT NULL"
+             for column, name, unit in series if column in columns]
+    return _fetch(con, " UNION ALL ".join(parts), COUNTERS)

@@ -1,0 +1,149 @@
+"""Profiler 2.0 `system_profile.json` (`neuron-profile view --output-format json`) -> events and
+counters (docs/ingest.md, "Neuron system profile").
+
+Shape, from the Neuron docs (shared/formats/neuron/neuron_profiler2_system_profile_json_sample
+.txt): `trace_events` (runtime API and framework events: `name`, `timestamp` and `duration` in
+ns, `thread_id`, `process_id`, `lnc_idx`, `group`, `type`, ...), `mem_usage` (host memory
+samples) and `cpu_util` (per-CPU utilisation samples). An event may also come wrapped in its
+type (`{"Neuron_Runtime_API_Event": {...}}`), as the docs print it. No real file was available:
+the tests use inputs built from these documented fields.
+
+Rank = `--rank` (default 0) + `lnc_idx`; events without `lnc_idx` (framework events) take the
+NeuronCore of their process when it ran on exactly one, else `--rank`. Kinds and lanes:
+`names.py`. `mem_usage` -> `host.memory.used` (bytes) and `host.memory.used_percent`;
+`cpu_util` -> `host.cpu.<cpu_id>.util` (percent), both on the first rank. Every field without a
+column stays in `args`; other top-level keys go to the meta table.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+import pyarrow as pa
+
+from trnprof.collectors.ingest.source import Source
+from trnprof.collectors.ingest.tables import meta_rows, quarantine_table
+from trnprof.errors import TrnprofError
+from trnprof.schema import COUNTERS, EVENTS
+
+from .names import classify
+from .util import open_text
+
+SECTIONS = ("trace_events", "mem_usage", "cpu_util")
+MAPPED = ("name", "timestamp", "duration")
+
+
+def _int(value):
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None
+
+
+def _unwrap(entry):
+    """An event object, and the type name it was wrapped in (if any)."""
+    if isinstance(entry, dict) and len(entry) == 1:
+        (kind, inner), = entry.items()
+        if isinstance(inner, dict) and "timestamp" in inner:
+            return inner, kind
+    return entry, None
+
+
+def read_system_profile(path: Path, rank: int | None = None) -> Source:
+    try:
+        document = msgspec.json.decode(open_text(path))
+    except msgspec.DecodeError as exc:
+        raise TrnprofError(f"{path}: invalid JSON: {exc}") from None
+    if not isinstance(document, dict) or not any(k in document for k in SECTIONS):
+        raise TrnprofError(f"{path}: not a Neuron system profile (expected {', '.join(SECTIONS)})")
+    base = rank or 0
+    entries = document.get("trace_events") or []
+    if not isinstance(entries, list):
+        raise TrnprofError(f"{path}: trace_events is not an array")
+    events = [_unwrap(e) for e in entries]
+    cores_of_process: dict = {}
+    for event, _ in events:
+        if isinstance(event, dict) and _int(event.get("lnc_idx")) is not None:
+            cores_of_process.setdefault(str(event.get("process_id")), set()).add(_int(event["lnc_idx"]))
+    rows, quarantine = [], []
+    for index, (event, wrapper) in enumerate(events):
+        row, problem = _event(event, wrapper, base, cores_of_process)
+        if problem:
+            quarantine.append((index, problem, None, json.dumps(entries[index])))
+        else:
+            rows.append(row)
+    ranks = sorted({r["rank"] for r in rows} | {base})
+    samples, sample_problems = _samples(document, ranks[0])
+    quarantine += sample_problems
+    other = {k: v for k, v in document.items() if k not in SECTIONS}
+    meta = meta_rows(list(other), [None] * len(other), [None] * len(other),
+                     [json.dumps(v) for v in other.values()], "neuron-system-profile", None, path.name)
+    events_table = pa.Table.from_pylist(rows, schema=EVENTS) if rows else EVENTS.empty_table()
+    counters = pa.Table.from_pylist(samples, schema=COUNTERS) if samples else COUNTERS.empty_table()
+    reasons = {}
+    for _, reason, _, _ in quarantine:
+        reasons[reason] = reasons.get(reason, 0) + 1
+    sources = len(entries) + len(document.get("mem_usage") or []) + len(document.get("cpu_util") or [])
+    counts = {"source_entries": sources + len(other),
+              "to": {"events": len(rows), "counters": sources - len(entries) - len(sample_problems),
+                     "meta": len(other), "quarantine": len(quarantine)},
+              "counter_rows": counters.num_rows, "quarantine_reasons": reasons}
+    return Source(path=path, format="neuron-system-profile", events=events_table, counters=counters,
+                  extra={"ingest/meta": meta}, quarantine=quarantine_table(quarantine, None, path.name),
+                  ranks=[{"rank": r} for r in ranks], counts=counts,
+                  rank_from="--rank + lnc_idx" if rank is not None else "lnc_idx")
+
+
+def _event(event, wrapper, base: int, cores_of_process: dict):
+    if not isinstance(event, dict):
+        return None, "malformed_event"
+    ts, dur = _int(event.get("timestamp")), _int(event.get("duration"))
+    if ts is None:
+        return None, "missing_time" if event.get("timestamp") is None else "bad_time"
+    if dur is None:
+        return None, "missing_duration" if event.get("duration") is None else "bad_duration"
+    if ts < 0:
+        return None, "negative_time"
+    if dur < 0:
+        return None, "negative_duration"
+    name = event.get("name")
+    if not isinstance(name, str):
+        return None, "malformed_event"
+    core = _int(event.get("lnc_idx"))
+    if core is None:
+        cores = cores_of_process.get(str(event.get("process_id")), set())
+        core = next(iter(cores)) if len(cores) == 1 else 0
+    kind, lane = classify(name, event.get("trace_event_source"), event.get("group"))
+    args = {k: v for k, v in event.items() if k not in MAPPED}
+    if wrapper:
+        args["event_type"] = wrapper
+    bytes_ = _int(event.get("size")) if kind == "transfer" else None
+    return {"rank": base + core, "ts": ts, "dur": dur, "kind": kind, "name": name,
+            "lane": lane or f"host/tid-{event.get('thread_id')}", "bytes": bytes_,
+            "args": json.dumps(args, ensure_ascii=False)}, None
+
+
+def _samples(document: dict, rank: int):
+    samples, problems = [], []
+    for index, sample in enumerate(document.get("mem_usage") or []):
+        ts = _int(sample.get("timestamp")) if isinstance(sample, dict) else None
+        if ts is None:
+            problems.append((index, "bad_counter_value", "mem_usage", json.dumps(sample)))
+            continue
+        for key, name, unit in (("usage", "host.memory.used", "bytes"),
+                                ("percent_usage", "host.memory.used_percent", "percent")):
+            if isinstance(sample.get(key), (int, float)):
+                samples.append({"rank": rank, "ts": ts, "name": name, "value": float(sample[key]), "unit": unit})
+    for index, sample in enumerate(document.get("cpu_util") or []):
+        ts = _int(sample.get("timestamp")) if isinstance(sample, dict) else None
+        if ts is None or not isinstance(sample.get("util"), (int, float)):
+            problems.append((index, "bad_counter_value", "cpu_util", json.dumps(sample)))
+            continue
+        samples.append({"rank": rank, "ts": ts, "name": f"host.cpu.{sample.get('cpu_id')}.util",
+                        "value": float(sample["util"]), "unit": "percent"})
+    return samples, problems

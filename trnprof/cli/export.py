@@ -1,0 +1,23 @@
+"""`trnprof export RUN --format chrome -o trace.json.gz`: a run for other tools (Perfetto UI)."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("export")
+@click.argument("run", type=click.Path(path_type=str))
+@click.option("--format", "fmt", type=click.Choice(["chrome"]), default="chrome", show_default=True,
+              help="chrome: Chrome trace JSON (opens in ui.perfetto.dev and chrome://tracing)")
+@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=str),
+              help="file to write (.json or .json.gz)")
+@click.option("--force", is_flag=True, help="replace an existing output file")
+def command(run, fmt, out, force):
+    """Export RUN (simulated or ingested): a process per rank, a thread per lane, counters as
+    counter tracks. `trnprof ingest` reads the file back into the same run."""
+    from trnprof.export import FORMATS
+
+    counts = FORMATS[fmt](run, out, force=force)
+    skipped = f", {counts['skipped_counters']:,} non-finite counter samples left out" if counts["skipped_counters"] else ""
+    click.echo(f"{out}: {counts['events']:,} events, {counts['counters']:,} counter samples, "
+               f"{counts['ranks']} rank(s){skipped}")

@@ -1,0 +1,40 @@
+"""`trnprof ingest PATH... -o RUN`: real traces (PyTorch profiler, Neuron tools) -> a run."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+PROGRESS_MIN_BYTES = 64 << 20  # below this an ingest takes about a second: no bar
+
+
+@click.command("ingest")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=str), help="run folder to write")
+@click.option("--format", "fmt", default="auto", show_default=True,
+              type=click.Choice(["auto", "kineto", "neuron-monitor", "neuron-system-profile", "neuron-explorer"]),
+              help="input format (auto: detected from each file's content)")
+@click.option("--rank", type=int, default=None,
+              help="rank of a trace that names none (no distributedInfo, no rank-N file name); "
+                   "for Neuron outputs, the rank of NeuronCore 0")
+@click.option("--force", is_flag=True, help="replace an existing run at the output path")
+def command(paths, out, fmt, rank, force):
+    """Ingest PyTorch profiler / Chrome traces (.json, .json.gz, or folders of per-rank files)
+    and Neuron tool outputs into the run folder RUN. Every source entry ends up in events,
+    counters, a metadata table or the quarantine table (see docs/ingest.md)."""
+    from trnprof.collectors.ingest import ingest, input_bytes
+    from trnprof.collectors.ingest.detect import expand
+
+    inputs = expand(list(paths), fmt)
+    total = input_bytes(inputs)
+    if total >= PROGRESS_MIN_BYTES and sys.stderr.isatty():
+        with click.progressbar(length=total, label="ingesting", file=sys.stderr) as bar:
+            summary = ingest(paths, out, fmt=fmt, rank=rank, force=force, progress=bar.update, inputs=inputs)
+    else:
+        summary = ingest(paths, out, fmt=fmt, rank=rank, force=force, inputs=inputs)
+    reasons = summary["quarantine_reasons"]
+    why = f" ({', '.join(f'{n:,} {r}' for r, n in sorted(reasons.items()))})" if reasons else ""
+    click.echo(f"{summary['run']}: {summary['events']:,} events, {summary['counters']:,} counters, "
+               f"{summary['quarantined']:,} quarantined{why}, {summary['ranks']} rank(s) "
+               f"from {summary['files']} input(s)")
