@@ -21,6 +21,15 @@ setup_venv() {  # $1: pip extras spec, e.g. "." or ".[test]"
   .venv/bin/python -m pip install -q --disable-pip-version-check -e "$1"
 }
 
+ensure_chromium() {  # the report's browser tests drive Debian's chromium, never a downloaded browser
+  command -v chromium >/dev/null 2>&1 && return
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "dev.sh: install Debian's chromium (apt-get install chromium) for the browser tests" >&2
+  fi
+}
+
 case "${1:-}" in
   demo)
     setup_venv "."
@@ -28,6 +37,7 @@ case "${1:-}" in
     ;;
   test)
     shift
+    ensure_chromium
     setup_venv ".[test]"
     exec .venv/bin/python -m pytest "$@"
     ;;

@@ -76,10 +76,11 @@ def connect(threads: int | None = None, memory_limit: str | None = None) -> duck
 def materialize(con: duckdb.DuckDBPyConnection, names=MATERIALIZABLE, schema: str = "main") -> None:
     """Replace the views `names` of `schema` by tables holding their rows (idempotent)."""
     for name in names:
+        # fetchall, not fetchone: an unfinished result makes the connection's next query fail
         kind = con.execute(
             "SELECT table_type FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
-            [schema, name]).fetchone()
-        if not kind or kind[0] != "VIEW":
+            [schema, name]).fetchall()
+        if not kind or kind[0][0] != "VIEW":
             continue
         con.execute(f'CREATE TABLE "{schema}"."_m_{name}" AS SELECT * FROM "{schema}"."{name}"')
         con.execute(f'DROP VIEW "{schema}"."{name}"')

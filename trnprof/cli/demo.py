@@ -1,4 +1,5 @@
-"""`trnprof demo`: simulate a small training job with a visible bottleneck and look at it."""
+"""`trnprof demo`: simulate a small training job with a visible bottleneck, analyze it and write
+its HTML report."""
 
 from __future__ import annotations
 
@@ -8,32 +9,39 @@ import click
 
 from ..api import open_run
 from ..collectors.trn1 import demo_config, simulate
-from ._output import echo_frame
-from .info import format_info
+from ..report import write_report
+from ..rules_engine import analyze
+from ..rules_engine.render import to_json
+from ._output import seconds
 
-# Per rank, over the steps after the first (the first step is dominated by compilation).
-BREAKDOWN_BY_RANK = """
-SELECT rank, COUNT(*) AS steps,
-       ROUND(AVG(dur) / 1e6, 2) AS step_ms,
-       ROUND(100.0 * SUM(compute) / SUM(dur), 1) AS compute_pct,
-       ROUND(100.0 * SUM(exposed_comm) / SUM(dur), 1) AS exposed_comm_pct,
-       ROUND(100.0 * SUM(input_wait) / SUM(dur), 1) AS input_wait_pct,
-       ROUND(100.0 * SUM(other) / SUM(dur), 1) AS other_pct,
-       ROUND(100.0 * SUM(idle) / SUM(dur), 1) AS idle_pct
-FROM step_breakdown WHERE step > (SELECT MIN(step) FROM steps) GROUP BY rank ORDER BY rank
-"""
+TOP_FINDINGS = 3
 
 
 @click.command("demo")
 @click.option("-o", "--out", type=click.Path(path_type=Path), default=Path("trnprof-demo"), show_default=True,
-              help="Folder for the demo's run (replaced if it holds an earlier demo).")
+              help="Folder for the demo's run, analyze.json and report.html (replaced if they hold an earlier demo).")
 def command(out: Path):
-    """Simulate the tiny job with a slow data loader and show where its step time goes."""
+    """Simulate the tiny job with a slow data loader, analyze it, write the HTML report and print a
+    short summary with the report's path."""
     run_path = out / "run"
     click.echo("simulating the tiny job on trn1.2xlarge with a slow data loader ...")
     simulate(demo_config(), run_path, overwrite=run_path.exists())
+    document = analyze(run_path)
+    (out / "analyze.json").write_text(to_json(document) + "\n", encoding="utf-8")
+    written = write_report(run_path, out / "report.html", findings=out / "analyze.json")
     with open_run(run_path) as run:
-        click.echo(format_info(run.info()))
-        click.echo("\nstep breakdown per rank, steps after the first (share of step time)")
-        echo_frame(run.sql(BREAKDOWN_BY_RANK), "table")
-    click.echo(f"\nrun written to {run_path}")
+        info = run.info()
+    job, step = info["job"], info["step_time_s"]
+    click.echo(f"job         {job.get('model')} on {job.get('nodes')} x {job.get('instance_type')}: "
+               f"{info['world_size']} ranks, {info['steps']} steps")
+    click.echo(f"step time   median {seconds(step['median'])}, p95 {seconds(step['p95'])}")
+    if info["throughput"]:
+        click.echo(f"throughput  {info['throughput']['value']:,.1f} {info['throughput']['unit']}")
+    click.echo(f"findings    {len(document['findings'])}, costliest first:")
+    for finding in document["findings"][:TOP_FINDINGS]:
+        impact = finding["impact"]
+        cost = (f"{seconds(impact['seconds_per_step'])} per step ({impact['fraction_of_step']:.0%} of step time)"
+                if impact.get("seconds_per_step") else "no time cost measured")
+        click.echo(f"  {finding['severity']:<7} {finding['code']} {finding['title']}: {cost}")
+    click.echo(f"run         {run_path}")
+    click.echo(f"report      {Path(written['path']).resolve()}  (open it in a browser; works offline)")

@@ -1,0 +1,43 @@
+"""Human formats for the page's text: durations, shares, bandwidths, rank lists, job values."""
+
+from __future__ import annotations
+
+from ..rules_engine.findings import compact
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    if seconds == 0:
+        return "0 s"
+    if seconds >= 1:
+        return f"{seconds:,.3f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:,.2f} ms"
+    return f"{seconds * 1e6:,.1f} µs"
+
+
+def share(fraction: float | None) -> str:
+    return "n/a" if fraction is None else f"{fraction:.1%}"
+
+
+def job_value(value) -> str:
+    """A manifest job value: dicts as `key value` pairs, lists comma-separated."""
+    if value is None or value == "":
+        return "n/a"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {job_value(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(job_value(v) for v in value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:,.4g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def index_list(values) -> str:
+    """Ranks or steps as ranges: '0-7, 12'."""
+    return compact([int(v) for v in values])

@@ -1,0 +1,65 @@
+"""Timeline of one representative step (the one nearest the median step time) on a few ranks,
+the slowest among them, one row per rank and lane; the ops taking the most time listed under it."""
+
+from __future__ import annotations
+
+import altair as alt
+
+from ... import schema
+from .. import limits, queries
+from ..escape import text
+from ..section import Section
+
+WIDTH = 900
+ROW_PX = 16
+
+
+# one colour per event kind, the same in every report
+KIND_COLORS = dict(zip(schema.EVENT_KINDS, ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b",
+                                            "#b279a2", "#ff9da6", "#9d755d", "#bab0ac"]))
+
+
+def _table(frame) -> str:
+    """Time per op name over the drawn ranks, the most first."""
+    frame = frame[frame["kind"] != "step"]
+    if frame.empty:
+        return ""
+    ops = frame.groupby(["kind", "name"], as_index=False).agg(
+        count=("dur", "size"), total=("dur", "sum"), longest=("dur", "max"), ranks=("rank", "nunique"))
+    ops = ops.nlargest(limits.OPS_LISTED, "total")
+    rows = "".join(f"<tr><td>{text(r.name)}</td><td>{text(r.kind)}</td><td class=\"num\">{r.ranks}</td>"
+                   f"<td class=\"num\">{r.count:,}</td><td class=\"num\">{r.total:,.3f}</td>"
+                   f"<td class=\"num\">{r.longest:,.3f}</td></tr>" for r in ops.itertuples())
+    return ("<details><summary>ops taking the most time in this step (drawn ranks together)</summary>"
+            "<table><thead><tr><th>name</th><th>kind</th><th>ranks</th><th>events</th><th>total ms</th>"
+            f"<th>longest ms</th></tr></thead><tbody>{rows}</tbody></table></details>")
+
+
+def build(run) -> Section:
+    section = Section("timeline", "Timeline of a representative step")
+    step = queries.representative_step(run)
+    if step is None:
+        section.empty = "No step events in this run, so there is no step to draw."
+        return section
+    ranks = queries.timeline_ranks(run, step["step"])
+    frame, section.notes = queries.timeline_events(run, step["step"], [r for r, _ in ranks])
+    roles = dict(ranks)
+    section.intro = (f"Step {step['step']} ({step['dur_ms']:,.3f} ms; median step {step['median_ms']:,.3f} ms) on "
+                     + ", ".join(f"rank {r} ({role})" for r, role in ranks)
+                     + "; time from the earliest of their step starts. Hover an event for its name.")
+    frame["row"] = [f"rank {r} ({roles[r]}) · {lane}" for r, lane in zip(frame["rank"], frame["lane"])]
+    order = {r: i for i, (r, _) in enumerate(ranks)}
+    lanes = frame[["rank", "lane", "row"]].drop_duplicates()
+    rows = [r.row for r in sorted(lanes.itertuples(), key=lambda r: (order[r.rank], r.lane))]
+    kinds = [k for k in schema.EVENT_KINDS if k in set(frame["kind"])]
+    section.chart = alt.Chart(frame).mark_bar(opacity=0.85).encode(
+        x=alt.X("start:Q", title="time in step (ms)"), x2="end:Q",
+        y=alt.Y("row:N", title=None, sort=rows, axis=alt.Axis(labelLimit=320)),
+        color=alt.Color("kind:N", scale=alt.Scale(domain=kinds, range=[KIND_COLORS.get(k, "#888") for k in kinds]),
+                        legend=alt.Legend(orient="top", title=None)),
+        tooltip=["name:N", "kind:N", "lane:N", "phase:N", "rank:Q",
+                 alt.Tooltip("start:Q", format=",.3f", title="start ms"),
+                 alt.Tooltip("dur:Q", format=",.3f", title="duration ms")],
+    ).properties(width=WIDTH, height=max(60, ROW_PX * len(rows)))
+    section.html = _table(frame)
+    return section

@@ -1,0 +1,62 @@
+"""The Vega, Vega-Lite and Vega-Embed JavaScript, offline: vl-convert-python ships all three
+(bundled with their dependencies) inside its wheel, so the page needs no network and the build
+needs no npm. The same package renders the PNG/SVG exports (`export.py`).
+
+Bundling takes ~1.3 s, so the bundle is kept in the user's cache folder, one file per
+vl-convert and Vega-Lite version (written atomically; an unwritable cache is just skipped)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import altair as alt
+import vl_convert
+
+from ..errors import TrnprofError
+
+
+@functools.cache
+def vegalite_version() -> str:
+    """The Vega-Lite version Altair writes specs for, as vl-convert names it ('6.4')."""
+    wanted = ".".join(alt.VEGALITE_VERSION.split(".")[:2])
+    if wanted not in vl_convert.get_vegalite_versions():
+        raise TrnprofError(f"vl-convert-python {vl_convert.__version__} cannot render Vega-Lite {wanted} "
+                           f"(Altair {alt.__version__}): upgrade vl-convert-python")
+    return wanted
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trnprof"
+
+
+def _cached(path: Path, make) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        pass
+    text = make()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return text
+
+
+@functools.cache
+def javascript_bundle() -> str:
+    """One script defining window.vegaEmbed, window.vegaLite and window.vega."""
+    version = vegalite_version()
+    path = cache_dir() / f"vega-bundle-vlconvert{vl_convert.__version__}-vl{version}.js"
+    bundle = _cached(path, lambda: vl_convert.javascript_bundle(vl_version=version))
+    # inlined in <script>: the text must not close the element early
+    if re.search(r"</script", bundle, re.IGNORECASE):
+        raise TrnprofError("the Vega JavaScript bundle contains '</script' and cannot be inlined")
+    return bundle
