@@ -46,7 +46,7 @@ def test_chrome_trace_layout(synthetic, tmp_path):
                for e in complete)
     assert Counter(e["ph"] for e in events)["C"] == counts["counters"] == n_counters
     counter = next(e for e in events if e["ph"] == "C")
-    assert set(counter["args"]) == {"value"} and counter["cat"] == "bytes"
+    assert set(counter["args"]) == {"value"} and counter["cat"] == "bytes" and "trnprof_args" not in counter
     collective = next(e for e in complete if e["cat"] == "collective")
     assert collective["args"]["coll_op"] == "all_reduce" and "lane" in collective["args"]
 
@@ -63,15 +63,23 @@ def test_round_trip_keeps_every_event_and_counter(synthetic, tmp_path):
 def test_round_trip_of_an_ingested_trace_with_args(tmp_path):
     events = [{"ph": "X", "cat": "cpu_op", "name": 'quote " and \\ slash \u00e9', "pid": 1, "tid": 1,
                "ts": "TS", "dur": 0.001, "args": {"text": "tab\there", "n": [1, {"a": None}]}},
-              {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1712195495520855, "dur": 2}]
+              {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1712195495520855, "dur": 2},
+              {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1,
+               "ts": 1712195495520856, "args": {"Total Reserved": 512, "Total Allocated": 256, "Bytes": 256,
+                                                "Addr": 140243, "Device Type": 1, "Device Id": 0, "note": 'q"\u00e9'}},
+              {"ph": "C", "name": "queue", "pid": 1, "tid": 1, "ts": 1712195495520857, "args": {"value": 3}}]
     text = json.dumps({"traceEvents": events}).replace('"TS"', "1712195495520854.801")  # digits a float cannot hold
     (tmp_path / "t.json").write_text(text)
     ingest([tmp_path / "t.json"], tmp_path / "run")
     export_chrome(tmp_path / "run", tmp_path / "out.json")
     ingest([tmp_path / "out.json"], tmp_path / "back")
     before, after = _tables(tmp_path / "run"), _tables(tmp_path / "back")
-    pd.testing.assert_frame_equal(before["events"], after["events"], check_dtype=False)
+    for name in ("events", "counters"):
+        pd.testing.assert_frame_equal(before[name], after[name], check_dtype=False)
     assert before["events"]["ts"].tolist() == [1712195495520854801, 1712195495520855000]
+    args = after["counters"].set_index("name")["args"]
+    assert json.loads(args["hbm.allocated"])["args"] == events[2]["args"] and pd.isna(args["hbm.allocator_cache"])
+    assert json.loads(args["queue"])["args"] == {"value": 3}
 
 
 def test_times_keep_nanoseconds():

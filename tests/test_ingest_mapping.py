@@ -166,6 +166,24 @@ def test_memory_instants_and_counter_events_become_counters(tmp_path):
     record = run.manifest["ingest"]["files"][0]
     assert record["quarantine_reasons"] == {"bad_counter_value": 1, "bad_memory_event": 1}
     assert record["to"] == {"events": 1, "counters": 5, "flows": 0, "meta": 0, "quarantine": 2}
+    assert record["counter_rows"] == len(got) == 12
+
+
+def test_counters_keep_every_unmapped_source_field_in_args(tmp_path):
+    memory = {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 100, "tid": 7, "ts": 10,
+              "args": {"Total Reserved": 4096, "Total Allocated": 1000, "Bytes": 1000, "Addr": 94711290540032,
+                       "Device Type": 1, "Device Id": 3, "Stream": [0, {"x": None}]}}
+    events = [memory, {"ph": "C", "name": "mem", "pid": 100, "tid": 7, "ts": 20, "id": 5, "args": {"a": 1, "b": 2}},
+              X("op", "cpu_op", 0, 100)]
+    run = run_of(tmp_path, events)
+    got = {r["name"]: r["args"] for r in rows(run, "SELECT * FROM counters")}
+    allocated = json.loads(got.pop("hbm.allocated"))
+    assert allocated == {"cat": "cpu_instant_event", "pid": 100, "tid": 7, "args": memory["args"], "extra": {"s": "t"}}
+    assert json.loads(got.pop("mem.a")) == {"cat": None, "pid": 100, "tid": 7, "args": {"a": 1, "b": 2},
+                                            "extra": {"id": 5}}
+    assert got == {"hbm.allocator_cache": None, "alloc.device_delta": None, "mem.b": None}  # one copy per entry
+    found = run.sql("SELECT name FROM counters WHERE json_extract(args, '$.args.Addr') = 94711290540032")
+    assert found["name"].tolist() == ["hbm.allocated"]
 
 
 def test_flows_metadata_and_unknown_fields_are_kept(tmp_path):

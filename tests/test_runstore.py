@@ -41,6 +41,16 @@ def test_round_trip_keeps_values_and_types(tmp_path):
     assert types["rank"] == "INTEGER" and types["ts"] == "BIGINT" and types["coll_seq"] == "BIGINT"
 
 
+def test_counter_args_are_stored_and_null_when_not_given(tmp_path):
+    counters = [{"rank": 0, "ts": 1, "name": "hbm.params", "value": 2.0, "args": '{"Addr": 7}'},
+                {"rank": 0, "ts": 2, "name": "hbm.params", "value": 3.0}]
+    with open_run(write_inline_run(tmp_path / "r", [EVENT], counters=counters)) as run:
+        stored = run.con.sql("SELECT args FROM counters ORDER BY ts").fetchall()
+    assert stored == [('{"Addr": 7}',), (None,)]
+    with open_run(write_inline_run(tmp_path / "empty", [EVENT])) as run:  # no counter files: typed empty view
+        assert dict(run.sql("DESCRIBE counters")[["column_name", "column_type"]].values)["args"] == "VARCHAR"
+
+
 def test_conform_fills_missing_nullable_columns_and_rejects_bad_data():
     table = conform(pd.DataFrame([EVENT]), "events")
     assert table.schema == EVENTS
@@ -143,3 +153,12 @@ def test_run_with_no_events_opens_with_empty_typed_views(tmp_path):
         assert opened.step_breakdown.empty
         info = opened.info()
     assert info["world_size"] == 2 and info["steps"] == 0 and info["step_time_s"] is None
+
+
+def test_files_written_before_a_nullable_column_existed_read_it_as_null(tmp_path):
+    run = write_inline_run(tmp_path / "r", [EVENT])
+    part = next((run / "events" / "rank=0").glob("*.parquet"))
+    pq.write_table(pq.read_table(part).drop_columns(["coll_ranks"]), part)
+    with open_run(run) as opened:
+        row = opened.sql("SELECT ts, coll_ranks IS NULL AS missing FROM events").iloc[0]
+    assert row["ts"] == 0 and bool(row["missing"])

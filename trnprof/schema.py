@@ -42,6 +42,8 @@ COUNTER_COLUMNS = [
     ("name", pa.string(), False, "counter name, dotted: hbm.params, hbm.activations, input.queue_depth, ..."),
     ("value", pa.float64(), False, "sampled value"),
     ("unit", pa.string(), True, "unit of value: bytes, count, percent, ..."),
+    ("args", pa.string(), True, "JSON object of every source field not mapped to a column (on one sample "
+                                "row per source entry)"),
 ]
 
 RANK_COLUMNS = [

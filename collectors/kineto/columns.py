@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from itertools import chain, repeat
+from operator import attrgetter
 
 import msgspec
 import numpy as np
@@ -45,6 +46,8 @@ ARGS_FIELDS = list(MappedArgs.__struct_fields__)
 MAX_NAME_BYTES = 1 << 16
 
 _EMPTY_OBJECT = b"{}"
+_EXTRA_VALUES = attrgetter(*EXTRA_FIELDS)  # every event shape answers each (None when absent)
+_NO_EXTRA = (None,) * len(EXTRA_FIELDS)
 _MAPPED_ARGS = msgspec.json.Decoder(list[MappedArgs])
 _ONE_MAPPED_ARGS = msgspec.json.Decoder(MappedArgs)
 
@@ -79,11 +82,10 @@ def _times(values: list, exact: bool):
 
 
 def _with_extra(events: list, ph: np.ndarray) -> set[int]:
-    """Positions of entries besides flows that carry `s`, `id` or `bp` (instants, counters and
+    """Positions of entries besides flows that carry one of EXTRA_FIELDS (instants, counters and
     unmapped phases may; complete events cannot: their shape has no such field)."""
-    candidates = np.flatnonzero(~np.isin(ph, ("X",) + FLOW_PHASES))
-    return {int(i) for i in candidates
-            if events[i].s is not None or events[i].id is not None or events[i].bp is not None}
+    candidates = np.flatnonzero(~np.isin(ph, ("X",) + FLOW_PHASES)).tolist()
+    return {i for i in candidates if _EXTRA_VALUES(events[i]) != _NO_EXTRA}
 
 
 def _codes(array: pa.Array) -> tuple[np.ndarray, list]:
@@ -92,11 +94,28 @@ def _codes(array: pa.Array) -> tuple[np.ndarray, list]:
     return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary.to_pylist()
 
 
+def _extra_tails(events: list, rows: set[int], extras: dict[int, dict]) -> dict[int, bytes]:
+    """`,"extra":{...}}` closing the rows that carry fields without a column: EXTRA_FIELDS, then
+    the unknown fields of loosely decoded entries. Encoded once per distinct set of values (an
+    instant's scope `s` takes a few), so millions of `[memory]` instants cost no JSON round trip."""
+    tails, cache = {}, {}
+    for i in rows:
+        values = _EXTRA_VALUES(events[i])
+        tail = cache.get(values) if i not in extras else None
+        if tail is None:
+            extra = {f: v for f, v in zip(EXTRA_FIELDS, values) if v is not None}
+            tail = b',"extra":' + msgspec.json.encode({**extra, **extras.get(i, {})}) + b"}"
+            if i not in extras:
+                cache[values] = tail
+        tails[i] = tail
+    return tails
+
+
 def _compose_args(events: list, cats: pa.Array, pids: pa.Array, tids: pa.Array,
                   rare: set[int], extras: dict[int, dict], skip: np.ndarray) -> pa.Array:
-    """`{"cat":..,"pid":..,"tid":..,"args":{...source args...}}` per row (null where `skip`).
-    The head is built once per distinct (cat, pid, tid); rows are laid out straight into one
-    Arrow buffer."""
+    """`{"cat":..,"pid":..,"tid":..,"args":{...source args verbatim...}}` per row (null where
+    `skip`), plus `"extra":{...}` for the `rare` rows and those with `extras`. The head is built
+    once per distinct (cat, pid, tid); rows are laid out straight into one Arrow buffer."""
     n = len(events)
     cat_codes, cat_values = _codes(cats)
     pid_codes, pid_values = _codes(pids)
@@ -118,8 +137,10 @@ def _compose_args(events: list, cats: pa.Array, pids: pa.Array, tids: pa.Array,
     tail = [b"}"] * n
     for i in np.flatnonzero(skip).tolist():
         raw[i] = tail[i] = b""
+    for i, text in _extra_tails(events, rare | set(extras), extras).items():
+        tail[i] = text
     data = b"".join(chain.from_iterable(zip(head_list, raw, tail)))
-    lengths = np.fromiter(map(len, raw), dtype=np.int64, count=n) + np.where(skip, 0, 1)
+    lengths = np.fromiter(map(len, raw), dtype=np.int64, count=n) + np.fromiter(map(len, tail), dtype=np.int64, count=n)
     head_lengths = np.array([len(h) for h in heads], dtype=np.int64)[inverse]
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(head_lengths + lengths, out=offsets[1:])
@@ -129,17 +150,7 @@ def _compose_args(events: list, cats: pa.Array, pids: pa.Array, tids: pa.Array,
         composed.validate(full=True)
     except pa.ArrowInvalid:
         raise TrnprofError("an event's args are not valid UTF-8 text (JSON traces must be UTF-8)") from None
-    composed = composed.cast(pa.string())
-    rare = rare | set(extras)
-    if not rare:
-        return composed
-    values = composed.to_pylist()
-    for i in rare:
-        value = json.loads(values[i])
-        value["extra"] = {**{f: getattr(events[i], f) for f in EXTRA_FIELDS if getattr(events[i], f) is not None},
-                          **extras.get(i, {})}
-        values[i] = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    return pa.array(values, pa.string())
+    return composed.cast(pa.string())
 
 
 def _positions(mask) -> np.ndarray:
@@ -248,8 +259,9 @@ def _mapped_args(idx, raws: list[bytes]) -> pa.Table:
     except (msgspec.ValidationError, msgspec.DecodeError):
         parsed = [_one_mapped(bytes(raw)) for raw in raws]
     columns = {"idx": pa.array(np.asarray(idx, dtype=np.int64))}
-    for name in ARGS_FIELDS:
-        columns[name] = _loose_array([getattr(p, name) for p in parsed])
+    fields = zip(*map(msgspec.structs.astuple, parsed)) if parsed else [()] * len(ARGS_FIELDS)
+    for name, values in zip(ARGS_FIELDS, fields):
+        columns[name] = _loose_array(list(values))
     return pa.table(columns)
 
 

@@ -17,9 +17,13 @@ import msgspec
 RAW_EMPTY = msgspec.Raw()
 # Fields without a column that some phases carry; kept in `args` under "extra" (flows keep
 # theirs in the flows table). Flow ids are numbers or strings in the Chrome format.
-EXTRA_FIELDS = {"s": Union[str, None], "id": Union[int, str, None], "bp": Union[str, None]}
+# `trnprof_args`: a counter's own args in a trace written by `trnprof export` (a `C` event's
+# `args` are its numeric series, so the text travels beside them; viewers ignore the field).
+EXTRA_FIELDS = {"s": Union[str, None], "id": Union[int, str, None], "bp": Union[str, None],
+                "trnprof_args": Union[str, None]}
 PHASES = ("X", "i", "I", "C", "M", "s", "t", "f")
-_PHASE_EXTRAS = {"i": ("s",), "I": ("s",), "C": ("id",), "s": ("id", "bp"), "t": ("id", "bp"), "f": ("id", "bp")}
+_PHASE_EXTRAS = {"i": ("s",), "I": ("s",), "C": ("id", "trnprof_args"), "s": ("id", "bp"), "t": ("id", "bp"),
+                 "f": ("id", "bp")}
 
 
 def _classes(time_type):
@@ -61,6 +65,7 @@ class OtherEvent(msgspec.Struct, gc=False, omit_defaults=True):
     s: str | None = None
     id: int | str | None = None
     bp: str | None = None
+    trnprof_args = None  # not a field (an unknown field here): read as absent, like the phase shapes do
 
 
 class ExactOtherEvent(OtherEvent, gc=False, omit_defaults=True):

@@ -27,6 +27,7 @@ import pyarrow as pa
 from trnprof.collectors.ingest.source import Source
 from trnprof.collectors.ingest.tables import meta_rows, quarantine_table
 from trnprof.errors import TrnprofError
+from trnprof.runstore import conform
 from trnprof.schema import COUNTERS
 
 from .util import open_text
@@ -229,7 +230,7 @@ def _system(out: _Out, index: int, ts: int, system: dict, cores_per_device) -> N
 
 
 def _source(path: Path, out: _Out, reports: list, cores_per_device, rank_option) -> Source:
-    counters = pa.table({k: pa.array(v, COUNTERS.field(k).type) for k, v in out.rows.items()}, schema=COUNTERS)
+    counters = conform(pa.table({k: pa.array(v, COUNTERS.field(k).type) for k, v in out.rows.items()}), "counters")
     info = {k: json.loads(v) for k, v in out.meta if k in INFO_KEYS}
     hardware = info.get("neuron_hardware_info", {})
     instance = info.get("instance_info", {})

@@ -2,7 +2,8 @@
 
 Layout: one process per rank (`pid` = rank, `process_name` "rank N"), one thread per lane
 (`thread_name` = the lane), events as complete `X` events, counters as `C` counter tracks
-(series `value`; the unit travels as the counter's `cat`). Times are µs written as exact
+(series `value`; the unit travels as the counter's `cat`, its args as a `trnprof_args` string
+beside `args`, since a counter's `args` are its numeric series). Times are µs written as exact
 decimals with three digits (ns kept). Each event's `cat` is its kind; `args` holds the other
 canonical columns (`step`, `phase`, `bytes`, `flops`, `coll_*`, and the run's own `args` as a
 string). `otherData` (written before `traceEvents`) marks the file as a trnprof export and carries
@@ -91,10 +92,13 @@ def _counter_lines(batch: pa.Table) -> tuple[pa.Array, int]:
     unit = batch["unit"].combine_chunks()
     cat = pc.binary_join_element_wise('"cat":', _per_distinct_json(unit), ",", "").fill_null("")
     numbers = pa.array([repr(float(v)) for v in batch["value"].to_pylist()], pa.string())
+    args = batch["args"].combine_chunks()
+    own = pc.binary_join_element_wise(',"trnprof_args":', _json_strings(args), "").fill_null("") \
+        if args.null_count < len(args) else ""
     lines = pc.binary_join_element_wise(
         '{"ph":"C",', cat, '"name":', _per_distinct_json(batch["name"].combine_chunks()),
         ',"pid":', batch["rank"].combine_chunks().cast(pa.string()), ',"tid":0,"ts":', us_texts(batch["ts"].to_numpy()),
-        ',"args":{"value":', numbers, "}}", "")
+        ',"args":{"value":', numbers, "}", own, "}", "")
     return lines, int((~finite).sum())
 
 
