@@ -84,3 +84,37 @@ def test_info_from_written_stats_equals_a_full_scan(sample_run):
         del run.manifest["stats"]
         from_scan = run.info()
     assert from_stats == from_scan
+
+
+def test_query_json_handles_every_duckdb_type(cli, sample_run):
+    result = cli("query", sample_run, "SELECT [1, 2] AS l, 'ab'::BLOB AS b, INTERVAL 1 DAY AS i, {'a': 1} AS s, "
+                                      "DATE '2020-01-01' AS d, 'nan'::DOUBLE AS n, NULL AS z", "--format", "json")
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.stdout)[0]
+    assert row["l"] == [1, 2] and row["b"] == "6162" and row["s"] == {"a": 1}
+    assert row["d"].startswith("2020-01-01") and row["n"] is None and row["z"] is None and row["i"]
+
+
+def _one_error_line(result, message):
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], result.stderr
+
+
+def test_damaged_runs_are_one_error_line(cli, tmp_path, sample_run):
+    import shutil
+    damaged = tmp_path / "damaged"
+    shutil.copytree(sample_run, damaged)
+    (damaged / "ranks.parquet").unlink()
+    _one_error_line(cli("info", damaged), "damaged run")
+    shutil.rmtree(damaged)
+    shutil.copytree(sample_run, damaged)
+    part = next((damaged / "events").glob("rank=0/*.parquet"))
+    part.write_bytes(b"PAR1 not really parquet")
+    _one_error_line(cli("query", damaged, "SELECT COUNT(*) FROM events"), "")
+
+
+def test_missing_output_folder_is_one_error_line(cli, sample_run, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    _one_error_line(cli("export", sample_run, "-o", blocker / "sub" / "t.json"), "")

@@ -9,7 +9,7 @@ import duckdb
 import pandas as pd
 
 from . import session
-from .errors import TrnprofError
+from .errors import TrnprofError, first_line
 from .manifest import read_manifest
 
 
@@ -17,8 +17,7 @@ def _query(con: duckdb.DuckDBPyConnection, query: str, params=None) -> pd.DataFr
     try:
         return con.execute(query, params).df() if params is not None else con.sql(query).df()
     except duckdb.Error as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise TrnprofError(f"query failed: {first_line}") from None
+        raise TrnprofError(f"query failed: {first_line(exc)}") from None
     except AttributeError:  # a statement with no result set (e.g. SET)
         return pd.DataFrame()
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import duckdb
 
+from .errors import TrnprofError, first_line
 from .schema import PARTITIONED_TABLES, TABLE_COLUMNS, duckdb_type
 from .stdlib import load_views
 
@@ -27,16 +28,30 @@ def _empty_select(table: str) -> str:
     return f"SELECT {columns} WHERE FALSE"
 
 
-def _table_select(run_dir: Path, table: str) -> str:
-    names = ", ".join(name for name, *_ in TABLE_COLUMNS[table])
+def _table_select(con: duckdb.DuckDBPyConnection, run_dir: Path, table: str) -> str:
+    """The canonical columns of one table. A nullable column that the run's files lack (written
+    before the column existed) reads as nulls; a missing required column is an error."""
     if table in PARTITIONED_TABLES:
-        if not any((run_dir / table).glob("rank=*/*.parquet")):
+        sample = next((run_dir / table).glob("rank=*/*.parquet"), None)
+        if sample is None:
             return _empty_select(table)
         pattern = sql_string(str(run_dir / table / "rank=*" / "*.parquet"))
         source = f"read_parquet({pattern}, hive_partitioning = true, hive_types = {{'rank': INTEGER}})"
     else:
-        source = f"read_parquet({sql_string(str(run_dir / f'{table}.parquet'))})"
-    return f"SELECT {names} FROM {source}"
+        sample = run_dir / f"{table}.parquet"
+        source = f"read_parquet({sql_string(str(sample))})"
+    # the run store writes every file of a table with one schema: one file tells its columns
+    present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM read_parquet({sql_string(str(sample))})").fetchall()}
+    present.add("rank") if table in PARTITIONED_TABLES else None
+    columns = []
+    for name, typ, nullable, _ in TABLE_COLUMNS[table]:
+        if name in present:
+            columns.append(name)
+        elif nullable:
+            columns.append(f"CAST(NULL AS {duckdb_type(typ)}) AS {name}")
+        else:
+            raise TrnprofError(f"damaged run {run_dir}: its {table} table has no {name!r} column")
+    return f"SELECT {', '.join(columns)} FROM {source}"
 
 
 def attach_run(con: duckdb.DuckDBPyConnection, run_dir: Path, schema: str = "main") -> None:
@@ -46,7 +61,11 @@ def attach_run(con: duckdb.DuckDBPyConnection, run_dir: Path, schema: str = "mai
     con.execute(f'SET schema = {sql_string(schema)}')
     try:
         for table in TABLE_COLUMNS:
-            con.execute(f"CREATE VIEW {table} AS {_table_select(run_dir, table)}")
+            try:
+                con.execute(f"CREATE VIEW {table} AS {_table_select(con, run_dir, table)}")
+            except duckdb.Error as exc:
+                raise TrnprofError(f"damaged run {run_dir}: cannot read its {table} table "
+                                   f"({first_line(exc)}); re-create the run") from None
         for view in load_views():
             con.execute(view.sql)
     finally:

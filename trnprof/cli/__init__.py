@@ -12,9 +12,10 @@ import pkgutil
 import sys
 
 import click
+import duckdb
 
 from .._version import __version__
-from ..errors import TrnprofError
+from ..errors import TrnprofError, first_line
 
 EXIT_USAGE = 2
 
@@ -35,6 +36,12 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except TrnprofError as exc:
             click.echo(f"error: {exc}", err=True)
+            sys.exit(EXIT_USAGE)
+        except duckdb.Error as exc:  # unreadable run data met in the middle of a query
+            click.echo(f"error: reading the run failed: {first_line(exc)}", err=True)
+            sys.exit(EXIT_USAGE)
+        except OSError as exc:  # e.g. an output folder that is missing or not writable
+            click.echo(f"error: {exc.strerror or first_line(exc)}: {exc.filename or ''}".rstrip(": "), err=True)
             sys.exit(EXIT_USAGE)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)

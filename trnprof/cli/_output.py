@@ -6,28 +6,38 @@ import json
 import math
 
 import click
+import numpy as np
 import pandas as pd
 
 
 def _plain(value):
-    """A JSON-safe plain Python value."""
-    if value is None:
+    """`value` as plain JSON data: NaN/inf and missing values become null, arrays lists, bytes
+    hex, times ISO strings, and anything else its string form."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, np.ndarray)):
+        return [_plain(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    if value is pd.NA or value is pd.NaT:
         return None
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
-        return None
-    if isinstance(value, (pd.Timestamp,)):
+    if isinstance(value, np.generic):
+        return _plain(value.item())
+    if hasattr(value, "isoformat"):
         return value.isoformat()
-    return value
+    return str(value)
 
 
 def to_json(document) -> str:
-    return json.dumps(document, indent=2, default=_plain, allow_nan=False)
+    return json.dumps(_plain(document), indent=2, allow_nan=False)
 
 
 def frame_records(frame: pd.DataFrame) -> list[dict]:
-    return [{k: _plain(v) for k, v in row.items()} for row in frame.astype(object).to_dict("records")]
+    return [{str(k): _plain(v) for k, v in row.items()} for row in frame.astype(object).to_dict("records")]
 
 
 def echo_frame(frame: pd.DataFrame, fmt: str, *, max_rows: int | None = None) -> None:
