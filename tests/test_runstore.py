@@ -65,6 +65,13 @@ def test_conform_fills_missing_nullable_columns_and_rejects_bad_data():
         conform(pd.DataFrame([{**EVENT, "kind": "gpu"}]), "events")
     with pytest.raises(TrnprofError, match="events.ts"):
         conform(pd.DataFrame([{**EVENT, "ts": "soon"}]), "events")
+    with pytest.raises(TrnprofError, match="beyond"):
+        conform(pd.DataFrame([{**EVENT, "ts": 2**63 - 10}]), "events")
+    with pytest.raises(TrnprofError, match="negative step"):
+        conform(pd.DataFrame([{**EVENT, "step": -1}]), "events")
+    counter = {"rank": 0, "ts": 0, "name": "hbm.params", "value": float("inf")}
+    with pytest.raises(TrnprofError, match="NaN"):
+        conform(pd.DataFrame([counter]), "counters")
 
 
 def test_failed_writer_leaves_nothing(tmp_path):

@@ -26,6 +26,7 @@ from .errors import TrnprofError
 from .manifest import read_manifest
 from .schema import EVENT_KINDS, MANIFEST_FILE, PARTITIONED_TABLES, TABLES
 
+MAX_TIME_NS = 1 << 62
 _PARTITIONING = ds.partitioning(pa.schema([("rank", pa.int32())]), flavor="hive")
 
 
@@ -58,6 +59,10 @@ def conform(data, table: str) -> pa.Table:
     result = pa.Table.from_arrays(columns, schema=schema)
     if table == "events":
         _check_events(result)
+    elif table == "counters" and result.num_rows:
+        finite = pc.is_finite(result["value"])
+        if not pc.all(finite).as_py():
+            raise TrnprofError("counters.value: NaN or infinite samples are not allowed (drop or quarantine them)")
     return result
 
 
@@ -66,6 +71,13 @@ def _check_events(events: pa.Table) -> None:
         return
     if pc.min(events["dur"]).as_py() < 0:
         raise TrnprofError("events.dur: negative durations are not allowed")
+    # ts + dur must fit in int64 with room for sums over a step
+    if pc.max(events["dur"]).as_py() > MAX_TIME_NS or max(abs(pc.min(events["ts"]).as_py()),
+                                                          abs(pc.max(events["ts"]).as_py())) > MAX_TIME_NS:
+        raise TrnprofError(f"events.ts/dur: times beyond +-{MAX_TIME_NS} ns (~146 years) are not allowed")
+    lowest_step = pc.min(events["step"]).as_py()
+    if lowest_step is not None and lowest_step < 0:
+        raise TrnprofError(f"events.step: negative step number {lowest_step}; steps are numbered from 0")
     bad = pc.filter(events["kind"], pc.invert(pc.is_in(events["kind"], pa.array(EVENT_KINDS))))
     if len(bad):
         raise TrnprofError(f"events.kind: unknown kind {bad[0].as_py()!r}; allowed: {', '.join(EVENT_KINDS)}")

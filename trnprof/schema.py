@@ -27,7 +27,7 @@ EVENT_COLUMNS = [
     ("lane", pa.string(), False, "where it ran: nc/tensor, nc/vector, nc/cc, dma/..., host/main, a GPU stream ..."),
     ("step", pa.int32(), True, "training step, when known"),
     ("phase", pa.string(), True, "fwd, bwd, opt, ... when known"),
-    ("bytes", pa.int64(), True, "data moved, when known (collectives: per-rank payload, nccl-tests convention)"),
+    ("bytes", pa.int64(), True, "data moved, when known (collectives: message size as nccl-tests counts it; all-gather: the gathered output)"),
     ("flops", pa.int64(), True, "floating-point operations done, when known"),
     ("coll_op", pa.string(), True, "collective kind: all_reduce, all_gather, reduce_scatter, all_to_all, send, recv, ..."),
     ("coll_group", pa.string(), True, "replica group the collective ran over (any stable spelling)"),

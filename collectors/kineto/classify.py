@@ -27,7 +27,7 @@ HOST_CATEGORIES = ("cpu_op", "cuda_runtime", "cuda_driver", "python_function", "
                    "xpu_runtime", "xpu_driver")
 INPUT_CATEGORIES = ("cpu_op", "user_annotation", "python_function")
 
-STEP_NAME = r"^ProfilerStep#(\d+)$"
+STEP_NAME = r"^ProfilerStep#(\d{1,9})$"  # step is int32: longer numbers stay annotations
 # DataLoader iteration as PyTorch's profiler records it: `enumerate(DataLoader)#_MultiProcessing
 # DataLoaderIter.__next__`, `DataLoader.__next__`, and torch-xla / torch-neuronx device loaders.
 INPUT_NAME = r"enumerate\(DataLoader\)|DataLoader\w*(Iter)?\w*\.__next__|MpDeviceLoader|ParallelLoader"
