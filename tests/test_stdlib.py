@@ -88,3 +88,18 @@ def test_several_runs_side_by_side(tmp_path, sample_run):
     runs = open_runs({"base": sample_run, "new": other})
     counts = runs.sql("SELECT (SELECT COUNT(*) FROM base.steps) AS a, (SELECT COUNT(*) FROM new.steps) AS b")
     assert (counts.a[0], counts.b[0]) == (32, 1)
+
+
+def test_overlapping_steps_are_cut_at_the_next_start(tmp_path):
+    events = [_step(0, 4, 0, 100), _step(0, 5, 60, 100),
+              {"rank": 0, "ts": 0, "dur": 160, "kind": "compute", "name": "mm", "lane": "nc/tensor"}]
+    with open_run(write_inline_run(tmp_path / "r", events)) as run:
+        rows = run.step_breakdown.sort_values("step")
+    assert list(rows["dur"]) == [60, 100] and list(rows["compute"]) == [60, 100] and list(rows["idle"]) == [0, 0]
+
+
+def test_bus_bandwidth_is_null_when_the_group_size_is_unknown(tmp_path):
+    events = [{**_coll(0, 0, 100, seq=None, size=None)}]
+    with open_run(write_inline_run(tmp_path / "r", events)) as run:
+        row = run.collectives.iloc[0]
+    assert row.algbw > 0 and row.busbw != row.busbw  # NaN: unknown, not 0

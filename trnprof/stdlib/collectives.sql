@@ -2,7 +2,8 @@
 -- Collective events without a sequence number cannot be matched and stay one row per event.
 -- Bandwidths follow nccl-tests: algbw = bytes / transfer time; busbw = algbw x bus factor,
 -- the factor being 2(n-1)/n for all-reduce, (n-1)/n for all-gather, reduce-scatter and
--- all-to-all, and 1 for point-to-point and anything else (n = group size).
+-- all-to-all, and 1 for point-to-point and anything else (n = group size; null for a
+-- collective whose group size is unknown or 1, e.g. one rank's file of a larger job).
 -- @column coll_op        collective kind
 -- @column coll_group     replica group
 -- @column coll_seq       sequence number within the group; null for unmatched events
@@ -10,15 +11,15 @@
 -- @column step           training step, when known
 -- @column ranks_seen     ranks that recorded this instance
 -- @column group_size     ranks in the group: the collector's coll_ranks, else ranks_seen
--- @column bytes          per-rank payload, bytes (largest reported)
+-- @column bytes          message size as nccl-tests counts it (all-gather: the gathered output), bytes
 -- @column first_start    earliest arrival over ranks, ns
 -- @column last_start     latest arrival over ranks, ns
 -- @column last_end       latest completion over ranks, ns
 -- @column arrival_skew   last_start - first_start: how long early ranks waited for the last, ns
 -- @column transfer_dur   shortest rank duration: the last to arrive waits least, so this is the transfer time, ns
 -- @column algbw          algorithm bandwidth, bytes/s; null without bytes or duration
--- @column bus_factor     bus-bandwidth factor for the op and group size
--- @column busbw          bus bandwidth, bytes/s
+-- @column bus_factor     bus-bandwidth factor for the op and group size; null when the size is unknown
+-- @column busbw          bus bandwidth, bytes/s; null when bus_factor is
 CREATE VIEW collectives AS
 WITH matched AS (
     SELECT coll_op, coll_group, coll_seq, MIN(name) AS name, MIN(step) AS step,
@@ -36,7 +37,9 @@ sized AS (
     FROM matched
 ),
 factored AS (
-    SELECT *, CASE WHEN coll_op = 'all_reduce' THEN 2.0 * (group_size - 1) / group_size
+    SELECT *, CASE WHEN coll_op IN ('all_reduce', 'all_gather', 'reduce_scatter', 'all_to_all')
+                        AND group_size < 2 THEN NULL
+                   WHEN coll_op = 'all_reduce' THEN 2.0 * (group_size - 1) / group_size
                    WHEN coll_op IN ('all_gather', 'reduce_scatter', 'all_to_all')
                         THEN 1.0 * (group_size - 1) / group_size
                    ELSE 1.0 END AS bus_factor
