@@ -30,8 +30,16 @@ def test_report_uses_a_saved_findings_file(sample_run, tmp_path, cli):
     result = cli("report", sample_run, "-o", tmp_path / "r.html", "--findings", saved)
     assert result.exit_code == 0 and "1 findings)" in result.output
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
-    assert "A hand-written finding" in page and f"Findings loaded from {saved} (analyzed run: elsewhere)." in page
+    assert "A hand-written finding" in page and f"Findings loaded from {saved} (analyzed run: elsewhere)" in page
+    assert "WARNING: that is not the run this report shows" in page  # saved for another run
     assert "500.00 ms per step (25.0% of step time)" in page
+
+
+def test_saved_findings_of_the_same_run_carry_no_warning(sample_run, tmp_path, cli):
+    saved = tmp_path / "analyze.json"
+    saved.write_text(json.dumps({**SAVED, "run": str(sample_run)}))
+    assert cli("report", sample_run, "-o", tmp_path / "r.html", "--findings", saved).exit_code == 0
+    assert "WARNING" not in (tmp_path / "r.html").read_text(encoding="utf-8")
 
 
 def test_report_without_findings_and_with_chart_files(sample_run, tmp_path, cli):

@@ -25,6 +25,8 @@ def _findings(run, findings, analyze: bool) -> tuple[dict | None, str]:
     if findings is not None:
         document = findings_mod.read_findings(findings)
         analyzed = f" (analyzed run: {document['run']})" if document.get("run") else ""
+        if document.get("run") and Path(document["run"]).resolve() != Path(run.path).resolve():
+            analyzed += " WARNING: that is not the run this report shows; re-run `trnprof analyze` on it."
         return document, f"Findings loaded from {findings}{analyzed}."
     if analyze:
         return findings_mod.from_engine(run), "Findings of the built-in rule packs, computed for this report."
