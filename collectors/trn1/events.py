@@ -27,10 +27,6 @@ class StageTemplate:
         self.n_tp = int(self.is_tp.sum())
 
 
-def _per_rank(values: np.ndarray) -> np.ndarray:
-    return values[:, None, None]
-
-
 def _sr(arr: np.ndarray, ks, d) -> np.ndarray:
     """arr (S, K, dp[, ...]) at blocks ks and the batch's dp indices -> (ranks, S, len(ks))."""
     return np.moveaxis(arr[:, ks][:, :, d], 2, 0)

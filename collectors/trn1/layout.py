@@ -28,9 +28,6 @@ class Layout:
         self.chip = (rank % self.cpn) // CORES_PER_CHIP
         self.core = rank % CORES_PER_CHIP
 
-    def rank_of(self, pp: int, dp: int, tp: int) -> int:
-        return (pp * self.job.dp + dp) * self.job.tp + tp
-
     def rank_grid(self) -> np.ndarray:
         """Ranks as an array indexed [pp, dp, tp]."""
         return self.rank.reshape(self.job.pp, self.job.dp, self.job.tp)
