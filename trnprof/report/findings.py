@@ -11,6 +11,7 @@ from pathlib import Path
 import msgspec
 
 from ..errors import TrnprofError
+from ..jsonplain import plain
 
 SCHEMA = "trnprof.findings/1"
 
@@ -79,11 +80,5 @@ def from_engine(run) -> dict:
     """Run every built-in rule over the open run and return its findings document."""
     from ..rules_engine import analyze
     # a JSON round trip, as `analyze --format json` would write it (numpy scalars become numbers)
-    raw = msgspec.json.encode(analyze(run), enc_hook=_plain)
+    raw = msgspec.json.encode(analyze(run), enc_hook=plain)
     return _checked(msgspec.json.decode(raw, type=Document), "the rule engine's document")
-
-
-def _plain(value):
-    if hasattr(value, "item"):
-        return value.item()
-    raise NotImplementedError(f"cannot encode {type(value).__name__}")
