@@ -63,12 +63,40 @@ def test_analyze_with_a_user_pack_and_a_config_file(cli, busy_run, tmp_path):  #
     config = tmp_path / "trnprof.yaml"
     config.write_text("rules: [mine]\nselect: [testpack]\nfail_on: high\n")
     result = cli("analyze", busy_run, "--config", config, "--format", "json")
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # fail_on is set and a rule failed: the gate could not judge everything
     document = json.loads(result.stdout)
     assert [f["name"] for f in document["findings"]] == ["testpack.long_idle"]
     assert "warning: rule testpack.broken failed" in result.stderr
     sarif = json.loads(cli("analyze", busy_run, "--config", config, "--format", "sarif").stdout)
     assert {r["id"] for r in sarif["runs"][0]["tool"]["driver"]["rules"]} == {"TS001", "TS002"}
+
+
+@pytest.mark.parametrize("args, code", [([], 0), (["--fail-on", "high"], 2), (["--fail-on", "low"], 2)])
+def test_a_failed_rule_exits_2_under_fail_on(cli, busy_run, tmp_path, args, code):  # noqa: F811
+    write_rule(tmp_path / "mine", rule_dict(code="TS002", name="testpack.broken", sql="SELECT nope FROM steps"))
+    result = cli("analyze", busy_run, "--rules", tmp_path / "mine", "--select", "testpack", *args)
+    assert result.exit_code == code
+    assert "warning: rule testpack.broken failed" in result.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_a_non_finite_parameter_is_one_error_line(cli, busy_run, value):  # noqa: F811
+    result = cli("analyze", busy_run, "--set", f"input.starvation.high_share={value}")
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert f"--set input.starvation.high_share: '{value}' is not a finite number" in result.stderr
+
+
+def test_the_config_file_and_the_rules_are_read_once(cli, busy_run, tmp_path, monkeypatch):  # noqa: F811
+    from trnprof.rules_engine import yamlio
+
+    config = tmp_path / "trnprof.yaml"
+    config.write_text("select: [input]\nfail_on: high\n")
+    rule_text = (builtin_dir() / "input" / "starvation.yaml").read_text(encoding="utf-8")
+    texts, load = [], yamlio.load
+    monkeypatch.setattr(yamlio, "load", lambda text: texts.append(text) or load(text))
+    result = cli("analyze", busy_run, "--config", config, "--format", "sarif")
+    assert result.exit_code == 1 and json.loads(result.stdout)["runs"][0]["results"]
+    assert texts.count(config.read_text()) == 1 and texts.count(rule_text) == 1
 
 
 def test_rules_list_and_show(cli):

@@ -1,5 +1,5 @@
 """Detection quality (rules/_detection.yaml, rendered in docs/rules/index.md): each fault of the
-Trn1 execution model makes its rule the top finding; clean presets raise nothing of medium or
+Trn1 execution model makes its rule the top finding; clean jobs raise nothing of medium or
 above; every shared real Kineto trace is analyzed without rule errors, with the findings the
 table explains."""
 
@@ -38,9 +38,9 @@ def test_a_fault_makes_its_rule_the_top_finding(tmp_path, case):
         assert top.get("pattern") == f"node {case['fault']['node']}"
 
 
-@pytest.mark.parametrize("preset", DATA["clean"])
-def test_a_clean_preset_raises_nothing_of_medium_or_above(tmp_path, preset):
-    document = _simulated(tmp_path, preset)
+@pytest.mark.parametrize("case", DATA["clean"], ids=[" ".join([c["preset"], *c.get("overrides", ())]) for c in DATA["clean"]])
+def test_a_clean_job_raises_nothing_of_medium_or_above(tmp_path, case):
+    document = _simulated(tmp_path, case["preset"], case.get("overrides", ()))
     assert document["errors"] == []
     loud = [(f["name"], f["severity"]) for f in document["findings"] if f["severity"] != "low"]
     assert loud == []

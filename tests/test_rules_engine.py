@@ -12,6 +12,8 @@ from trnprof.rules_engine import SCHEMA, analyze, load_rules
 from trnprof.rules_engine.spec import Inline
 from trnprof.rules_engine.testing import write_inline
 
+from .conftest import REPO
+
 GIB = 1 << 30
 
 
@@ -114,6 +116,17 @@ def test_the_synthetic_sample_run_is_analyzed_without_errors(sample_run):
     names = {f["name"] for f in document["findings"]} | {n["name"] for n in document["not_evaluated"]}
     assert names <= set(document["rules"])
     assert "input.starvation" in {f["name"] for f in document["findings"]}
+
+
+def test_a_run_without_events_lists_the_rules_that_need_them_as_not_evaluated(cli, tmp_path):
+    """neuron-monitor output holds counters only: no step and no event to judge."""
+    ingested = cli("ingest", REPO / "tests" / "data" / "neuron" / "neuron_monitor.jsonl", "-o", tmp_path / "run")
+    assert ingested.exit_code == 0, ingested.output
+    document = analyze(tmp_path / "run")
+    assert document["errors"] == [] and document["findings"] == [] and document["steps"] == 0
+    need_steps = {rule.name for rule in load_rules() if "steps" in rule.spec.requires}
+    assert need_steps and need_steps <= {item["name"] for item in document["not_evaluated"]}
+    assert cli("analyze", tmp_path / "run").exit_code == 0
 
 
 def test_a_run_that_is_not_a_run_is_one_error(tmp_path):

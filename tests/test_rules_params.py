@@ -24,7 +24,11 @@ def test_cast_follows_the_default_type(value, default, expected):
     assert cast(value, default, "p") == expected and type(cast(value, default, "p")) is type(expected)
 
 
-@pytest.mark.parametrize("value, default, words", [("lots", 0.2, "not a number"), ("maybe", True, "not a boolean")])
+@pytest.mark.parametrize("value, default, words", [
+    ("lots", 0.2, "not a number"), ("maybe", True, "not a boolean"),
+    ("nan", 0.2, "'nan' is not a finite number"), ("inf", 0.2, "'inf' is not a finite number"),
+    ("-Infinity", 3, "'-Infinity' is not a finite number"), (float("nan"), 0.2, "not a finite number"),
+])
 def test_cast_errors(value, default, words):
     with pytest.raises(TrnprofError, match=words):
         cast(value, default, "p")

@@ -1,7 +1,9 @@
-"""`trnprof analyze RUN`: run the rule packs and report findings, ranked by what they cost.
+"""`trnprof analyze RUN`: run the rule packs and report findings, most severe first, then by
+time lost.
 
 Exit codes: 0 when no finding reaches --fail-on (or none is given), 1 when one does, 2 on a
-usage or input error.
+usage or input error, and under --fail-on also when a rule failed or timed out (the gate could
+not judge the whole run).
 """
 
 from __future__ import annotations
@@ -10,13 +12,14 @@ import sys
 
 import click
 
-from ..rules_engine import analyze, load_rules
 from ..rules_engine.config import read_config
+from ..rules_engine.engine import plan, run_plan
 from ..rules_engine.render import to_json, to_markdown, to_text
 from ..rules_engine.sarif import to_sarif
 from ..rules_engine.spec import SEVERITIES, severity_rank
 
 EXIT_FINDINGS = 1
+EXIT_INCOMPLETE = 2
 
 
 def fails(document: dict, fail_on: str | None) -> bool:
@@ -37,26 +40,35 @@ def fails(document: dict, fail_on: str | None) -> bool:
               help="Add a rule pack folder (or a folder of packs).")
 @click.option("--config", type=click.Path(path_type=str), help="YAML file with rules, select, ignore, set, timeout, fail_on.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "markdown"]), default="text", show_default=True)
-@click.option("--fail-on", type=click.Choice(SEVERITIES), help="Exit 1 when a finding is at or above this severity.")
+@click.option("--fail-on", type=click.Choice(SEVERITIES),
+              help="Exit 1 when a finding is at or above this severity, 2 when a rule failed or timed out.")
 @click.option("--timeout", type=click.FloatRange(min=0.001), help="Time limit per rule query, seconds [default: 60].")
 @click.option("--threads", type=click.IntRange(min=1), help="DuckDB threads.")
 def command(run, select, ignore, assignments, rule_dirs, config, fmt, fail_on, timeout, threads):
-    """Find what slows RUN down: a short list of findings, worst first, with the ranks and steps
-    affected, the time lost per step and what to do."""
-    if config and fail_on is None:
-        fail_on = read_config(config).fail_on
-    document = analyze(run, select=select, ignore=ignore, set=list(assignments), rules=rule_dirs,
-                       config=config, timeout=timeout, threads=threads)
+    """Find what slows RUN down: a short list of findings, most severe first, then by time lost,
+    with the ranks and steps affected, the time lost per step and what to do.
+
+    Exit codes: 0 clean, 1 a finding at or above --fail-on, 2 usage or input error; with
+    --fail-on, also 2 when a rule failed or timed out (listed as a warning)."""
+    options = read_config(config) if config else None
+    if options is not None and fail_on is None:
+        fail_on = options.fail_on
+    chosen = plan(select=select, ignore=ignore, set=list(assignments), rules=rule_dirs, config=options,
+                  timeout=timeout)
+    document = run_plan(run, chosen, threads=threads)
     if fmt == "json":
         click.echo(to_json(document))
     elif fmt == "sarif":
-        rules = load_rules(list(read_config(config).rules) + list(rule_dirs) if config else rule_dirs)
-        click.echo(to_json(to_sarif(document, rules)))
+        click.echo(to_json(to_sarif(document, chosen.rules)))
     elif fmt == "markdown":
         click.echo(to_markdown(document), nl=False)
     else:
         click.echo(to_text(document))
     for error in document["errors"]:
         click.echo(f"warning: rule {error['name']} failed: {error['error']}", err=True)
+    if fail_on and document["errors"]:
+        click.echo(f"error: {len(document['errors'])} rule(s) failed, so --fail-on {fail_on} cannot pass this run",
+                   err=True)
+        sys.exit(EXIT_INCOMPLETE)
     if fails(document, fail_on):
         sys.exit(EXIT_FINDINGS)

@@ -37,7 +37,7 @@ def command(out: Path):
     click.echo(f"step time   median {seconds(step['median'])}, p95 {seconds(step['p95'])}")
     if info["throughput"]:
         click.echo(f"throughput  {info['throughput']['value']:,.1f} {info['throughput']['unit']}")
-    click.echo(f"findings    {len(document['findings'])}, costliest first:")
+    click.echo(f"findings    {len(document['findings'])}, most severe first, then by time lost:")
     for finding in document["findings"][:TOP_FINDINGS]:
         impact = finding["impact"]
         cost = (f"{seconds(impact['seconds_per_step'])} per step ({impact['fraction_of_step']:.0%} of step time)"

@@ -64,11 +64,14 @@ def _detection_lines() -> list[str]:
     def fault(spec):
         return spec["kind"] + "".join(f" {k}={v}" for k, v in spec.items() if k != "kind")
 
-    lines += _table([(f"`{fault(c['fault'])}`", f"`{c['preset']}`" + "".join(f" `{o}`" for o in c.get("overrides", [])),
-                      f"`{c['top']}`", c["note"]) for c in data["faults"]],
+    def job(case):
+        return f"`{case['preset']}`" + "".join(f" `{o}`" for o in case.get("overrides", []))
+
+    lines += _table([(f"`{fault(c['fault'])}`", job(c), f"`{c['top']}`", c["note"]) for c in data["faults"]],
                     ("fault", "preset and overrides", "top finding", "why"))
-    lines += ["", "Clean presets (no finding of medium or above): " + ", ".join(f"`{p}`" for p in data["clean"]) + ".", "",
-              "Real Kineto traces (`shared/traces/kineto`), ingested and analyzed:", ""]
+    lines += ["", "Clean jobs, no fault injected (no finding of medium or above):", ""]
+    lines += _table([(job(c), c.get("note", "")) for c in data["clean"]], ("preset and overrides", "job"))
+    lines += ["", "Real Kineto traces (`shared/traces/kineto`), ingested and analyzed:", ""]
     lines += _table([(f"`{t['trace']}`", ", ".join(f"`{f}`" for f in t["fired"]) or "none", t["note"])
                      for t in data["kineto"]], ("trace", "findings", "why they make sense"))
     return lines + [""]
@@ -79,7 +82,7 @@ def index_md(rules: list[Rule]) -> str:
     views = stdlib_views()
     lines = [HEADER, "# Rule reference", "",
              "`trnprof analyze RUN` runs the rules below over a run and prints a short list of findings, "
-             "worst first. Each rule is one YAML file in `rules/<pack>/`: metadata, parameters with the "
+             "most severe first, then by time lost. Each rule is one YAML file in `rules/<pack>/`: metadata, parameters with the "
              "source of each default, one SQL query over the stdlib views, a message template, a "
              "recommendation, docs and test cases. Add your own packs with `--rules DIR` "
              "([tutorial](../tutorial-first-rule.md)).", "",
@@ -94,7 +97,7 @@ def index_md(rules: list[Rule]) -> str:
               "read, materialised from the run, with external access off, extension loading off and the "
               "configuration locked; only a single SELECT is accepted, inside a rolled-back transaction, "
               "and a per-rule time limit (`--timeout`) interrupts it. A failing or slow rule is reported under "
-              "`errors`; the others still run. Parameters are bound as `$name`.",
+              "`errors`; the others still run, and `trnprof analyze --fail-on` exits 2 (the run was not fully judged). Parameters are bound as `$name`.",
               "3. **Findings.** Rows become one finding per rule and `pattern`, listing the ranks and steps "
               f"affected and the {EVIDENCE_ROWS} worst rows as evidence.", ""]
     lines += _table([
@@ -109,8 +112,8 @@ def index_md(rules: list[Rule]) -> str:
               "every step) divided by the number of steady steps; `fraction_of_step` divides it by their mean "
               "step time. Warm-up steps (the leading steps that compile, at most two: view `step_phases`) are "
               "evidence but not impact, and rules judge the steady state through `steady_breakdown`. "
-              "Findings are sorted by severity, then by `seconds_per_step`; a finding's severity is the "
-              "highest of its rows.", "",
+              "Findings are listed most severe first, then by time lost (`seconds_per_step`); a finding's "
+              "severity is the highest of its rows.", "",
               "**Templates.** `message` and `recommendation` are Python format strings over the worst row's "
               "columns, the rule's parameters and `ranks`, `n_ranks`, `steps`, `n_steps` (compact ranges "
               "like `0-7, 9`), `seconds_per_step`, `ms_per_step`, `fraction_of_step`, `pattern`, `severity`; "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -19,7 +20,7 @@ from .loader import Rule, load_rules
 from .params import parse_assignments, resolve
 from .sandbox import Sandbox, SandboxError
 from .selection import choose, split
-from .spec import Probe
+from .spec import ConfigFile, Probe
 
 SCHEMA = "trnprof.findings/1"
 DEFAULT_TIMEOUT_S = 60.0
@@ -105,7 +106,8 @@ def evaluate(run: Run, rules: list[Rule], params: dict[str, dict], *, timeout: f
         signals = {}
         if "signals" in sandbox.tables:
             frame = sandbox.query("SELECT * FROM signals")
-            signals = {k: bool(v) for k, v in frame.iloc[0].items()} if len(frame) else {}
+            # a flag the run cannot decide (null) is false
+            signals = {k: bool(v) for k, v in frame.iloc[0].fillna(False).items()} if len(frame) else {}
         found, not_evaluated, errors, timings = [], [], [], {}
         for rule in rules:
             t0 = time.perf_counter()
@@ -130,6 +132,39 @@ def evaluate(run: Run, rules: list[Rule], params: dict[str, dict], *, timeout: f
             "seconds": round(time.perf_counter() - started, 6), "rule_seconds": timings}
 
 
+@dataclass
+class Plan:
+    """What an analysis runs: the chosen rules, every rule's parameters and the time limit."""
+    rules: list[Rule]
+    params: dict[str, dict]
+    timeout: float
+
+
+def plan(*, select=(), ignore=(), set=None, rules=(), config: str | Path | ConfigFile | None = None,
+         timeout: float | None = None, builtin: bool = True) -> Plan:
+    """Load and choose the rules and resolve their parameters; `config` (a YAML file, or one
+    already read with `read_config`) gives options the arguments extend."""
+    assignments = {}
+    if config is not None:
+        cfg = config if isinstance(config, ConfigFile) else read_config(config)
+        rules = list(cfg.rules) + list(rules)
+        select, ignore = split(cfg.select) + split(select), split(cfg.ignore) + split(ignore)
+        assignments.update(cfg.set)
+        timeout = timeout if timeout is not None else cfg.timeout
+    assignments.update(parse_assignments(set or {}))
+    all_rules = load_rules(rules, builtin=builtin)
+    params = resolve(all_rules, assignments)
+    return Plan(choose(all_rules, select, ignore), params, DEFAULT_TIMEOUT_S if timeout is None else float(timeout))
+
+
+def run_plan(run: str | Path | Run, chosen: Plan, *, threads: int | None = None) -> dict:
+    """The findings document of `chosen` over a run (a path or an open `Run`)."""
+    if isinstance(run, Run):
+        return evaluate(run, chosen.rules, chosen.params, timeout=chosen.timeout, threads=threads)
+    with open_run(run, threads=threads) as opened:
+        return evaluate(opened, chosen.rules, chosen.params, timeout=chosen.timeout, threads=threads)
+
+
 def analyze(run: str | Path | Run, *, select=(), ignore=(), set=None, rules=(), config=None,
             timeout: float | None = None, threads: int | None = None, builtin: bool = True) -> dict:
     """Analyze a run (a path or an open `Run`) and return the findings document.
@@ -138,19 +173,6 @@ def analyze(run: str | Path | Run, *, select=(), ignore=(), set=None, rules=(), 
     ["rule.param=value", ...]; rules: extra rule folders; config: a YAML config file whose
     options the arguments extend. Given an open `Run`, the stdlib views the rules need are
     materialised in its session (later queries on it reuse them)."""
-    assignments = {}
-    if config is not None:
-        cfg = read_config(config)
-        rules = list(cfg.rules) + list(rules)
-        select, ignore = split(cfg.select) + split(select), split(cfg.ignore) + split(ignore)
-        assignments.update(cfg.set)
-        timeout = timeout if timeout is not None else cfg.timeout
-    assignments.update(parse_assignments(set or {}))
-    all_rules = load_rules(rules, builtin=builtin)
-    params = resolve(all_rules, assignments)
-    chosen = choose(all_rules, select, ignore)
-    timeout = DEFAULT_TIMEOUT_S if timeout is None else float(timeout)
-    if isinstance(run, Run):
-        return evaluate(run, chosen, params, timeout=timeout, threads=threads)
-    with open_run(run, threads=threads) as opened:
-        return evaluate(opened, chosen, params, timeout=timeout, threads=threads)
+    chosen = plan(select=select, ignore=ignore, set=set, rules=rules, config=config, timeout=timeout,
+                  builtin=builtin)
+    return run_plan(run, chosen, threads=threads)

@@ -182,6 +182,7 @@ def build(rule: Rule, params: dict, frame: pd.DataFrame, n_steps: int, mean_step
 
 
 def sort_key(finding: dict):
-    """Severity first (it grades what a finding costs), then time lost per step."""
+    """Most severe first, then by time lost per step (severity grades a finding's cost over the
+    run, and some findings, e.g. memory, cost no step time)."""
     return (-severity_rank(finding["severity"]), -finding["impact"]["seconds_per_step"],
             -finding["impact"]["fraction_of_step"], finding["code"], finding.get("pattern", ""))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from trnprof.errors import TrnprofError
 
 from .loader import Rule
@@ -25,6 +27,8 @@ def cast(value, default, what: str):
             number = float(value)
         except (TypeError, ValueError):
             raise TrnprofError(f"{what}: {value!r} is not a number") from None
+        if not math.isfinite(number):  # a NaN or infinite threshold would silently disable the rule
+            raise TrnprofError(f"{what}: {value!r} is not a finite number (give a number such as {default!r})")
         if isinstance(default, int) and number.is_integer():
             return int(number)
         return number

@@ -61,7 +61,8 @@ FROM events
 WHERE kind IN ('collective', 'p2p');
 
 -- What a run holds, in one row of flags: a rule lists the flags it needs under `requires` and
--- is reported as not evaluated, with the flag's description, when one is false.
+-- is reported as not evaluated, with the flag's description, when one is false. Every flag is
+-- true or false, never null (a run without events has every event flag false).
 -- @column steps             the run has step events, so per-step timing is known
 -- @column multi_rank        more than one rank recorded steps
 -- @column compute           the run has compute events
@@ -97,10 +98,11 @@ layout AS (
            COUNT(DISTINCT dp_rank) AS dp, COUNT(DISTINCT pp_rank) AS pp
     FROM ranks
 )
-SELECT k.steps = 1 AS steps, k.step_ranks > 1 AS multi_rank, k.compute = 1 AS compute,
-       k.flops = 1 AS flops, k.collectives = 1 AS collectives,
-       k.collective_bytes = 1 AS collective_bytes, k.input = 1 AS input,
-       k.transfer = 1 AS transfer, k.compile = 1 AS compile, m.samples > 0 AS hbm,
+SELECT COALESCE(k.steps = 1, FALSE) AS steps, k.step_ranks > 1 AS multi_rank,
+       COALESCE(k.compute = 1, FALSE) AS compute, COALESCE(k.flops = 1, FALSE) AS flops,
+       COALESCE(k.collectives = 1, FALSE) AS collectives,
+       COALESCE(k.collective_bytes = 1, FALSE) AS collective_bytes, COALESCE(k.input = 1, FALSE) AS input,
+       COALESCE(k.transfer = 1, FALSE) AS transfer, COALESCE(k.compile = 1, FALSE) AS compile, m.samples > 0 AS hbm,
        l.with_capacity > 0 AS hbm_capacity, l.n_ranks > 0 AND l.with_node = l.n_ranks AS topology,
        l.dp > 1 AS data_parallel, l.pp > 1 AS pipeline
 FROM kinds AS k, memory AS m, layout AS l;
@@ -157,6 +159,41 @@ SELECT rank, step, COUNT(*) AS n, SUM(dur) AS collective_ns, SUM(wait) AS wait_n
        SUM(dur) - SUM(wait) AS transfer_ns
 FROM per_event
 GROUP BY rank, step;
+
+-- Per rank and step, the parts of communication time that are not data transfer, each split
+-- into the part hidden under compute and the exposed part: waiting for the last rank of a
+-- collective to arrive (collective_waits) and point-to-point time. Estimated from the step's
+-- totals, without a second interval sweep (one cost as much as step_breakdown itself on a
+-- 1,024-rank run): the time compute hides goes to waits first, then to p2p, then to transfers,
+-- the usual order when a rank starts a collective early and waits for its peers under its
+-- remaining compute. Exact when nothing is hidden or all hidden time is waiting; otherwise the
+-- exposed wait can be low by at most min(wait, overlapped_comm). With step_breakdown's
+-- collective and exposed_comm: exposed transfer = exposed_comm - wait_exposed - p2p_exposed.
+-- @column rank          global rank
+-- @column step          training step number
+-- @column wait_ns       time waiting for late ranks, ns (summed over collectives)
+-- @column wait_hidden   part of wait_ns under compute (estimate), ns
+-- @column wait_exposed  part of wait_ns with no compute running (estimate), ns
+-- @column p2p_ns        point-to-point time, ns (summed over events)
+-- @column p2p_hidden    part of p2p_ns under compute (estimate), ns
+-- @column p2p_exposed   part of p2p_ns with no compute running (estimate), ns
+CREATE VIEW comm_exposure AS
+WITH totals AS (
+    SELECT b.rank, b.step, b.overlapped_comm, b.exposed_comm,
+           COALESCE(w.wait_ns, 0) AS wait_ns, COALESCE(p.dur, 0) AS p2p_ns
+    FROM step_breakdown AS b
+    LEFT JOIN collective_waits AS w ON w.rank = b.rank AND w.step = b.step
+    LEFT JOIN event_stats AS p ON p.rank = b.rank AND p.step = b.step AND p.kind = 'p2p'
+),
+waits AS (
+    SELECT *, LEAST(wait_ns, overlapped_comm) AS wait_hidden,
+           LEAST(wait_ns - LEAST(wait_ns, overlapped_comm), exposed_comm) AS wait_exposed
+    FROM totals
+)
+SELECT rank, step, wait_ns, wait_hidden, wait_exposed, p2p_ns,
+       LEAST(p2p_ns, overlapped_comm - wait_hidden) AS p2p_hidden,
+       LEAST(p2p_ns - LEAST(p2p_ns, overlapped_comm - wait_hidden), exposed_comm - wait_exposed) AS p2p_exposed
+FROM waits;
 
 -- Per rank, node and collective op: the time the rank's collectives took once every rank had
 -- arrived (the data movement), per instance. Ranks whose links are slow show longer transfers
