@@ -7,7 +7,8 @@ import json
 import pytest
 
 from trnprof.rules_engine import analyze, load_rules
-from trnprof.rules_engine.render import to_json, to_markdown, to_text
+from trnprof.jsonplain import to_json
+from trnprof.rules_engine.render import to_markdown, to_text
 from trnprof.rules_engine.sarif import to_sarif
 
 from .test_rules_engine import busy_run  # noqa: F401 - shared fixture

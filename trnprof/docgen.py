@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import click
 
 from .schema import FORMAT_NAME, MANIFEST_FILE, SCHEMA_VERSION, TABLE_COLUMNS
 from .stdlib import load_views

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from itertools import chain, repeat
+from itertools import chain
 from operator import attrgetter
 
 import msgspec

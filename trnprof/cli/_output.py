@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 import pandas as pd
 
-from ..jsonplain import plain, to_json  # noqa: F401  (to_json re-exported for the commands)
+from ..jsonplain import plain, to_json
 
 
 def frame_records(frame: pd.DataFrame) -> list[dict]:

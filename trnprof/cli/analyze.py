@@ -14,7 +14,8 @@ import click
 
 from ..rules_engine.config import read_config
 from ..rules_engine.engine import plan, run_plan
-from ..rules_engine.render import to_json, to_markdown, to_text
+from ..jsonplain import to_json
+from ..rules_engine.render import to_markdown, to_text
 from ..rules_engine.sarif import to_sarif
 from ..rules_engine.spec import SEVERITIES, severity_rank
 

@@ -11,7 +11,7 @@ from ..api import open_run
 from ..collectors.trn1 import demo_config, simulate
 from ..report import write_report
 from ..rules_engine import analyze
-from ..rules_engine.render import to_json
+from ..jsonplain import to_json
 from ._output import seconds
 
 TOP_FINDINGS = 3

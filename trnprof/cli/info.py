@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from ..api import open_run
-from ._output import seconds, to_json
+from ..jsonplain import to_json
+from ._output import seconds
 
 
 def format_info(info: dict) -> str:

@@ -12,7 +12,7 @@ from ..rules_engine import docs as rule_docs
 from ..rules_engine.loader import load_folder, load_rule_file, load_rules
 from ..rules_engine.scaffold import new_rule
 from ..rules_engine.testing import test_rules
-from ._output import to_json
+from ..jsonplain import to_json
 
 DOCS_DIR = "docs/rules"
 _rules_option = click.option("--rules", "rule_dirs", multiple=True, type=click.Path(path_type=str),

@@ -7,7 +7,8 @@ import sys
 import click
 
 from ..errors import TrnprofError
-from ._output import seconds, to_json
+from ..jsonplain import to_json
+from ._output import seconds
 
 GIB = 1 << 30
 PROGRESS_MIN_RANKS = 64  # show a progress bar from this many ranks on

@@ -12,10 +12,11 @@ Every other column is evidence, and a field the message templates can use.
 
 from __future__ import annotations
 
-import math
 import string
 
 import pandas as pd
+
+from trnprof.jsonplain import plain
 
 from .loader import Rule
 from .spec import SEVERITIES, severity_rank
@@ -26,24 +27,6 @@ MAX_ROWS = 1_000_000
 
 class FindingError(Exception):
     """A rule whose rows or templates are not usable; the message says why."""
-
-
-def plain(value):
-    """A JSON-safe Python scalar (numpy, Decimal, NaN and NA become int/float/None)."""
-    if value is None or value is pd.NA or value is pd.NaT:
-        return None
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        value = value.item()
-    if type(value).__name__ == "Decimal":
-        value = int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return None
-        if value.is_integer() and abs(value) < 2**53:
-            return value
-    if isinstance(value, (pd.Timestamp,)):
-        return value.isoformat()
-    return value
 
 
 def compact(values) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import textwrap
 
 from .findings import compact
@@ -101,5 +100,4 @@ def to_markdown(document: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_json(document: dict) -> str:
-    return json.dumps(document, indent=2, allow_nan=False)
+
