@@ -1,7 +1,7 @@
 """Benchmark: `trnprof ingest` on 250 MB+ and 500 MB+ Kineto traces, against `json.load`.
 
-The traces are built in a temporary folder by repeating the events of the largest shared trace
-(shared/traces/kineto/negative_queue_length_values_check, 26 MB of JSON) with times shifted by
+The traces are built in a temporary folder by repeating the events of the largest real test trace
+(tests/data/kineto/negative_queue_length_values_check, 26 MB of JSON) with times shifted by
 the trace's span and ProfilerStep numbers renumbered. Side by side in one run, per size: the wall
 time of the whole `trnprof ingest FILE -o RUN` process (interpreter start included), the time
 `json.load` takes in this process merely to parse the same decompressed file, their ratio, and
@@ -9,7 +9,7 @@ the ingest process's peak RSS against the file size.
 
     python bench/bench_ingest.py [--sizes 250 500] [--keep DIR]
 
-Targets (issue 4): ingest time <= json.load time on 250 MB+; peak RSS <= 2x the JSON size on a
+Targets (docs/performance.md): ingest time <= json.load time on 250 MB+; peak RSS <= 2x the JSON size on a
 500 MB trace (the peer analyzer HTA needs 6-7x).
 """
 
@@ -29,8 +29,8 @@ from pathlib import Path
 
 import msgspec
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces" / "kineto"
-SOURCE = SHARED / "negative_queue_length_values_check" / "rank0.json.gz"
+KINETO = Path(__file__).resolve().parents[1] / "tests" / "data" / "kineto"
+SOURCE = KINETO / "negative_queue_length_values_check" / "rank0.json.gz"
 
 
 def build_trace(out: Path, target_mb: int) -> int:
@@ -109,7 +109,7 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="build the traces here and keep them")
     args = parser.parse_args()
     if not SOURCE.is_file():
-        raise SystemExit(f"shared trace missing: {SOURCE}")
+        raise SystemExit(f"test trace missing: {SOURCE}")
     folder = args.keep or Path(tempfile.mkdtemp(prefix="trnprof-bench-ingest-"))
     folder.mkdir(parents=True, exist_ok=True)
     rows = []

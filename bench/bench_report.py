@@ -9,7 +9,7 @@ best of two alternating rounds each, since the machine is shared.
 
     python bench/bench_report.py [--preset gpt3-23b-32node] [--steps 4] [--keep DIR]
 
-Targets (issue 6): report <= 20 s and page <= 10 MB for 1,024 ranks.
+Targets (docs/performance.md): report <= 20 s and page <= 10 MB for 1,024 ranks.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ times, their ratio and the slowest rules.
 
     python bench/bench_rules.py [--ranks 1024] [--steps 10] [--ops 960] [--collectives 16] [--keep DIR]
 
-Targets (issue 5): all packs <= 15 s and <= 3x step_breakdown alone.
+Targets (docs/performance.md): all packs <= 15 s and <= 3x step_breakdown alone.
 """
 
 from __future__ import annotations

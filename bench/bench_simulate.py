@@ -1,10 +1,10 @@
-"""Benchmark of the Trn1 execution model at the issue's scale target.
+"""Benchmark of the Trn1 execution model at its scale target.
 
 llama2-7b on 32 trn1.32xlarge nodes (1,024 ranks) x 10 steps, simulated and written, in a child
 process so its peak RSS is its own. Printed side by side in one run: wall time, events per
 second, peak RSS, and the ratio to writing the same number of rows straight to Parquet (the
 floor any collector writing canonical runs pays). Also: the tiny demo job and --summary-only
-for every preset. Targets (issue 3): <= 60 s, peak RSS < 4 GB, > 1M events/s; tiny and every
+for every preset. Targets (docs/performance.md): <= 60 s, peak RSS < 4 GB, > 1M events/s; tiny and every
 summary < 2 s.
 
     python bench/bench_simulate.py [--nodes 32] [--steps 10]

@@ -6,7 +6,7 @@ Prints the ratio, the process's peak RSS, and the wall time of a `trnprof info` 
 
     python bench/bench_stdlib.py [--ranks 1024] [--events-per-rank-step 977] [--keep DIR]
 
-Targets (issue 2): breakdown <= 4x sort, <= 10 s, peak RSS < 2 GB; `trnprof info` < 2 s.
+Targets (docs/performance.md): breakdown <= 4x sort, <= 10 s, peak RSS < 2 GB; `trnprof info` < 2 s.
 """
 
 from __future__ import annotations

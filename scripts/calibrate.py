@@ -1,4 +1,4 @@
-"""Fit the Trn1 execution model on shared/trn1/calibration.csv and show how well it does.
+"""Fit the Trn1 execution model on tests/data/trn1/calibration.csv and show how well it does.
 
     python scripts/calibrate.py            # fit, print each row's error, predict the other presets
     python scripts/calibrate.py --write    # also store the fitted values in params.yaml
@@ -17,7 +17,7 @@ from trnprof.collectors.trn1.config import list_presets
 from trnprof.collectors.trn1.job import resolve
 from trnprof.collectors.trn1.params import FITTED, default_params
 
-DEFAULT_CSV = Path(__file__).resolve().parents[2] / "shared" / "trn1" / "calibration.csv"
+DEFAULT_CSV = Path(__file__).resolve().parents[1] / "tests" / "data" / "trn1" / "calibration.csv"
 GIB = 1 << 30
 
 

@@ -14,7 +14,8 @@ from trnprof.manifest import new_manifest
 from trnprof.runstore import write_run
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+DATA = REPO / "tests" / "data"  # real traces and samples, with their origin and licence
+KINETO = DATA / "kineto"
 
 
 def write_inline_run(path: Path, events: list[dict], *, ranks: int | None = None, counters=None,

@@ -10,8 +10,9 @@ import pytest
 
 from trnprof.api import open_run
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-TRACE_FILTER = SHARED / "traces" / "kineto" / "trace_filter"
+from .conftest import KINETO
+
+TRACE_FILTER = KINETO / "trace_filter"
 
 
 def _trace(path: Path, events, **top) -> Path:
@@ -20,7 +21,7 @@ def _trace(path: Path, events, **top) -> Path:
 
 
 def test_ingest_a_folder_prints_one_summary_line(cli, tmp_path):
-    assert TRACE_FILTER.is_dir(), f"shared traces missing: {TRACE_FILTER}"
+    assert TRACE_FILTER.is_dir(), f"test trace missing: {TRACE_FILTER}"
     result = cli("ingest", TRACE_FILTER, "-o", tmp_path / "run")
     assert result.exit_code == 0, result.output
     lines = result.output.strip().splitlines()

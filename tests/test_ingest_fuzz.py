@@ -15,15 +15,16 @@ from trnprof.api import open_run
 from trnprof.collectors.ingest import ingest
 from trnprof.errors import TrnprofError
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+from .conftest import KINETO
+
 SMALL = ["cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
          "triton_example/triton_example.json.gz",
          "amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"]
 
 
 def _documents():
-    paths = [SHARED / "traces" / "kineto" / p for p in SMALL]
-    assert all(p.is_file() for p in paths), f"shared traces missing under {SHARED}"
+    paths = [KINETO / p for p in SMALL]
+    assert all(p.is_file() for p in paths), f"test traces missing under {KINETO}"
     return [json.load(gzip.open(p)) for p in paths]
 
 

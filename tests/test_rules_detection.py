@@ -1,6 +1,6 @@
 """Detection quality (rules/_detection.yaml, rendered in docs/rules/index.md): each fault of the
 Trn1 execution model makes its rule the top finding; clean jobs raise nothing of medium or
-above; every shared real Kineto trace is analyzed without rule errors, with the findings the
+above; every real Kineto trace (tests/data/kineto) is analyzed without rule errors, with the findings the
 table explains."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from trnprof.rules_engine import yamlio
 from trnprof.rules_engine.docs import DETECTION_FILE
 from trnprof.rules_engine.loader import builtin_dir
 
-from .conftest import SHARED
+from .conftest import KINETO
 
 DATA = yamlio.load((builtin_dir() / DETECTION_FILE).read_text(encoding="utf-8"))
 
@@ -48,8 +48,8 @@ def test_a_clean_job_raises_nothing_of_medium_or_above(tmp_path, case):
 
 @pytest.mark.parametrize("trace", DATA["kineto"], ids=[t["trace"] for t in DATA["kineto"]])
 def test_real_kineto_traces_are_analyzed(cli, tmp_path, trace):
-    source = SHARED / "traces" / "kineto" / trace["trace"]
-    assert source.exists(), f"shared trace missing: {source}"
+    source = KINETO / trace["trace"]
+    assert source.exists(), f"test trace missing: {source}"
     ingested = cli("ingest", source, "-o", tmp_path / "run")
     assert ingested.exit_code == 0, ingested.output
     document = analyze(tmp_path / "run")

@@ -1,7 +1,6 @@
 """The shipped parameters reproduce every calibration row within 10 %."""
 
 import csv
-from pathlib import Path
 
 import pytest
 
@@ -9,7 +8,9 @@ from trnprof.collectors.trn1 import load_config, summary
 from trnprof.collectors.trn1.calibration import calibration_rows
 from trnprof.collectors.trn1.config import job_presets
 
-CALIBRATION_CSV = Path(__file__).resolve().parents[2] / "shared" / "trn1" / "calibration.csv"
+from .conftest import DATA
+
+CALIBRATION_CSV = DATA / "trn1" / "calibration.csv"
 
 
 def calibration_presets():

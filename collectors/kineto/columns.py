@@ -41,7 +41,7 @@ KNOWN_PHASES = ("X", "C", "M") + INSTANT_PHASES + FLOW_PHASES
 ARGS_CATEGORIES = ("gpu_memcpy", "gpu_memset")
 ARGS_NAME_PREFIXES = ("nccl:", "gloo:", "c10d::", "record_param_comms", "[memory]")
 ARGS_FIELDS = list(MappedArgs.__struct_fields__)
-# Longest name in the shared real traces: 5,123 bytes (a templated CUDA kernel); a name 12x
+# Longest name in the real test traces (tests/data/kineto): 5,123 bytes (a templated CUDA kernel); a name 12x
 # longer is not a name but a corrupt or hostile entry, kept in quarantine instead.
 MAX_NAME_BYTES = 1 << 16
 

@@ -1,7 +1,7 @@
 """Neuron Explorer Parquet profiles -> events and counters (docs/ingest.md, "Neuron Explorer").
 
 A profile is a folder with one Parquet file per table of the Explorer profile schema v7.4.0
-(shared/formats/neuron/neuron_explorer_profile_schema_fields.md), named after the table
+(aws-neuron/aws-neuron-sdk tools/neuron-explorer/profile-schema-reference.rst, v7.4.0), named after the table
 (`CcOp.parquet`, `cc_op.parquet`). No real profile was available: the tests use tables built
 from the documented fields. Mapped, in SQL (DuckDB), with every other field kept in `args`:
 - `Instruction` -> compute on `nc/<engine>` (`nc/pcoreP/<engine>` for a second physical

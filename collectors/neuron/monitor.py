@@ -1,7 +1,7 @@
 """neuron-monitor JSON reports -> counters per NeuronCore (docs/ingest.md, "neuron-monitor").
 
 neuron-monitor prints one complete JSON report per period (field names: the Neuron docs,
-shared/formats/neuron/neuron_monitor_json_sample.txt). Reports carry no clock, so report k is
+aws-neuron/aws-neuron-sdk tools/neuron-sys-tools/neuron-monitor-user-guide.rst). Reports carry no clock, so report k is
 placed at the sum of the periods of reports 0..k (its end), from 0 ns: line it up with other
 inputs yourself if needed. Rank = `--rank` (default 0) + NeuronCore index.
 

@@ -1,7 +1,7 @@
 """Profiler 2.0 `system_profile.json` (`neuron-profile view --output-format json`) -> events and
 counters (docs/ingest.md, "Neuron system profile").
 
-Shape, from the Neuron docs (shared/formats/neuron/neuron_profiler2_system_profile_json_sample
+Shape, from the Neuron docs (aws-neuron/aws-neuron-sdk archive/profiler/neuron-profiler-2-0-beta-user-guide.rst
 .txt): `trace_events` (runtime API and framework events: `name`, `timestamp` and `duration` in
 ns, `thread_id`, `process_id`, `lnc_idx`, `group`, `type`, ...), `mem_usage` (host memory
 samples) and `cpu_util` (per-CPU utilisation samples). An event may also come wrapped in its

@@ -1,6 +1,6 @@
 """Size budgets of the report: past these, series are aggregated or sampled and the page says so.
 
-Chosen so a 1,024-rank run stays well under the issue's 10 MB page budget (issue 6, "Scale")
+Chosen so a 1,024-rank run stays well under the report's 10 MB page budget (docs/performance.md)
 while every chart still resolves single ranks of a typical job (<= 256 ranks per heatmap row
 bin of 1) and the browser draws each chart in well under a second.
 """

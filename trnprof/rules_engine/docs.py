@@ -71,7 +71,7 @@ def _detection_lines() -> list[str]:
                     ("fault", "preset and overrides", "top finding", "why"))
     lines += ["", "Clean jobs, no fault injected (no finding of medium or above):", ""]
     lines += _table([(job(c), c.get("note", "")) for c in data["clean"]], ("preset and overrides", "job"))
-    lines += ["", "Real Kineto traces (`shared/traces/kineto`), ingested and analyzed:", ""]
+    lines += ["", "Real Kineto traces (`tests/data/kineto`), ingested and analyzed:", ""]
     lines += _table([(f"`{t['trace']}`", ", ".join(f"`{f}`" for f in t["fired"]) or "none", t["note"])
                      for t in data["kineto"]], ("trace", "findings", "why they make sense"))
     return lines + [""]

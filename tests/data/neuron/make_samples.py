@@ -1,7 +1,7 @@
 """Builds the Neuron test inputs in this folder from the documented field names (no real
 neuron-monitor capture, system profile or Explorer profile was available). Sources:
-shared/formats/neuron/neuron_monitor_json_sample.txt, neuron_profiler2_system_profile_json_sample.txt,
-neuron_explorer_profile_schema_fields.md. Run: python tests/data/neuron/make_samples.py"""
+the public aws-neuron/aws-neuron-sdk docs tools/neuron-sys-tools/neuron-monitor-user-guide.rst,
+archive/profiler/neuron-profiler-2-0-beta-user-guide.rst, tools/neuron-explorer/profile-schema-reference.rst. Run: python tests/data/neuron/make_samples.py"""
 
 import json
 from pathlib import Path

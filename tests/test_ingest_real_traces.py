@@ -1,4 +1,4 @@
-"""Every real trace in shared/traces/kineto: ingested, each source entry accounted for exactly,
+"""Every real trace in tests/data/kineto (see its SOURCE.md): ingested, each source entry accounted for exactly,
 and the stdlib working on the result."""
 
 from __future__ import annotations
@@ -13,14 +13,12 @@ import pytest
 from trnprof.api import open_run
 from trnprof.collectors.ingest import ingest
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-KINETO = SHARED / "traces" / "kineto"
-TRACES = sorted(KINETO.rglob("*.json.gz")) if KINETO.is_dir() else []
+from .conftest import KINETO
+
+TRACES = sorted(KINETO.rglob("*.json.gz"))
 
 
-def test_shared_traces_are_there():
-    # CI clones the repository beside a copy of shared/: its absence is a broken setup, not a skip
-    assert KINETO.is_dir(), f"shared traces missing: {KINETO} (the tests need ../shared beside the repo)"
+def test_real_traces_are_there():
     assert len(TRACES) == 10, [p.name for p in TRACES]
 
 
@@ -49,7 +47,7 @@ def _expected(path: Path) -> tuple[Counter, Counter]:
 def runs(tmp_path_factory):
     out = {}
     for path in TRACES:
-        run = tmp_path_factory.mktemp("shared") / path.parent.name
+        run = tmp_path_factory.mktemp("real") / path.parent.name
         ingest([path], run, rank=None)
         out[path] = run
     return out
