@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from trnprof import hardware
 from trnprof.cli import main as cli_main
 from trnprof.collectors.synthetic import synthetic_run
 from trnprof.manifest import new_manifest
@@ -16,6 +17,7 @@ from trnprof.runstore import write_run
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"  # real traces and samples, with their origin and licence
 KINETO = DATA / "kineto"
+TRN1_HBM_PER_CORE = hardware.lookup("trn1.32xlarge")["hbm_bytes_per_core"]
 
 
 def write_inline_run(path: Path, events: list[dict], *, ranks: int | None = None, counters=None,
@@ -28,7 +30,7 @@ def write_inline_run(path: Path, events: list[dict], *, ranks: int | None = None
         run.write_events(frame)
         if counters is not None:
             run.write_counters(pd.DataFrame(counters))
-        run.write_ranks(pd.DataFrame({"rank": range(world), "hbm_capacity_bytes": 16 << 30}))
+        run.write_ranks(pd.DataFrame({"rank": range(world), "hbm_capacity_bytes": TRN1_HBM_PER_CORE}))
     return path
 
 

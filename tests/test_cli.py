@@ -10,7 +10,7 @@ def test_info_json_has_the_documented_keys(cli, sample_run):
     assert result.exit_code == 0, result.output
     info = json.loads(result.stdout)
     assert info["world_size"] == 8 and info["steps"] == 4
-    assert set(info["step_time_s"]) == {"median", "p95"}
+    assert set(info["step_time_s"]) == {"median", "p95", "steps"} and info["warmup"] == []
     assert info["step_time_s"]["median"] <= info["step_time_s"]["p95"]
     assert info["throughput"]["unit"] == "seq/s"
     assert info["throughput"]["value"] == pytest.approx(32 / info["step_time_s"]["median"])
@@ -23,6 +23,22 @@ def test_info_text(cli, sample_run):
     result = cli("info", sample_run)
     assert result.exit_code == 0
     assert "world size   8" in result.stdout and "throughput" in result.stdout
+
+
+def test_info_shows_the_compile_step_apart(cli, tmp_path):
+    # step 0 compiles for 10 s, steps 1-4 take 1 ms: percentiles are over the steady steps
+    events = [{"rank": 0, "ts": 0, "dur": 10_000_000_000, "kind": "step", "name": "s", "lane": "host/main", "step": 0},
+              {"rank": 0, "ts": 0, "dur": 9_000_000_000, "kind": "compile", "name": "xla", "lane": "host/compiler",
+               "step": 0}]
+    events += [{"rank": 0, "ts": 10_000_000_000 + i * 1_000_000, "dur": 1_000_000, "kind": "step", "name": "s",
+                "lane": "host/main", "step": i} for i in range(1, 5)]
+    run = write_inline_run(tmp_path / "r", events)
+    info = json.loads(cli("info", run, "--format", "json").stdout)
+    assert info["steps"] == 5 and info["step_time_s"]["steps"] == 4
+    assert info["step_time_s"]["p95"] == pytest.approx(0.001)
+    assert info["warmup"] == [{"step": 0, "seconds": 10.0, "compiles": 1}]
+    text = cli("info", run).stdout
+    assert "p95 1.00 ms over 4 steady steps" in text and "warm-up      step 0: 10.000 s, 1 compile" in text
 
 
 def test_throughput_is_null_when_unknown(cli, tmp_path):

@@ -150,7 +150,7 @@ def test_instance_type_from_job_else_ranks(tmp_path, run):
         assert queries.instance_type(from_ranks) == "trn1n.32xlarge"
 
 
-def test_breakdown_leaves_out_compiling_steps(tmp_path):
+def test_breakdown_leaves_out_warmup_steps(tmp_path):
     def step(rank, n, compile_ns):
         t0 = n * 10_000
         rows = [dict(rank=rank, ts=t0, dur=1_000 + compile_ns, kind="step", name="s", lane="host", step=n),
@@ -161,12 +161,13 @@ def test_breakdown_leaves_out_compiling_steps(tmp_path):
     events = [e for r in range(2) for n in range(3) for e in step(r, n, 5_000 if n == 0 and r == 1 else 0)]
     with open_run(write_inline_run(tmp_path / "c", events)) as run:
         frame, notes = queries.breakdown_by_rank(run)
-    assert notes == ["mean over the 2 steps without compilation (1 compiling step left out)"]
+    assert notes == ["mean over the steady-state steps (1 warm-up step left out: view step_phases)"]
     assert list(frame["other"]) == [0, 0] and list(frame["step"]) == [0.001, 0.001]
     everything = [e for r in range(2) for n in range(2) for e in step(r, n, 5_000)]
     with open_run(write_inline_run(tmp_path / "all", everything)) as run:
         frame, notes = queries.breakdown_by_rank(run)
-    assert notes == [] and list(frame["other"]) == [0.005, 0.005]  # every step compiles: all kept
+    # every step compiles: the last step is never warm-up (step_phases), so it is drawn
+    assert len(notes) == 1 and list(frame["other"]) == [0.005, 0.005]
 
 
 def test_reads_work_after_the_views_were_materialized_twice(sample_run):

@@ -7,7 +7,6 @@ import pytest
 
 from tests.conftest import write_inline_run
 from trnprof.api import open_run
-from trnprof.report.links import link_peaks
 from trnprof.report.sections import (breakdown, collectives, findings_table, header, input_pipeline, memory,
                                      stragglers, timeline)
 
@@ -61,16 +60,6 @@ def test_collectives_without_bytes_cannot_show_bandwidth(tmp_path):
     with open_run(write_inline_run(tmp_path / "nobytes", events)) as bare:
         section = collectives.build(bare)
     assert section.chart is None and section.empty.startswith("1 collective instances, but none with both")
-
-
-def test_link_peaks_follow_the_instance_type():
-    peaks = {p["link"]: p["bytes_per_s"] for p in link_peaks("trn1.32xlarge")}
-    assert peaks["NeuronLink-v2 per NeuronCore (intra-node)"] == 192 * 2**30  # 384 GiB/s per chip, 2 cores
-    assert peaks["EFA network per node (inter-node)"] == 100e9  # 800 Gbps
-    assert peaks["on-chip DMA per NeuronCore (same chip)"] == 500e9  # ~1 TB/s DMA per chip, 2 cores
-    assert [p["link"] for p in link_peaks("trn1.2xlarge")] == [  # one chip: no NeuronLink
-        "on-chip DMA per NeuronCore (same chip)", "EFA network per node (inter-node)"]
-    assert link_peaks(None) == [] and link_peaks("p4d.24xlarge") == []
 
 
 def test_unknown_instance_type_is_noted(tmp_path):

@@ -1,4 +1,4 @@
-"""The stdlib views written for the rules (trnprof/stdlib/rules_support.sql), on tiny inline runs."""
+"""The stdlib views the rules read (ops, communication, signals, steady_state modules), on tiny inline runs."""
 
 from __future__ import annotations
 

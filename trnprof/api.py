@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from . import session
+from . import session, session_tables
 from .errors import TrnprofError, first_line
 from .manifest import read_manifest
 
@@ -29,6 +29,7 @@ class Run:
         self.path = Path(path)
         self.manifest = read_manifest(self.path)
         self.con = session.connect(threads)
+        session_tables.attach_tables(self.con, self.manifest)
         session.attach_run(self.con, self.path)
 
     def sql(self, query: str, params=None) -> pd.DataFrame:
@@ -95,6 +96,7 @@ class RunSet:
             if not re.fullmatch(r"[A-Za-z_]\w*", label) or label == "main":
                 raise TrnprofError(f"run label {label!r}: use letters, digits and _ (not 'main')")
             self.manifests[label] = read_manifest(Path(path))
+            session_tables.attach_tables(self.con, self.manifests[label], schema=label)
             session.attach_run(self.con, Path(path), schema=label)
 
     def sql(self, query: str, params=None) -> pd.DataFrame:

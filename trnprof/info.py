@@ -27,30 +27,45 @@ def _counts(run) -> tuple[dict, dict, dict | None]:
     return dict(sorted(by_kind.items())), dict(sorted(by_name.items())), span
 
 
+def _step_times(run) -> tuple[dict | None, list[dict]]:
+    """Median and p95 step time over the steady steps (view `step_phases`), and the warm-up
+    steps apart: one compile can outweigh every other step."""
+    steady = run.sql(
+        "SELECT COUNT(*) AS steps, "
+        "PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY dur) AS median, "
+        "PERCENTILE_CONT(0.95) WITHIN GROUP (ORDER BY dur) AS p95 FROM step_phases WHERE NOT warmup").iloc[0]
+    warmup = run.sql("SELECT step, dur, compiles FROM step_phases WHERE warmup ORDER BY step")
+    times = None if not int(steady["steps"]) else {
+        "median": _seconds(steady["median"]), "p95": _seconds(steady["p95"]), "steps": int(steady["steps"])}
+    return times, [{"step": int(r.step), "seconds": _seconds(r.dur), "compiles": int(r.compiles)}
+                   for r in warmup.itertuples()]
+
+
+def _mfu(run) -> float | None:
+    """The run's MFU over its steady steps: the stdlib's `mfu` view, as the report and the
+    compute.low_mfu rule state it."""
+    value = run.sql("SELECT mfu FROM mfu").iloc[0, 0]
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+
 def run_info(run) -> dict:
     manifest = run.manifest
     by_kind, by_name, span = _counts(run)
-    times = run.sql(
-        "SELECT COUNT(*) AS steps, "
-        "PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY dur) AS median, "
-        "PERCENTILE_CONT(0.95) WITHIN GROUP (ORDER BY dur) AS p95 FROM step_times").iloc[0]
     world_size = manifest.get("world_size")
     if world_size is None:
         world_size = int(run.sql("SELECT COUNT(*) AS n FROM ranks").iloc[0, 0])
-
-    steps = int(times["steps"])
-    median = _seconds(times["median"]) if steps else None
-    step_time = {"median": median, "p95": _seconds(times["p95"])} if steps else None
+    step_time, warmup = _step_times(run)
     job = manifest.get("job", {})
     return {
         "run": str(run.path),
         "source": manifest.get("source", {}).get("collector"),
         "job": job,
         "world_size": world_size,
-        "steps": steps,
+        "steps": (step_time or {}).get("steps", 0) + len(warmup),
+        "warmup": warmup,
         "step_time_s": step_time,
-        "throughput": _throughput(job, median),
-        "mfu": _mfu(job, median),
+        "throughput": _throughput(job, step_time and step_time["median"]),
+        "mfu": _mfu(run),
         "events": {"total": sum(by_kind.values()), "by_kind": by_kind},
         "counters": {"total": sum(by_name.values()), "by_name": by_name},
         "time_span": span,
@@ -58,16 +73,8 @@ def run_info(run) -> dict:
 
 
 def _throughput(job: dict, step_seconds: float | None) -> dict | None:
-    """Samples per second from the job's samples per step, when the collector knows them."""
+    """Samples per second from the job's samples per step and the steady median step time."""
     samples = job.get("samples_per_step")
     if not samples or not step_seconds:
         return None
     return {"value": samples / step_seconds, "unit": job.get("throughput_unit", "samples/s")}
-
-
-def _mfu(job: dict, step_seconds: float | None) -> float | None:
-    """Model FLOPs utilisation: the model's FLOPs per step over the cluster's peak FLOPs."""
-    flops, peak = job.get("model_flops_per_step"), job.get("peak_flops_per_s")
-    if not flops or not peak or not step_seconds:
-        return None
-    return flops / (step_seconds * peak)

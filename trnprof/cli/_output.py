@@ -25,11 +25,3 @@ def echo_frame(frame: pd.DataFrame, fmt: str, *, max_rows: int | None = None) ->
         click.echo(shown.to_string(index=False, na_rep="null"))
         if len(shown) < len(frame):
             click.echo(f"... {len(frame) - len(shown)} more rows (use --format csv for all)")
-
-
-def seconds(value) -> str:
-    if value is None:
-        return "n/a"
-    if value >= 1:
-        return f"{value:.3f} s"
-    return f"{value * 1e3:.2f} ms"

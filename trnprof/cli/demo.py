@@ -12,7 +12,7 @@ from ..collectors.trn1 import demo_config, simulate
 from ..report import write_report
 from ..rules_engine import analyze
 from ..jsonplain import to_json
-from ._output import seconds
+from ..textfmt import duration
 
 TOP_FINDINGS = 3
 
@@ -34,13 +34,13 @@ def command(out: Path):
     job, step = info["job"], info["step_time_s"]
     click.echo(f"job         {job.get('model')} on {job.get('nodes')} x {job.get('instance_type')}: "
                f"{info['world_size']} ranks, {info['steps']} steps")
-    click.echo(f"step time   median {seconds(step['median'])}, p95 {seconds(step['p95'])}")
+    click.echo(f"step time   median {duration(step['median'])}, p95 {duration(step['p95'])}")
     if info["throughput"]:
         click.echo(f"throughput  {info['throughput']['value']:,.1f} {info['throughput']['unit']}")
     click.echo(f"findings    {len(document['findings'])}, most severe first, then by time lost:")
     for finding in document["findings"][:TOP_FINDINGS]:
         impact = finding["impact"]
-        cost = (f"{seconds(impact['seconds_per_step'])} per step ({impact['fraction_of_step']:.0%} of step time)"
+        cost = (f"{duration(impact['seconds_per_step'])} per step ({impact['fraction_of_step']:.0%} of step time)"
                 if impact.get("seconds_per_step") else "no time cost measured")
         click.echo(f"  {finding['severity']:<7} {finding['code']} {finding['title']}: {cost}")
     click.echo(f"run         {run_path}")

@@ -6,7 +6,7 @@ import click
 
 from ..api import open_run
 from ..jsonplain import to_json
-from ._output import seconds
+from ..textfmt import duration
 
 
 def format_info(info: dict) -> str:
@@ -14,7 +14,11 @@ def format_info(info: dict) -> str:
              f"world size   {info['world_size']}", f"steps        {info['steps']}"]
     step_time = info["step_time_s"]
     if step_time:
-        lines.append(f"step time    median {seconds(step_time['median'])}, p95 {seconds(step_time['p95'])}")
+        lines.append(f"step time    median {duration(step_time['median'])}, p95 {duration(step_time['p95'])} "
+                     f"over {step_time['steps']} steady step{'s' if step_time['steps'] != 1 else ''}")
+    for warm in info["warmup"]:
+        compiles = f", {warm['compiles']:,} compile{'s' if warm['compiles'] != 1 else ''}" if warm["compiles"] else ""
+        lines.append(f"warm-up      step {warm['step']}: {duration(warm['seconds'])}{compiles}")
     throughput = info["throughput"]
     lines.append("throughput   " + (f"{throughput['value']:,.1f} {throughput['unit']}" if throughput else "unknown"))
     if info.get("mfu") is not None:

@@ -8,7 +8,7 @@ import click
 
 from ..errors import TrnprofError
 from ..jsonplain import to_json
-from ._output import seconds
+from ..textfmt import duration
 
 GIB = 1 << 30
 PROGRESS_MIN_RANKS = 64  # show a progress bar from this many ranks on
@@ -25,7 +25,7 @@ def _summary_text(pred: dict, job: dict) -> str:
         f"model        {job['model']} ({_count(job['parameters'])} parameters)",
         f"cluster      {job['nodes']} x {job['instance_type']}, tp {par['tp']} pp {par['pp']} dp {par['dp']}, "
         f"{par['microbatches']} microbatch(es) per step",
-        f"step time    {seconds(pred['step_time_s'])}",
+        f"step time    {duration(pred['step_time_s'])}",
         f"throughput   {pred['throughput']['value']:,.1f} {pred['throughput']['unit']}",
         f"MFU          {pred['mfu']:.1%}",
         f"HBM peak     {pred['hbm_peak_bytes'] / GIB:.2f} GiB of {pred['hbm_capacity_bytes'] / GIB:.0f} GiB "

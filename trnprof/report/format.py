@@ -2,19 +2,7 @@
 
 from __future__ import annotations
 
-from ..rules_engine.findings import compact
-
-
-def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "n/a"
-    if seconds == 0:
-        return "0 s"
-    if seconds >= 1:
-        return f"{seconds:,.3f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:,.2f} ms"
-    return f"{seconds * 1e6:,.1f} µs"
+from ..textfmt import compact, duration  # noqa: F401 - the report's duration format is the one of textfmt
 
 
 def share(fraction: float | None) -> str:

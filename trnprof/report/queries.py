@@ -1,7 +1,8 @@
 """Every read the report makes: queries of the stdlib views (and of the run's tables for the
 timeline and queue depth), shaped for drawing, with aggregation or sampling past the budgets of
 `limits.py`. Each function returns frames in display units (ms, GB/s, GiB) and the notes that
-tell the page what was aggregated or sampled. No analysis here: the views decide what time is.
+tell the page what was aggregated or sampled. No analysis here: the views decide what time is,
+which steps are steady state and what a rank is compared with.
 """
 
 from __future__ import annotations
@@ -28,40 +29,38 @@ def _ranges(lo: int, hi: int, size: int, what: str, how: str) -> str:
 # -- header ------------------------------------------------------------------------------------
 
 def instance_type(run) -> str | None:
-    """The job's instance type: the manifest's, else the most common in `ranks`."""
-    job = run.manifest.get("job") or {}
-    if job.get("instance_type"):
-        return str(job["instance_type"])
-    frame = run.sql("SELECT instance_type, COUNT(*) AS n FROM ranks WHERE instance_type IS NOT NULL "
-                    "GROUP BY instance_type ORDER BY n DESC, instance_type LIMIT 1")
-    return None if frame.empty else str(frame.iloc[0, 0])
+    """The run's instance type (view `run_hardware`)."""
+    value = run.sql("SELECT instance_type FROM run_hardware").iloc[0, 0]
+    return None if value is None or pd.isna(value) else str(value)
+
+
+def link_peaks(run) -> pd.DataFrame:
+    """The link peaks of the run's instance type (view `link_peaks`): link, bytes_per_s."""
+    return run.sql("SELECT link, bytes_per_s FROM link_peaks ORDER BY bytes_per_s DESC")
 
 
 # -- step breakdown ----------------------------------------------------------------------------
 
 def breakdown_by_rank(run) -> tuple[pd.DataFrame, list[str]]:
-    """Mean time per step of each bucket of `step_breakdown`, per rank (or group of ranks), ms.
-    Steps in which some rank compiled are left out when others remain: one compile can outweigh
+    """Mean time per steady-state step of each bucket of `steady_breakdown`, per rank (or group
+    of ranks), ms. Warm-up steps (view `step_phases`) are left out: one compile can outweigh
     every other step (the compile rules report it) and would hide the steady state."""
-    shape = run.sql("""SELECT COUNT(DISTINCT rank) AS ranks, COUNT(DISTINCT step) AS steps,
-                              COUNT(DISTINCT step) FILTER (WHERE compile > 0) AS compiling
-                       FROM step_breakdown""").iloc[0]
-    n, steps, compiling = (int(shape[k]) for k in ("ranks", "steps", "compiling"))
+    shape = run.sql("""SELECT (SELECT COUNT(DISTINCT rank) FROM steady_breakdown) AS ranks,
+                              (SELECT COUNT(*) FROM step_phases WHERE warmup) AS warmup""").iloc[0]
+    n, warmup = int(shape["ranks"]), int(shape["warmup"])
     if n == 0:
         return pd.DataFrame(), []
     size = _bin(n, limits.MAX_RANK_BARS)
-    skip = 0 < compiling < steps
-    where = "WHERE step NOT IN (SELECT step FROM step_breakdown WHERE compile > 0)" if skip else ""
     frame = run.sql(f"""
         SELECT MIN(rank) AS rank_lo, MAX(rank) AS rank_hi, COUNT(*) AS rank_steps,
                AVG(dur) / {MS} AS step, AVG(compute) / {MS} AS compute,
                AVG(exposed_comm) / {MS} AS exposed_comm, AVG(input_wait) / {MS} AS input_wait,
                AVG(other) / {MS} AS other, AVG(idle) / {MS} AS idle
-        FROM step_breakdown {where} GROUP BY rank // {size} ORDER BY rank_lo""")
+        FROM steady_breakdown GROUP BY rank // {size} ORDER BY rank_lo""")
     notes = []
-    if skip:
-        notes.append(f"mean over the {steps - compiling:,} steps without compilation "
-                     f"({compiling:,} compiling step{'s' if compiling > 1 else ''} left out)")
+    if warmup:
+        notes.append(f"mean over the steady-state steps ({warmup:,} warm-up "
+                     f"step{'s' if warmup > 1 else ''} left out: view step_phases)")
     if size > 1:
         notes.append(_ranges(int(frame.rank_lo.min()), int(frame.rank_hi.max()), size, "ranks",
                              "mean over the group"))
@@ -190,28 +189,21 @@ def memory_series(run, rank: int) -> tuple[pd.DataFrame, list[str]]:
 # -- stragglers --------------------------------------------------------------------------------
 
 def straggler_cells(run) -> tuple[pd.DataFrame, list[str]]:
-    """Per rank and step, how far step time and compute time sit from that step's median over
-    ranks (fraction, +0.1 = 10 % slower); past the budget ranks and steps are grouped and each
-    cell shows the group's largest deviation (the straggler)."""
+    """Per rank and steady step, how far step time and compute time sit from the median of the
+    rank's peers (view `rank_deviation`: same stage, same step; +0.1 = 10 % slower); past the
+    budget ranks and steps are grouped and each cell shows the group's largest deviation."""
     shape = run.sql("SELECT COUNT(DISTINCT rank) AS ranks, MIN(rank) AS r0, MAX(rank) AS r1, "
-                    "MIN(step) AS s0, MAX(step) AS s1 FROM step_breakdown").iloc[0]
+                    "MIN(step) AS s0, MAX(step) AS s1 FROM rank_deviation").iloc[0]
     if int(shape["ranks"]) == 0:
         return pd.DataFrame(), []
     r0, r1, s0, s1 = (int(shape[k]) for k in ("r0", "r1", "s0", "s1"))
     rank_size = _bin(r1 - r0 + 1, limits.MAX_HEATMAP_RANKS)
     step_size = _bin(s1 - s0 + 1, limits.MAX_HEATMAP_STEPS)
     frame = run.sql(f"""
-        WITH m AS (SELECT step, PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY dur) AS dur_med,
-                          PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY compute) AS compute_med
-                   FROM step_breakdown GROUP BY step),
-        d AS (SELECT b.rank, b.step,
-                     (b.dur - m.dur_med) / NULLIF(m.dur_med, 0) AS step_dev,
-                     (b.compute - m.compute_med) / NULLIF(m.compute_med, 0) AS compute_dev
-              FROM step_breakdown b JOIN m ON b.step = m.step)
         SELECT {r0} + (rank - {r0}) // {rank_size} * {rank_size} AS rank_lo,
                {s0} + (step - {s0}) // {step_size} * {step_size} AS step_lo,
                MAX(step_dev) AS step_dev, MAX(compute_dev) AS compute_dev
-        FROM d GROUP BY 1, 2 ORDER BY 1, 2""")
+        FROM rank_deviation GROUP BY 1, 2 ORDER BY 1, 2""")
     frame["rank_end"] = frame["rank_lo"] + rank_size
     frame["step_end"] = frame["step_lo"] + step_size
     notes = []

@@ -14,7 +14,7 @@ from trnprof import session
 from trnprof.api import Run, open_run
 
 from . import findings as findings_mod
-from .catalog import run_job_table, signal_names, stdlib_views
+from .catalog import signal_names, stdlib_views
 from .config import read_config
 from .loader import Rule, load_rules
 from .params import parse_assignments, resolve
@@ -55,10 +55,7 @@ def collect_tables(run: Run, names: set[str]) -> dict:
     session.materialize(run.con, _to_materialise(names))
     tables = {}
     for name in sorted(names):
-        if name == "run_job":
-            tables[name] = run_job_table(run.manifest)
-        else:
-            tables[name] = run.con.sql(f'SELECT * FROM "{name}"').to_arrow_table()
+        tables[name] = run.con.sql(f'SELECT * FROM "{name}"').to_arrow_table()
     return tables
 
 

@@ -17,6 +17,7 @@ import string
 import pandas as pd
 
 from trnprof.jsonplain import plain
+from trnprof.textfmt import compact
 
 from .loader import Rule
 from .spec import SEVERITIES, severity_rank
@@ -27,22 +28,6 @@ MAX_ROWS = 1_000_000
 
 class FindingError(Exception):
     """A rule whose rows or templates are not usable; the message says why."""
-
-
-def compact(values) -> str:
-    """Sorted integers as ranges: [0, 1, 2, 5, 7, 8] -> '0-2, 5, 7-8'."""
-    values = sorted(set(values))
-    if not values:
-        return "none"
-    parts, start, prev = [], values[0], values[0]
-    for value in values[1:] + [None]:
-        if value is not None and value == prev + 1:
-            prev = value
-            continue
-        parts.append(str(start) if start == prev else f"{start}-{prev}")
-        if value is not None:
-            start = prev = value
-    return ", ".join(parts)
 
 
 class _Formatter(string.Formatter):

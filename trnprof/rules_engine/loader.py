@@ -125,8 +125,9 @@ def _check_tests(path: Path, spec: RuleFile) -> None:
               "add a case whose run shows the problem and whose expect lists the finding")
     for i, case in enumerate(spec.tests):
         where = f"tests[{i}] ({case.name})"
-        if (case.run.inline is None) == (case.run.simulate is None):
-            _fail(path, f"{where}.run", "give exactly one of inline or simulate", "see docs/tutorial-first-rule.md")
+        if sum(kind is not None for kind in (case.run.inline, case.run.simulate, case.run.factory)) != 1:
+            _fail(path, f"{where}.run", "give exactly one of inline, simulate or factory",
+                  "see docs/tutorial-first-rule.md")
         unknown = sorted(set(case.set) - set(spec.params))
         if unknown:
             _fail(path, f"{where}.set", f"unknown parameter(s) {', '.join(unknown)}",

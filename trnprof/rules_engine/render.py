@@ -4,23 +4,16 @@ from __future__ import annotations
 
 import textwrap
 
-from .findings import compact
+from trnprof.textfmt import compact, duration, markdown_table
+
 from .spec import SEVERITIES
-
-
-def _duration(seconds: float) -> str:
-    if seconds >= 1:
-        return f"{seconds:.3f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.1f} us"
 
 
 def _cost(finding: dict) -> str:
     impact = finding["impact"]
     if not impact["seconds_per_step"]:
         return "no time cost measured"
-    return f"{impact['fraction_of_step']:.1%} of step, {_duration(impact['seconds_per_step'])}/step"
+    return f"{impact['fraction_of_step']:.1%} of step, {duration(impact['seconds_per_step'])}/step"
 
 
 def _counts(findings: list[dict]) -> str:
@@ -35,7 +28,7 @@ def _header(document: dict) -> str:
     if document.get("warmup_steps"):
         steps += f" after warm-up (step {compact(document['warmup_steps'])})"
     if mean:
-        steps += f", mean step {_duration(mean)}"
+        steps += f", mean step {duration(mean)}"
     return f"{document['run']}: {steps}, {len(document['rules'])} rules, {_counts(document['findings'])}"
 
 
@@ -65,19 +58,11 @@ def to_text(document: dict, *, width: int = 100) -> str:
     return "\n".join(lines)
 
 
-def _cell(value) -> str:
-    if isinstance(value, float):
-        value = f"{value:.4g}"
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
 def _table(rows: list[dict]) -> list[str]:
     if not rows:
         return []
     columns = list(rows[0])
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(_cell(row.get(c)) for c in columns) + " |" for row in rows]
-    return lines
+    return markdown_table([[row.get(c) for c in columns] for row in rows], columns)
 
 
 def to_markdown(document: dict) -> str:

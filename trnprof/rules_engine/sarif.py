@@ -10,7 +10,7 @@ from pathlib import Path
 from trnprof._version import __version__
 from trnprof.schema import MANIFEST_FILE
 
-from .findings import compact
+from trnprof.textfmt import compact
 from .loader import Rule
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

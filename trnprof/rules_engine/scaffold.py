@@ -25,7 +25,7 @@ params:
 # rank, step, lost_ns (time the row costs in its step), severity, pattern. Parameters are $name.
 sql: |
   SELECT rank, step, idle AS lost_ns, CAST(idle AS DOUBLE) / dur AS idle_share
-  FROM step_breakdown
+  FROM steady_breakdown   -- step_breakdown without the warm-up steps (view step_phases)
   WHERE CAST(idle AS DOUBLE) / dur >= $min_share
 message: >-
   TODO what is wrong: {{ranks}} and {{steps}} name where, {{fraction_of_step:.0%}} what it costs.

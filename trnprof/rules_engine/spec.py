@@ -89,9 +89,16 @@ class Simulate(_Strict):
     faults: list[dict[str, ParamValue]] = []   # e.g. {kind: straggler, rank: 3, slowdown: 1.5}
 
 
+class Factory(_Strict):
+    """A run made by a collector's run factory (trnprof.collectors.registry), by name."""
+    name: str
+    args: dict[str, ParamValue | list[ParamValue] | dict[str, ParamValue]] = {}
+
+
 class CaseRun(_Strict):
     inline: Inline | None = None
-    simulate: Simulate | None = None
+    simulate: Simulate | None = None   # shorthand for the `simulate` factory
+    factory: Factory | None = None
 
 
 class Case(_Strict):

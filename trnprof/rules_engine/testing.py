@@ -1,8 +1,9 @@
 """`trnprof rules test`: run every rule's own test cases and compare with what they expect.
 
-A case's run is either a tiny inline trace (written with the run store) or a run of the Trn1
-execution model (a preset plus overrides and faults). Simulated runs are cached per session so
-rules that share a scenario simulate it once.
+A case's run is either a tiny inline trace (written with the run store) or a run made by a
+collector's run factory (`simulate`: the Trn1 execution model, a preset plus overrides and
+faults), looked up in the registry of `trnprof.collectors.registry`: the engine imports no
+collector. Factory runs are cached per session so rules that share a scenario make it once.
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
 import pandas as pd
 
+from trnprof import hardware
 from trnprof.api import open_run
+from trnprof.collectors.registry import run_factory
 from trnprof.errors import TrnprofError
 from trnprof.manifest import new_manifest
 from trnprof.runstore import write_run
@@ -22,9 +26,9 @@ from trnprof.runstore import write_run
 from .engine import evaluate
 from .loader import Rule
 from .params import cast
-from .spec import Case, Expect, Inline, Simulate, Table
+from .spec import Case, Expect, Factory, Inline, Table
 
-GIB = 1 << 30
+DEFAULT_INSTANCE = "trn1.32xlarge"
 DEFAULT_LANES = {"compute": "nc/tensor", "collective": "nc/cc", "p2p": "nc/cc", "input": "host/loader",
                  "transfer": "dma/h2d", "memory": "dma/mem", "compile": "host/compiler",
                  "host": "host/main", "annotation": "host/main", "step": "host/main"}
@@ -42,12 +46,16 @@ class CaseResult:
 
 
 def default_ranks(n: int) -> pd.DataFrame:
-    """Ranks 0..n-1 laid out like trn1.32xlarge: 32 NeuronCores per node, pure data parallel."""
+    """Ranks 0..n-1 laid out like trn1.32xlarge (hardware table: cores per node and chip, HBM
+    per core), pure data parallel."""
+    row = hardware.lookup(DEFAULT_INSTANCE)
+    per_node, per_chip = row["cores"], row["cores_per_chip"]
     ranks = list(range(n))
-    return pd.DataFrame({"rank": ranks, "node": [r // 32 for r in ranks], "host": [f"node-{r // 32}" for r in ranks],
-                         "chip": [(r % 32) // 2 for r in ranks], "core": [r % 2 for r in ranks],
-                         "dp_rank": ranks, "tp_rank": 0, "pp_rank": 0, "instance_type": "trn1.32xlarge",
-                         "hbm_capacity_bytes": 16 * GIB})
+    return pd.DataFrame({"rank": ranks, "node": [r // per_node for r in ranks],
+                         "host": [f"node-{r // per_node}" for r in ranks],
+                         "chip": [(r % per_node) // per_chip for r in ranks], "core": [r % per_chip for r in ranks],
+                         "dp_rank": ranks, "tp_rank": 0, "pp_rank": 0, "instance_type": DEFAULT_INSTANCE,
+                         "hbm_capacity_bytes": row["hbm_bytes_per_core"]})
 
 
 def _frame(table: Table) -> pd.DataFrame:
@@ -112,25 +120,13 @@ def write_inline(inline: Inline, path: Path) -> Path:
     return path
 
 
-def simulator():
-    """The Trn1 execution model's entry points, or None while it is not installed."""
-    try:
-        from trnprof.collectors import trn1
-    except ImportError:
-        return None
-    if not hasattr(trn1, "simulate") or not hasattr(trn1, "load_config"):
-        return None
-    return trn1
-
-
-def write_simulated(sim: Simulate, path: Path) -> Path:
-    trn1 = simulator()
-    if trn1 is None:
-        raise TrnprofError("this case needs the Trn1 execution model (trnprof.collectors.trn1.simulate), "
-                           "which is not installed")
-    config = trn1.load_config(preset=sim.preset, overrides=list(sim.overrides), faults=list(sim.faults))
-    trn1.simulate(config, path, seed=sim.seed, steps=sim.steps, overwrite=True)
-    return path
+def write_from_factory(made: Factory, path: Path) -> Path:
+    """The case's run made by a collector's run factory (`simulate`: the Trn1 execution model)."""
+    factory = run_factory(made.name)
+    if factory is None:
+        raise TrnprofError(f"this case needs the run factory {made.name!r}, which no installed collector "
+                           f"provides (entry-point group trnprof.run_factories)")
+    return factory(dict(made.args), path)
 
 
 def _check(expect: Expect, finding: dict) -> bool:
@@ -186,10 +182,10 @@ class _Runs:
         if case.run.inline is not None:
             self.count += 1
             return write_inline(case.run.inline, self.folder / f"inline-{self.count}")
-        key = json.dumps([case.run.simulate.preset, case.run.simulate.steps, case.run.simulate.seed,
-                          case.run.simulate.overrides, case.run.simulate.faults], sort_keys=True)
+        made = case.run.factory or Factory("simulate", msgspec.to_builtins(case.run.simulate))
+        key = json.dumps([made.name, made.args], sort_keys=True)
         if key not in self.simulated:
-            self.simulated[key] = write_simulated(case.run.simulate, self.folder / f"sim-{len(self.simulated)}")
+            self.simulated[key] = write_from_factory(made, self.folder / f"sim-{len(self.simulated)}")
         return self.simulated[key]
 
 

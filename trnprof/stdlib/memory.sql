@@ -31,3 +31,36 @@ SELECT rank, MAX(bytes) AS peak_bytes, MAX(capacity_bytes) AS capacity_bytes,
        MAX(bytes) / NULLIF(MAX(capacity_bytes), 0) AS peak_fraction
 FROM memory_totals
 GROUP BY rank;
+
+-- Peak device memory of each rank in each step: the largest total residency sampled inside the
+-- step's window.
+-- @column rank            global rank
+-- @column step            training step
+-- @column peak_bytes      largest total residency sampled in the step, bytes
+-- @column capacity_bytes  device memory the rank may use; null when unknown
+CREATE VIEW step_memory AS
+SELECT s.rank, s.step, MAX(m.bytes) AS peak_bytes, MAX(m.capacity_bytes) AS capacity_bytes
+FROM steps AS s
+JOIN memory_totals AS m ON m.rank = s.rank AND m.ts >= s.ts AND m.ts < s.end_ts
+GROUP BY s.rank, s.step;
+
+-- Device memory by category at each rank's peak: what fills memory when it is fullest (the
+-- earliest sample holding the peak).
+-- @column rank            global rank
+-- @column ts              time of the peak sample, ns
+-- @column category        memory category
+-- @column bytes           resident bytes of the category at the peak
+-- @column peak_bytes      total resident bytes at the peak
+-- @column capacity_bytes  device memory the rank may use; null when unknown
+CREATE VIEW memory_at_peak AS
+WITH peak AS (
+    SELECT rank, MIN(ts) AS ts, MAX(bytes) AS peak_bytes, MAX(capacity_bytes) AS capacity_bytes
+    FROM (SELECT t.rank, t.ts, t.bytes, t.capacity_bytes,
+                 MAX(t.bytes) OVER (PARTITION BY t.rank) AS rank_peak
+          FROM memory_totals AS t) AS ranked
+    WHERE bytes = rank_peak
+    GROUP BY rank
+)
+SELECT p.rank, p.ts, m.category, m.bytes, p.peak_bytes, p.capacity_bytes
+FROM peak AS p
+JOIN memory_timeline AS m ON m.rank = p.rank AND m.ts = p.ts;

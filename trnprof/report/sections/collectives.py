@@ -4,10 +4,8 @@ with the instance type's link peaks drawn as reference lines."""
 from __future__ import annotations
 
 import altair as alt
-import pandas as pd
 
 from .. import queries
-from ..links import link_peaks
 from ..section import Section
 
 WIDTH = 820
@@ -27,7 +25,7 @@ def build(run) -> Section:
         return section
     frame, section.notes = queries.collective_points(run, counts["with_busbw"])
     instance = queries.instance_type(run)
-    peaks = pd.DataFrame(link_peaks(instance), columns=["link", "bytes_per_s"])
+    peaks = queries.link_peaks(run)
     if peaks.empty:
         section.gaps.append(f"No link peaks known for instance type {instance or '(unknown)'}: none drawn.")
     peaks["gbs"] = peaks["bytes_per_s"] / 1e9

@@ -24,13 +24,14 @@ def _heatmap(frame, column: str, label: str, height: int):
                         legend=alt.Legend(format="+.0%")),
         tooltip=[alt.Tooltip("rank_lo:Q", title="rank"), alt.Tooltip("step_lo:Q", title="step"),
                  alt.Tooltip(f"{column}:Q", format="+.1%", title=f"{label} vs median")],
-    ).properties(width=WIDTH, height=height, title=f"{label}: deviation from the step's median over ranks")
+    ).properties(width=WIDTH, height=height, title=f"{label}: deviation from the median of the rank's peers")
 
 
 def build(run) -> Section:
     section = Section("stragglers", "Stragglers",
-                      intro="Each cell: a rank's step or compute time against the median of all ranks in "
-                            "that step. A rank red across steps in compute time is a straggler.")
+                      intro="Each cell: a rank's step or compute time against the median of its peers (the "
+                            "ranks of its pipeline stage) in that steady-state step, as scale.straggler judges "
+                            "it (view rank_deviation). A rank red across steps in compute time is a straggler.")
     frame, section.notes = queries.straggler_cells(run)
     if frame.empty:
         section.empty = "No step events in this run, so there are no per-step times to compare."

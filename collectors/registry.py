@@ -1,0 +1,44 @@
+"""Run factories: how a rule test case gets a run from a collector without the rule engine
+importing any collector.
+
+A factory takes the case's `run:` entry (a dict, e.g. `{preset, steps, seed, overrides,
+faults}` for `simulate`) and a folder, and writes a run there. The built-in `simulate` factory
+is the Trn1 execution model; another package adds its own under the entry-point group
+`trnprof.run_factories` (`name = "package.module:function"`) or with `register()`.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Callable
+
+RunFactory = Callable[[dict, Path], Path]
+ENTRY_POINT_GROUP = "trnprof.run_factories"
+
+
+def _simulate(spec: dict, path: Path) -> Path:
+    """A run of the Trn1 execution model: a preset plus overrides and faults."""
+    from . import trn1
+
+    config = trn1.load_config(preset=spec["preset"], overrides=list(spec.get("overrides") or []),
+                              faults=list(spec.get("faults") or []))
+    trn1.simulate(config, path, seed=spec.get("seed"), steps=spec.get("steps"), overwrite=True)
+    return path
+
+
+_FACTORIES: dict[str, RunFactory] = {"simulate": _simulate}
+
+
+def register(name: str, factory: RunFactory) -> None:
+    """Make `factory` the run factory called `name` (replacing any other of that name)."""
+    _FACTORIES[name] = factory
+
+
+def run_factory(name: str) -> RunFactory | None:
+    """The factory called `name`: registered, else from an installed entry point, else None."""
+    if name not in _FACTORIES:
+        for point in entry_points(group=ENTRY_POINT_GROUP, name=name):
+            _FACTORIES[name] = point.load()
+            break
+    return _FACTORIES.get(name)

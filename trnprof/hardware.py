@@ -1,0 +1,104 @@
+"""The Trainium hardware table: one row per instance type, every peak the analysis compares with.
+
+The one place trnprof states hardware facts. Sessions expose it as the `hardware` table (see
+`trnprof/session_tables.py`), which rules, the MFU view and the report read; each value and its
+public source is listed in docs/hardware.md. Per-core figures are the chip's halved: a
+Trainium1 chip has 2 NeuronCore-v2 and one rank drives one NeuronCore.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+GIB = 1 << 30
+
+CORES_PER_CHIP = 2
+# Tensor engine, dense, per chip (trainium.rst): 190 TFLOPS BF16 / FP16 / TF32 / cFP8, 47.5 FP32.
+# FP8 runs at the BF16 rate on Trn1 (Neuron Explorer schema, `adjusted_hardware_flops`).
+CHIP_TENSOR_FLOPS = {"bf16": 190e12, "fp16": 190e12, "tf32": 190e12, "fp8": 190e12, "fp32": 47.5e12}
+# Vector and scalar engines, FP32, per NeuronCore (NKI architecture guide).
+CORE_VECTOR_FLOPS = 2.3e12
+CORE_SCALAR_FLOPS = 2.9e12
+# HBM per chip (trainium.rst; NKI architecture guide): 32 GiB at 820 GiB/s.
+CHIP_HBM_BYTES = 32 * GIB
+CHIP_HBM_BYTES_PER_S = 820 * GIB
+# DMA per chip (trainium.rst): ~1 TB/s; a collective between the two cores of a chip moves
+# through it.
+CHIP_DMA_BYTES_PER_S = 1e12
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    name: str
+    chips: int
+    vcpus: int
+    neuronlink_bytes_per_s: float | None  # per chip; None where the instance has no NeuronLink
+    network_bytes_per_s: float            # per node: EFA (ENA on trn1.2xlarge)
+
+    @property
+    def cores(self) -> int:
+        return self.chips * CORES_PER_CHIP
+
+
+# Trn1 instance types (aws.amazon.com/ec2/instance-types/trn1; trn1-arch.rst). NeuronLink-v2
+# per chip is the least certain figure (sources disagree; see docs/hardware.md).
+INSTANCE_TYPES = {
+    "trn1.2xlarge": InstanceType("trn1.2xlarge", chips=1, vcpus=8, neuronlink_bytes_per_s=None,
+                                 network_bytes_per_s=25e9 / 8),
+    "trn1.32xlarge": InstanceType("trn1.32xlarge", chips=16, vcpus=128, neuronlink_bytes_per_s=384 * GIB,
+                                  network_bytes_per_s=800e9 / 8),
+    "trn1n.32xlarge": InstanceType("trn1n.32xlarge", chips=16, vcpus=128, neuronlink_bytes_per_s=768 * GIB,
+                                   network_bytes_per_s=1600e9 / 8),
+}
+
+# (column, arrow type, meaning): the `hardware` table's columns, documented in docs/stdlib.md
+COLUMNS = [
+    ("instance_type", pa.string(), "EC2 instance type, e.g. trn1.32xlarge"),
+    ("chips", pa.int64(), "Trainium chips per instance"),
+    ("cores", pa.int64(), "NeuronCores per instance (= ranks per node)"),
+    ("cores_per_chip", pa.int64(), "NeuronCores per chip"),
+    ("hbm_bytes_per_core", pa.int64(), "device memory (HBM) per NeuronCore, bytes"),
+    ("hbm_bytes_per_s_per_core", pa.float64(), "HBM bandwidth per NeuronCore, bytes/s"),
+    ("tensor_bf16_flops", pa.float64(), "tensor engine peak per NeuronCore, dense BF16, FLOP/s"),
+    ("tensor_fp16_flops", pa.float64(), "tensor engine peak per NeuronCore, dense FP16, FLOP/s"),
+    ("tensor_tf32_flops", pa.float64(), "tensor engine peak per NeuronCore, dense TF32, FLOP/s"),
+    ("tensor_fp8_flops", pa.float64(), "tensor engine peak per NeuronCore, dense FP8 (no gain over BF16 on Trn1), FLOP/s"),
+    ("tensor_fp32_flops", pa.float64(), "tensor engine peak per NeuronCore, dense FP32, FLOP/s"),
+    ("vector_fp32_flops", pa.float64(), "vector engine peak per NeuronCore, FP32, FLOP/s"),
+    ("scalar_fp32_flops", pa.float64(), "scalar engine peak per NeuronCore, FP32, FLOP/s"),
+    ("chip_link_bytes_per_s", pa.float64(),
+     "link class `chip`: DMA bandwidth per NeuronCore, the bound of a collective between the cores of one chip, bytes/s"),
+    ("node_link_bytes_per_s", pa.float64(),
+     "link class `node`: NeuronLink-v2 bandwidth per NeuronCore inside a node, bytes/s; null without NeuronLink"),
+    ("network_bytes_per_s", pa.float64(),
+     "link class `network`: EFA (ENA on trn1.2xlarge) bandwidth per node, shared by its cores, bytes/s"),
+]
+DOC = ("One row per Trainium instance type: cores, device memory, engine peaks per precision and "
+       "link peaks per class, from `trnprof/hardware.py` (values and public sources: docs/hardware.md).")
+
+
+def row(instance: InstanceType) -> dict:
+    """The `hardware` row of one instance type."""
+    tensor = {f"tensor_{p}_flops": flops / CORES_PER_CHIP for p, flops in CHIP_TENSOR_FLOPS.items()}
+    return {"instance_type": instance.name, "chips": instance.chips, "cores": instance.cores,
+            "cores_per_chip": CORES_PER_CHIP, "hbm_bytes_per_core": CHIP_HBM_BYTES // CORES_PER_CHIP,
+            "hbm_bytes_per_s_per_core": CHIP_HBM_BYTES_PER_S / CORES_PER_CHIP, **tensor,
+            "vector_fp32_flops": CORE_VECTOR_FLOPS, "scalar_fp32_flops": CORE_SCALAR_FLOPS,
+            "chip_link_bytes_per_s": CHIP_DMA_BYTES_PER_S / CORES_PER_CHIP,
+            "node_link_bytes_per_s": (None if instance.neuronlink_bytes_per_s is None
+                                      else instance.neuronlink_bytes_per_s / CORES_PER_CHIP),
+            "network_bytes_per_s": instance.network_bytes_per_s}
+
+
+def table() -> pa.Table:
+    """The `hardware` table: every instance type, the columns of `COLUMNS`."""
+    rows = [row(instance) for instance in INSTANCE_TYPES.values()]
+    return pa.table({name: pa.array([r[name] for r in rows], type=typ) for name, typ, _ in COLUMNS})
+
+
+def lookup(instance_type: str | None) -> dict | None:
+    """The `hardware` row of an instance type; None when it is not a known Trainium type."""
+    instance = INSTANCE_TYPES.get(instance_type or "")
+    return None if instance is None else row(instance)

@@ -1,0 +1,45 @@
+"""Human text formats shared by the terminal, Markdown, SARIF and the report: one of each."""
+
+from __future__ import annotations
+
+
+def duration(seconds: float | None) -> str:
+    """A duration in the unit that reads best: '1.234 s', '12.30 ms', '45.0 µs'."""
+    if seconds is None:
+        return "n/a"
+    if seconds == 0:
+        return "0 s"
+    if seconds >= 1:
+        return f"{seconds:,.3f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:,.2f} ms"
+    return f"{seconds * 1e6:,.1f} µs"
+
+
+def compact(values) -> str:
+    """Sorted integers as ranges: [0, 1, 2, 5, 7, 8] -> '0-2, 5, 7-8'."""
+    values = sorted(set(values))
+    if not values:
+        return "none"
+    parts, start, prev = [], values[0], values[0]
+    for value in values[1:] + [None]:
+        if value is not None and value == prev + 1:
+            prev = value
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if value is not None:
+            start = prev = value
+    return ", ".join(parts)
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        value = f"{value:.4g}"
+    return " ".join(str(value).split()).replace("|", "\\|")
+
+
+def markdown_table(rows, head) -> list[str]:
+    """Lines of a Markdown table: `rows` are sequences in the order of `head`."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return lines
