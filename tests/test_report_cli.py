@@ -8,9 +8,9 @@ import json
 import pytest
 
 SAVED = {"schema": "trnprof.findings/1", "run": "elsewhere", "findings": [{
-    "code": "HW001", "name": "hand.written", "severity": "low", "title": "A hand-written finding",
-    "message": "written by the test", "ranks": [1], "steps": [2], "impact": {"seconds_per_step": 0.5,
-                                                                            "fraction_of_step": 0.25}}]}
+    "code": "HW001", "name": "hand.written", "pack": "hand", "severity": "low", "title": "A hand-written finding",
+    "message": "written by the test", "recommendation": "none", "ranks": [1], "steps": [2], "evidence": [],
+    "impact": {"seconds_per_step": 0.5, "fraction_of_step": 0.25}}]}
 
 
 def test_report_runs_the_rules_and_writes_one_page(sample_run, tmp_path, cli):

@@ -3,10 +3,12 @@ has none; the header and findings table as escaped HTML."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from tests.conftest import write_inline_run
 from trnprof.api import open_run
+from trnprof.rules_engine.document import SCHEMA, Document
 from trnprof.report.sections import (breakdown, collectives, findings_table, header, input_pipeline, memory,
                                      stragglers, timeline)
 
@@ -28,8 +30,10 @@ def _finding(**extra):
     return finding | extra
 
 
-def _document(findings, **extra):
-    return {"schema": "trnprof.findings/1", "findings": findings, "not_evaluated": [], "errors": []} | extra
+def _document(findings, **extra) -> Document:
+    document = {"schema": SCHEMA, "run": "r", "findings": findings, "not_evaluated": [], "errors": [], "rules": [],
+                "steps": 4, "warmup_steps": [], "mean_step_s": None, "seconds": 0.0, "rule_seconds": {}}
+    return msgspec.convert(document | extra, Document)
 
 
 @pytest.mark.parametrize("module", CHARTS, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
@@ -82,7 +86,8 @@ def test_header_lists_job_facts_and_top_findings(run):
 
 def test_findings_table_escapes_and_shows_evidence():
     document = _document([_finding(message=HOSTILE, evidence=[{"name": HOSTILE, "lost_ns": 5}])],
-                         not_evaluated=[{"name": "compile.recompilation", "reason": "no compile events"}])
+                         not_evaluated=[{"code": "CP002", "name": "compile.recompilation",
+                                         "reason": "no compile events"}])
     section = findings_table.build(document, "from a file")
     assert HOSTILE not in section.html and "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;" in section.html
     assert "<summary>evidence (1 rows)</summary>" in section.html and "<td>5</td>" in section.html

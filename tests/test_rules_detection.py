@@ -26,23 +26,23 @@ def _simulated(tmp_path, preset, overrides=(), faults=(), steps=6):
 @pytest.mark.parametrize("case", DATA["faults"], ids=[c["fault"]["kind"] for c in DATA["faults"]])
 def test_a_fault_makes_its_rule_the_top_finding(tmp_path, case):
     document = _simulated(tmp_path, case["preset"], case.get("overrides", ()), [case["fault"]], case.get("steps", 6))
-    assert document["errors"] == []
-    summary = [(f["name"], f["severity"], f["impact"]["fraction_of_step"]) for f in document["findings"]]
-    assert document["findings"], f"nothing found for {case['fault']}"
-    top = document["findings"][0]
-    assert top["name"] == case["top"], summary
-    assert top["severity"] in ("medium", "high"), summary
+    assert document.errors == []
+    summary = [(f.name, f.severity, f.impact.fraction_of_step) for f in document.findings]
+    assert document.findings, f"nothing found for {case['fault']}"
+    top = document.findings[0]
+    assert top.name == case["top"], summary
+    assert top.severity in ("medium", "high"), summary
     if "rank" in case["fault"]:
-        assert top["ranks"] == [case["fault"]["rank"]]
+        assert top.ranks == [case["fault"]["rank"]]
     if "node" in case["fault"]:
-        assert top.get("pattern") == f"node {case['fault']['node']}"
+        assert top.pattern == f"node {case['fault']['node']}"
 
 
 @pytest.mark.parametrize("case", DATA["clean"], ids=[" ".join([c["preset"], *c.get("overrides", ())]) for c in DATA["clean"]])
 def test_a_clean_job_raises_nothing_of_medium_or_above(tmp_path, case):
     document = _simulated(tmp_path, case["preset"], case.get("overrides", ()))
-    assert document["errors"] == []
-    loud = [(f["name"], f["severity"]) for f in document["findings"] if f["severity"] != "low"]
+    assert document.errors == []
+    loud = [(f.name, f.severity) for f in document.findings if f.severity != "low"]
     assert loud == []
 
 
@@ -53,5 +53,5 @@ def test_real_kineto_traces_are_analyzed(cli, tmp_path, trace):
     ingested = cli("ingest", source, "-o", tmp_path / "run")
     assert ingested.exit_code == 0, ingested.output
     document = analyze(tmp_path / "run")
-    assert document["errors"] == []
-    assert sorted(f["name"] for f in document["findings"]) == sorted(trace["fired"])
+    assert document.errors == []
+    assert sorted(f.name for f in document.findings) == sorted(trace["fired"])

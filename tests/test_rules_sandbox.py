@@ -112,9 +112,9 @@ def test_a_failing_or_slow_rule_is_reported_and_the_others_run(tmp_path, sample_
                                sql="SELECT * FROM read_text('/etc/hostname')", message="{content}"))
     started = time.perf_counter()
     document = analyze(sample_run, rules=[pack], select=["testpack"], builtin=False, timeout=0.5)
-    errors = {e["name"]: e["error"] for e in document["errors"]}
+    errors = {e.name: e.error for e in document.errors}
     assert "nonexistent" in errors["testpack.broken"]
     assert errors["testpack.forever"] == "timed out after 0.5 s"
     assert "Permission" in errors["testpack.escape"]
-    assert [f["name"] for f in document["findings"]] == ["testpack.ok"]
+    assert [f.name for f in document.findings] == ["testpack.ok"]
     assert time.perf_counter() - started < 30

@@ -15,6 +15,7 @@ import click
 from ..rules_engine.config import read_config
 from ..rules_engine.engine import plan, run_plan
 from ..jsonplain import to_json
+from ..rules_engine.document import Document, to_json_bytes
 from ..rules_engine.render import to_markdown, to_text
 from ..rules_engine.sarif import to_sarif
 from ..rules_engine.spec import SEVERITIES, severity_rank
@@ -23,11 +24,11 @@ EXIT_FINDINGS = 1
 EXIT_INCOMPLETE = 2
 
 
-def fails(document: dict, fail_on: str | None) -> bool:
+def fails(document: Document, fail_on: str | None) -> bool:
     """True when a finding is at or above `fail_on`."""
     if not fail_on:
         return False
-    return any(severity_rank(f["severity"]) >= severity_rank(fail_on) for f in document["findings"])
+    return any(severity_rank(f.severity) >= severity_rank(fail_on) for f in document.findings)
 
 
 @click.command("analyze")
@@ -58,17 +59,17 @@ def command(run, select, ignore, assignments, rule_dirs, config, fmt, fail_on, t
                   timeout=timeout)
     document = run_plan(run, chosen, threads=threads)
     if fmt == "json":
-        click.echo(to_json(document))
+        click.echo(to_json_bytes(document).decode())
     elif fmt == "sarif":
         click.echo(to_json(to_sarif(document, chosen.rules)))
     elif fmt == "markdown":
         click.echo(to_markdown(document), nl=False)
     else:
         click.echo(to_text(document))
-    for error in document["errors"]:
-        click.echo(f"warning: rule {error['name']} failed: {error['error']}", err=True)
-    if fail_on and document["errors"]:
-        click.echo(f"error: {len(document['errors'])} rule(s) failed, so --fail-on {fail_on} cannot pass this run",
+    for error in document.errors:
+        click.echo(f"warning: rule {error.name} failed: {error.error}", err=True)
+    if fail_on and document.errors:
+        click.echo(f"error: {len(document.errors)} rule(s) failed, so --fail-on {fail_on} cannot pass this run",
                    err=True)
         sys.exit(EXIT_INCOMPLETE)
     if fails(document, fail_on):

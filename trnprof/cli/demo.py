@@ -11,7 +11,7 @@ from ..api import open_run
 from ..collectors.trn1 import demo_config, simulate
 from ..report import write_report
 from ..rules_engine import analyze
-from ..jsonplain import to_json
+from ..rules_engine.document import to_json_bytes
 from ..textfmt import duration
 
 TOP_FINDINGS = 3
@@ -27,7 +27,7 @@ def command(out: Path):
     click.echo("simulating the tiny job on trn1.2xlarge with a slow data loader ...")
     simulate(demo_config(), run_path, overwrite=run_path.exists())
     document = analyze(run_path)
-    (out / "analyze.json").write_text(to_json(document) + "\n", encoding="utf-8")
+    (out / "analyze.json").write_bytes(to_json_bytes(document) + b"\n")
     written = write_report(run_path, out / "report.html", findings=out / "analyze.json")
     with open_run(run_path) as run:
         info = run.info()
@@ -37,11 +37,11 @@ def command(out: Path):
     click.echo(f"step time   median {duration(step['median'])}, p95 {duration(step['p95'])}")
     if info["throughput"]:
         click.echo(f"throughput  {info['throughput']['value']:,.1f} {info['throughput']['unit']}")
-    click.echo(f"findings    {len(document['findings'])}, most severe first, then by time lost:")
-    for finding in document["findings"][:TOP_FINDINGS]:
-        impact = finding["impact"]
-        cost = (f"{duration(impact['seconds_per_step'])} per step ({impact['fraction_of_step']:.0%} of step time)"
-                if impact.get("seconds_per_step") else "no time cost measured")
-        click.echo(f"  {finding['severity']:<7} {finding['code']} {finding['title']}: {cost}")
+    click.echo(f"findings    {len(document.findings)}, most severe first, then by time lost:")
+    for finding in document.findings[:TOP_FINDINGS]:
+        impact = finding.impact
+        cost = (f"{duration(impact.seconds_per_step)} per step ({impact.fraction_of_step:.0%} of step time)"
+                if impact.seconds_per_step else "no time cost measured")
+        click.echo(f"  {finding.severity:<7} {finding.code} {finding.title}: {cost}")
     click.echo(f"run         {run_path}")
     click.echo(f"report      {Path(written['path']).resolve()}  (open it in a browser; works offline)")

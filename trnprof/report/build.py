@@ -13,6 +13,7 @@ import altair as alt
 from .._version import __version__
 from ..api import open_run
 from ..errors import TrnprofError
+from ..rules_engine.document import Document
 from . import export, findings as findings_mod, vega
 from .page import render
 from .sections import breakdown, collectives, findings_table, header, input_pipeline, memory, stragglers, timeline
@@ -20,12 +21,12 @@ from .sections import breakdown, collectives, findings_table, header, input_pipe
 CHART_SECTIONS = (breakdown, timeline, collectives, memory, stragglers, input_pipeline)
 
 
-def _findings(run, findings, analyze: bool) -> tuple[dict | None, str]:
+def _findings(run, findings, analyze: bool) -> tuple[Document | None, str]:
     """The findings document and a line saying where it came from."""
     if findings is not None:
         document = findings_mod.read_findings(findings)
-        analyzed = f" (analyzed run: {document['run']})" if document.get("run") else ""
-        if document.get("run") and Path(document["run"]).resolve() != Path(run.path).resolve():
+        analyzed = f" (analyzed run: {document.run})"
+        if Path(document.run).resolve() != Path(run.path).resolve():
             analyzed += " WARNING: that is not the run this report shows; re-run `trnprof analyze` on it."
         return document, f"Findings loaded from {findings}{analyzed}."
     if analyze:
@@ -86,5 +87,5 @@ def write_report(run, out, *, findings=None, analyze: bool = True, png_dir=None,
     exported = export.export_charts(specs, png_dir) if png_dir is not None else []
     return {"path": str(out), "bytes": len(page.encode()), "charts": list(specs),
             "empty": {s.id: s.empty for s in sections if s.empty},
-            "findings": None if document is None else len(document["findings"]),
+            "findings": None if document is None else len(document.findings),
             "exports": [str(p) for p in exported]}

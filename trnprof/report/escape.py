@@ -1,8 +1,7 @@
-"""Escaping for the two places trace strings reach the page: HTML text and JSON in <script>."""
+"""Escaping of JSON inside <script> (HTML text is escaped by the autoescaping templates)."""
 
 from __future__ import annotations
 
-import html
 import json
 
 # In JSON these characters only occur inside strings, where the \u form means the same; escaped,
@@ -10,11 +9,6 @@ import json
 # end a JavaScript line (U+2028/9).
 _JSON_IN_SCRIPT = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
                                   "\u2028": "\\u2028", "\u2029": "\\u2029"})
-
-
-def text(value) -> str:
-    """Any value as HTML text (element content or a quoted attribute value)."""
-    return html.escape("" if value is None else str(value), quote=True)
 
 
 def json_for_script(document) -> str:

@@ -12,7 +12,7 @@ class Section:
     title: str
     intro: str = ""                # plain text: what the section shows
     chart: object | None = None    # an Altair chart
-    html: str = ""                 # already-escaped HTML (tables)
+    html: str = ""                 # HTML rendered from a template (Markup); plain str is escaped
     notes: list[str] = field(default_factory=list)  # plain text: what was aggregated or sampled
     gaps: list[str] = field(default_factory=list)   # plain text: parts not drawn for want of data
     empty: str | None = None       # plain text: why the section has no data

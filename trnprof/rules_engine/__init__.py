@@ -2,11 +2,12 @@
 
     from trnprof.rules_engine import analyze
     document = analyze("runs/job1", select=["input", "overlap"], set={"input.starvation.high_share": 0.3})
-    document["findings"][0]["impact"]["fraction_of_step"]
+    document.findings[0].impact.fraction_of_step      # a typed `Document` (see document.py)
 """
 
-from .engine import SCHEMA, analyze, evaluate
+from .document import SCHEMA, Document, Finding, read_document
+from .engine import analyze, evaluate
 from .loader import Rule, RuleError, load_rules
 from .spec import SEVERITIES
 
-__all__ = ["SCHEMA", "SEVERITIES", "Rule", "RuleError", "analyze", "evaluate", "load_rules"]
+__all__ = ["SCHEMA", "SEVERITIES", "Document", "Finding", "read_document", "Rule", "RuleError", "analyze", "evaluate", "load_rules"]

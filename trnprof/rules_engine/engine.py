@@ -1,5 +1,5 @@
 """`analyze()`: run the selected rules over a run, in the sandbox, and return the findings
-document (the `--format json` contract, schema `trnprof.findings/1`)."""
+document (`document.Document`, the `--format json` contract)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from trnprof import session
 from trnprof.api import Run, open_run
 
 from . import findings as findings_mod
+from .document import SCHEMA, Document, NotEvaluated, RuleFailure
 from .catalog import signal_names, stdlib_views
 from .config import read_config
 from .loader import Rule, load_rules
@@ -22,7 +23,6 @@ from .sandbox import Sandbox, SandboxError
 from .selection import choose, split
 from .spec import ConfigFile, Probe
 
-SCHEMA = "trnprof.findings/1"
 DEFAULT_TIMEOUT_S = 60.0
 CONTEXT_TABLES = ("step_phases",)  # the engine reads the steady steps and their mean time
 _CREATE_VIEW = re.compile(r"^\s*CREATE\s+VIEW\s+\w+\s+AS\s", re.IGNORECASE)
@@ -94,7 +94,7 @@ def _bind(rule: Rule, params: dict) -> dict:
 
 
 def evaluate(run: Run, rules: list[Rule], params: dict[str, dict], *, timeout: float = DEFAULT_TIMEOUT_S,
-             threads: int | None = None) -> dict:
+             threads: int | None = None) -> Document:
     """Run `rules` (already chosen) with their `params` over an open run."""
     started = time.perf_counter()
     sandbox = Sandbox(collect_tables(run, _needed_tables(rules)), threads=threads)
@@ -111,22 +111,21 @@ def evaluate(run: Run, rules: list[Rule], params: dict[str, dict], *, timeout: f
             try:
                 reason = _missing(rule, sandbox, signals, timeout)
                 if reason:
-                    not_evaluated.append({"code": rule.code, "name": rule.name, "reason": reason})
+                    not_evaluated.append(NotEvaluated(name=rule.name, reason=reason, code=rule.code))
                     continue
                 frame = sandbox.query(rule.spec.sql, _bind(rule, params[rule.name]), timeout=timeout)
                 found += findings_mod.build(rule, params[rule.name], frame, n_steps, mean_step_ns, warmup)
             except (SandboxError, findings_mod.FindingError) as exc:
-                errors.append({"code": rule.code, "name": rule.name, "error": str(exc)})
+                errors.append(RuleFailure(name=rule.name, error=str(exc), code=rule.code))
             finally:
                 timings[rule.name] = round(time.perf_counter() - t0, 6)
     finally:
         sandbox.close()
     found.sort(key=findings_mod.sort_key)
-    return {"schema": SCHEMA, "run": str(run.path), "findings": found, "not_evaluated": not_evaluated,
-            "errors": errors, "rules": [rule.name for rule in rules],
-            "steps": n_steps, "warmup_steps": sorted(warmup),
-            "mean_step_s": mean_step_ns / 1e9 if mean_step_ns else None,
-            "seconds": round(time.perf_counter() - started, 6), "rule_seconds": timings}
+    return Document(schema=SCHEMA, run=str(run.path), findings=found, not_evaluated=not_evaluated,
+                    errors=errors, rules=[rule.name for rule in rules], steps=n_steps,
+                    warmup_steps=sorted(warmup), mean_step_s=mean_step_ns / 1e9 if mean_step_ns else None,
+                    seconds=round(time.perf_counter() - started, 6), rule_seconds=timings)
 
 
 @dataclass
@@ -154,7 +153,7 @@ def plan(*, select=(), ignore=(), set=None, rules=(), config: str | Path | Confi
     return Plan(choose(all_rules, select, ignore), params, DEFAULT_TIMEOUT_S if timeout is None else float(timeout))
 
 
-def run_plan(run: str | Path | Run, chosen: Plan, *, threads: int | None = None) -> dict:
+def run_plan(run: str | Path | Run, chosen: Plan, *, threads: int | None = None) -> Document:
     """The findings document of `chosen` over a run (a path or an open `Run`)."""
     if isinstance(run, Run):
         return evaluate(run, chosen.rules, chosen.params, timeout=chosen.timeout, threads=threads)
@@ -163,7 +162,7 @@ def run_plan(run: str | Path | Run, chosen: Plan, *, threads: int | None = None)
 
 
 def analyze(run: str | Path | Run, *, select=(), ignore=(), set=None, rules=(), config=None,
-            timeout: float | None = None, threads: int | None = None, builtin: bool = True) -> dict:
+            timeout: float | None = None, threads: int | None = None, builtin: bool = True) -> Document:
     """Analyze a run (a path or an open `Run`) and return the findings document.
 
     select / ignore: codes, code prefixes, names or packs; set: {"rule.param": value} or

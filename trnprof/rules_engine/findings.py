@@ -19,6 +19,7 @@ import pandas as pd
 from trnprof.jsonplain import plain
 from trnprof.textfmt import compact
 
+from .document import Finding, Impact
 from .loader import Rule
 from .spec import SEVERITIES, severity_rank
 
@@ -88,7 +89,7 @@ def _checked(frame: pd.DataFrame, rule: Rule) -> pd.DataFrame:
     return frame
 
 
-def impact(rows: pd.DataFrame, n_steps: int, mean_step_ns: float | None) -> dict:
+def impact(rows: pd.DataFrame, n_steps: int, mean_step_ns: float | None) -> Impact:
     """Seconds lost per step and share of the mean step time.
 
     Per step, the largest loss among the step's rows counts (ranks wait for the slowest); rows
@@ -104,7 +105,7 @@ def impact(rows: pd.DataFrame, n_steps: int, mean_step_ns: float | None) -> dict
         lost_ns = max(everywhere, float(per_step.max()) if len(per_step) else 0.0)
     seconds = lost_ns / 1e9
     fraction = seconds / (mean_step_ns / 1e9) if mean_step_ns else 0.0
-    return {"seconds_per_step": round(float(seconds), 9), "fraction_of_step": round(float(fraction), 6)}
+    return Impact(round(float(seconds), 9), round(float(fraction), 6))
 
 
 def _evidence(rows: pd.DataFrame) -> list[dict]:
@@ -116,7 +117,7 @@ def _evidence(rows: pd.DataFrame) -> list[dict]:
 
 
 def build(rule: Rule, params: dict, frame: pd.DataFrame, n_steps: int, mean_step_ns: float | None,
-          warmup=frozenset()) -> list[dict]:
+          warmup=frozenset()) -> list[Finding]:
     """The findings of one rule from its rows; rows of warm-up steps count as evidence, not in
     the impact (which is measured over the `n_steps` steady steps)."""
     if frame.empty:
@@ -130,27 +131,24 @@ def build(rule: Rule, params: dict, frame: pd.DataFrame, n_steps: int, mean_step
         steps = _int_list(rows["step"], "step") if "step" in rows else []
         severity = max(rows["_severity"], key=severity_rank)
         steady = rows[~rows["step"].isin(warmup)] if "step" in rows and warmup else rows
-        cost = impact(steady, n_steps, mean_step_ns) if len(steady) else \
-            {"seconds_per_step": 0.0, "fraction_of_step": 0.0}
+        cost = impact(steady, n_steps, mean_step_ns) if len(steady) else Impact(0.0, 0.0)
         evidence = _evidence(rows)
         fields = {**params, **(evidence[0] if evidence else {}),
                   "pattern": pattern, "ranks": compact(ranks), "n_ranks": len(ranks),
                   "steps": compact(steps), "n_steps": len(steps), "severity": severity,
-                  "seconds_per_step": cost["seconds_per_step"],
-                  "ms_per_step": cost["seconds_per_step"] * 1e3,
-                  "fraction_of_step": cost["fraction_of_step"]}
-        finding = {"code": rule.code, "name": rule.name, "pack": rule.pack, "severity": severity,
-                   "title": rule.spec.title, "message": render(rule.spec.message, fields),
-                   "recommendation": render(rule.spec.recommendation, fields),
-                   "ranks": ranks, "steps": steps, "impact": cost, "evidence": evidence}
-        if pattern:
-            finding["pattern"] = pattern
-        findings.append(finding)
+                  "seconds_per_step": cost.seconds_per_step,
+                  "ms_per_step": cost.seconds_per_step * 1e3,
+                  "fraction_of_step": cost.fraction_of_step}
+        findings.append(Finding(code=rule.code, name=rule.name, pack=rule.pack, severity=severity,
+                                title=rule.spec.title, message=render(rule.spec.message, fields),
+                                recommendation=render(rule.spec.recommendation, fields),
+                                ranks=ranks, steps=steps, impact=cost, evidence=evidence,
+                                pattern=pattern or None))
     return findings
 
 
-def sort_key(finding: dict):
+def sort_key(finding: Finding):
     """Most severe first, then by time lost per step (severity grades a finding's cost over the
     run, and some findings, e.g. memory, cost no step time)."""
-    return (-severity_rank(finding["severity"]), -finding["impact"]["seconds_per_step"],
-            -finding["impact"]["fraction_of_step"], finding["code"], finding.get("pattern", ""))
+    return (-severity_rank(finding.severity), -finding.impact.seconds_per_step,
+            -finding.impact.fraction_of_step, finding.code, finding.pattern or "")

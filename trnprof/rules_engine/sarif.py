@@ -7,10 +7,14 @@ import hashlib
 import os
 from pathlib import Path
 
+import msgspec
+
 from trnprof._version import __version__
 from trnprof.schema import MANIFEST_FILE
 
 from trnprof.textfmt import compact
+
+from .document import Document, Finding
 from .loader import Rule
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -44,42 +48,42 @@ def _descriptor(rule: Rule) -> dict:
     }
 
 
-def _result(finding: dict, index: int, uri: str) -> dict:
+def _result(finding: Finding, index: int, uri: str) -> dict:
     scope = []
-    if finding["ranks"]:
-        scope.append(f"ranks[{compact(finding['ranks'])}]")
-    if finding["steps"]:
-        scope.append(f"steps[{compact(finding['steps'])}]")
-    identity = f"{finding['code']}:{finding.get('pattern', '')}"
+    if finding.ranks:
+        scope.append(f"ranks[{compact(finding.ranks)}]")
+    if finding.steps:
+        scope.append(f"steps[{compact(finding.steps)}]")
+    identity = f"{finding.code}:{finding.pattern or ''}"
     return {
-        "ruleId": finding["code"], "ruleIndex": index, "level": LEVELS[finding["severity"]],
-        "message": {"text": f"{finding['title']}. {finding['message']} Fix: {finding['recommendation']}"},
+        "ruleId": finding.code, "ruleIndex": index, "level": LEVELS[finding.severity],
+        "message": {"text": f"{finding.title}. {finding.message} Fix: {finding.recommendation}"},
         "locations": [{
             "physicalLocation": {"artifactLocation": {"uri": uri}, "region": {"startLine": 1}},
-            "logicalLocations": [{"name": finding.get("pattern") or finding["name"], "kind": "resource",
+            "logicalLocations": [{"name": finding.pattern or finding.name, "kind": "resource",
                                   "fullyQualifiedName": "/".join(["run"] + scope) if scope else "run"}],
         }],
         "partialFingerprints": {"trnprofFinding/v1": hashlib.sha256(identity.encode()).hexdigest()[:32]},
-        "properties": {"impact": finding["impact"], "ranks": finding["ranks"], "steps": finding["steps"],
-                       "name": finding["name"], "severity": finding["severity"]},
+        "properties": {"impact": msgspec.to_builtins(finding.impact), "ranks": finding.ranks,
+                       "steps": finding.steps, "name": finding.name, "severity": finding.severity},
     }
 
 
-def to_sarif(document: dict, rules: list[Rule]) -> dict:
+def to_sarif(document: Document, rules: list[Rule]) -> dict:
     """The SARIF log of a findings document; `rules` are the rules that were run."""
-    selected = [rule for rule in rules if rule.name in set(document["rules"])]
+    selected = [rule for rule in rules if rule.name in set(document.rules)]
     index = {rule.code: i for i, rule in enumerate(selected)}
-    uri = _uri(document["run"])
+    uri = _uri(document.run)
     return {
         "$schema": SARIF_SCHEMA, "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": "trnprof", "version": __version__, "semanticVersion": __version__,
                                 "rules": [_descriptor(r) for r in selected]}},
-            "results": [_result(f, index[f["code"]], uri) for f in document["findings"]],
-            "invocations": [{"executionSuccessful": not document["errors"],
+            "results": [_result(f, index[f.code], uri) for f in document.findings],
+            "invocations": [{"executionSuccessful": not document.errors,
                              "toolExecutionNotifications": [
-                                 {"level": "error", "message": {"text": f"{e['name']}: {e['error']}"}}
-                                 for e in document["errors"]]}],
-            "properties": {"not_evaluated": document["not_evaluated"]},
+                                 {"level": "error", "message": {"text": f"{e.name}: {e.error}"}}
+                                 for e in document.errors]}],
+            "properties": {"not_evaluated": msgspec.to_builtins(document.not_evaluated)},
         }],
     }

@@ -23,6 +23,7 @@ from trnprof.errors import TrnprofError
 from trnprof.manifest import new_manifest
 from trnprof.runstore import write_run
 
+from .document import Document, Finding
 from .engine import evaluate
 from .loader import Rule
 from .params import cast
@@ -129,33 +130,33 @@ def write_from_factory(made: Factory, path: Path) -> Path:
     return factory(dict(made.args), path)
 
 
-def _check(expect: Expect, finding: dict) -> bool:
-    fraction = finding["impact"]["fraction_of_step"]
-    return ((expect.severity is None or expect.severity == finding["severity"])
-            and (expect.pattern is None or expect.pattern == finding.get("pattern"))
-            and (expect.ranks is None or expect.ranks == finding["ranks"])
-            and (expect.steps is None or expect.steps == finding["steps"])
+def _check(expect: Expect, finding: Finding) -> bool:
+    fraction = finding.impact.fraction_of_step
+    return ((expect.severity is None or expect.severity == finding.severity)
+            and (expect.pattern is None or expect.pattern == finding.pattern)
+            and (expect.ranks is None or expect.ranks == finding.ranks)
+            and (expect.steps is None or expect.steps == finding.steps)
             and (expect.min_fraction is None or fraction >= expect.min_fraction)
             and (expect.max_fraction is None or fraction <= expect.max_fraction)
-            and (expect.message_contains is None or expect.message_contains in finding["message"]))
+            and (expect.message_contains is None or expect.message_contains in finding.message))
 
 
-def _summary(finding: dict) -> str:
-    return (f"{finding['severity']} pattern={finding.get('pattern', '')!r} ranks={finding['ranks']} "
-            f"steps={finding['steps']} fraction={finding['impact']['fraction_of_step']:.3f} "
-            f"message={finding['message']!r}")
+def _summary(finding: Finding) -> str:
+    return (f"{finding.severity} pattern={finding.pattern or ''!r} ranks={finding.ranks} "
+            f"steps={finding.steps} fraction={finding.impact.fraction_of_step:.3f} "
+            f"message={finding.message!r}")
 
 
-def compare(case: Case, rule: Rule, document: dict) -> list[str]:
+def compare(case: Case, rule: Rule, document: Document) -> list[str]:
     """What differs between the case's expectation and the rule's result."""
-    if document["errors"]:
-        return [f"rule failed: {document['errors'][0]['error']}"]
-    skipped = [n for n in document["not_evaluated"] if n["name"] == rule.name]
+    if document.errors:
+        return [f"rule failed: {document.errors[0].error}"]
+    skipped = [n for n in document.not_evaluated if n.name == rule.name]
     if case.expect == "not_evaluated":
         return [] if skipped else ["expected the rule not to be evaluated, but it was"]
     if skipped:
-        return [f"rule was not evaluated: {skipped[0]['reason']}"]
-    found = [f for f in document["findings"] if f["name"] == rule.name]
+        return [f"rule was not evaluated: {skipped[0].reason}"]
+    found = [f for f in document.findings if f.name == rule.name]
     problems, unused = [], list(found)
     for expect in case.expect:
         match = next((f for f in unused if _check(expect, f)), None)

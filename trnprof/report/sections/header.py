@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from .. import limits, queries
-from ..escape import text
+from .. import limits, queries, templates
 from ..format import duration, job_value, share
 from ..section import Section
 from ...info import run_info
+from ...rules_engine.document import Document
 
 
 def _facts(run) -> list[tuple[str, str]]:
@@ -23,32 +23,16 @@ def _facts(run) -> list[tuple[str, str]]:
         ("parallelism", job_value(job.get("parallelism") or job.get("parallel"))),
         ("precision", job_value(job.get("precision"))),
         ("steps", job_value(info["steps"])),
-        ("step time", f"median {duration(step['median'])}, p95 {duration(step['p95'])}" if step else "n/a"),
+        ("step time", f"median {duration(step['median'])}, p95 {duration(step['p95'])} "
+                      f"over {step['steps']:,} steady steps" if step else "n/a"),
+        ("warm-up", ", ".join(f"step {w['step']}: {duration(w['seconds'])}" for w in info["warmup"]) or "none"),
         ("throughput", f"{throughput['value']:,.1f} {throughput['unit']}" if throughput else "unknown"),
         ("MFU", share(info["mfu"]) if info["mfu"] is not None else "unknown"),
     ]
 
 
-def _top_findings(findings: dict | None) -> str:
-    if findings is None:
-        return '<p class="muted">Findings were not computed.</p>'
-    top = findings["findings"][: limits.TOP_FINDINGS]
-    if not top:
-        return '<p class="muted">No findings: no rule fired on this run.</p>'
-    items = []
-    for index, f in enumerate(top):
-        impact = f["impact"]
-        items.append(
-            f'<li><span class="sev sev-{text(f["severity"])}">{text(f["severity"])}</span> '
-            f'<a href="#finding-{index}">{text(f["title"])}</a> '
-            f'<span class="impact">{text(duration(impact["seconds_per_step"]))} per step '
-            f'({text(share(impact["fraction_of_step"]))} of step time)</span></li>')
-    more = len(findings["findings"]) - len(top)
-    tail = f'<p class="muted">{more} more in <a href="#findings">Findings</a>.</p>' if more > 0 else ""
-    return f'<ol class="top-findings">{"".join(items)}</ol>{tail}'
-
-
-def build(run, findings: dict | None) -> Section:
-    rows = "".join(f"<div><dt>{text(k)}</dt><dd>{text(v)}</dd></div>" for k, v in _facts(run))
-    html = (f'<dl class="facts">{rows}</dl><h3>Top findings</h3>{_top_findings(findings)}')
+def build(run, findings: Document | None) -> Section:
+    top = [] if findings is None else findings.findings[: limits.TOP_FINDINGS]
+    more = 0 if findings is None else len(findings.findings) - len(top)
+    html = templates.render("summary.html.j2", facts=_facts(run), findings=findings, top=top, more=more)
     return Section("summary", "Summary", html=html)

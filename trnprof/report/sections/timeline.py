@@ -6,8 +6,7 @@ from __future__ import annotations
 import altair as alt
 
 from ... import schema
-from .. import limits, queries
-from ..escape import text
+from .. import limits, queries, templates
 from ..section import Section
 
 WIDTH = 900
@@ -27,12 +26,7 @@ def _table(frame) -> str:
     ops = frame.groupby(["kind", "name"], as_index=False).agg(
         count=("dur", "size"), total=("dur", "sum"), longest=("dur", "max"), ranks=("rank", "nunique"))
     ops = ops.nlargest(limits.OPS_LISTED, "total")
-    rows = "".join(f"<tr><td>{text(r.name)}</td><td>{text(r.kind)}</td><td class=\"num\">{r.ranks}</td>"
-                   f"<td class=\"num\">{r.count:,}</td><td class=\"num\">{r.total:,.3f}</td>"
-                   f"<td class=\"num\">{r.longest:,.3f}</td></tr>" for r in ops.itertuples())
-    return ("<details><summary>ops taking the most time in this step (drawn ranks together)</summary>"
-            "<table><thead><tr><th>name</th><th>kind</th><th>ranks</th><th>events</th><th>total ms</th>"
-            f"<th>longest ms</th></tr></thead><tbody>{rows}</tbody></table></details>")
+    return templates.render("ops.html.j2", ops=list(ops.itertuples()))
 
 
 def build(run) -> Section:
