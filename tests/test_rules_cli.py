@@ -141,10 +141,10 @@ def test_rules_new_writes_a_rule_that_passes_its_tests(cli, tmp_path):
 
 def test_rules_docs_writes_and_checks(cli, tmp_path):
     out = tmp_path / "docs"
-    assert cli("rules", "docs", "--check", "--out", out).exit_code == 1
-    assert cli("rules", "docs", "--out", out).exit_code == 0
+    assert cli("rules", "docs", "--check", "--output", out).exit_code == 1
+    assert cli("rules", "docs", "--output", out).exit_code == 0
     assert {p.name for p in out.iterdir()} >= {"index.md", "input.md", "memory.md"}
-    assert cli("rules", "docs", "--check", "--out", out).exit_code == 0
+    assert cli("rules", "docs", "--check", "--output", out).exit_code == 0
     (out / "input.md").write_text("edited by hand\n")
-    result = cli("rules", "docs", "--check", "--out", out)
+    result = cli("rules", "docs", "--check", "--output", out)
     assert result.exit_code == 1 and "input.md" in result.stdout

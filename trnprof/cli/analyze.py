@@ -13,6 +13,7 @@ import sys
 import click
 
 from ..rules_engine.config import read_config
+from . import _options as options
 from ..rules_engine.engine import plan, run_plan
 from ..jsonplain import to_json
 from ..rules_engine.document import Document, to_json_bytes
@@ -38,14 +39,13 @@ def fails(document: Document, fail_on: str | None) -> bool:
 @click.option("--ignore", multiple=True, metavar="RULES", help="Skip these rules (same forms as --select).")
 @click.option("--set", "assignments", multiple=True, metavar="RULE.PARAM=VALUE",
               help="Override a rule parameter, e.g. input.starvation.high_share=0.3.")
-@click.option("--rules", "rule_dirs", multiple=True, type=click.Path(path_type=str),
-              help="Add a rule pack folder (or a folder of packs).")
+@options.rules
 @click.option("--config", type=click.Path(path_type=str), help="YAML file with rules, select, ignore, set, timeout, fail_on.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "markdown"]), default="text", show_default=True)
+@options.output_format("text", "json", "sarif", "markdown")
 @click.option("--fail-on", type=click.Choice(SEVERITIES),
               help="Exit 1 when a finding is at or above this severity, 2 when a rule failed or timed out.")
 @click.option("--timeout", type=click.FloatRange(min=0.001), help="Time limit per rule query, seconds [default: 60].")
-@click.option("--threads", type=click.IntRange(min=1), help="DuckDB threads.")
+@options.threads
 def command(run, select, ignore, assignments, rule_dirs, config, fmt, fail_on, timeout, threads):
     """Find what slows RUN down: a short list of findings, most severe first, then by time lost,
     with the ranks and steps affected, the time lost per step and what to do.

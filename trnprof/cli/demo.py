@@ -13,13 +13,14 @@ from ..report import write_report
 from ..rules_engine import analyze
 from ..rules_engine.document import to_json_bytes
 from ..textfmt import duration
+from . import _options as options
 
 TOP_FINDINGS = 3
 
 
 @click.command("demo")
-@click.option("-o", "--out", type=click.Path(path_type=Path), default=Path("trnprof-demo"), show_default=True,
-              help="Folder for the demo's run, analyze.json and report.html (replaced if they hold an earlier demo).")
+@options.output(type=click.Path(path_type=Path), default=Path("trnprof-demo"), show_default=True,
+                help="Folder for the demo's run, analyze.json and report.html (replaced if they hold an earlier demo).")
 def command(out: Path):
     """Simulate the tiny job with a slow data loader, analyze it, write the HTML report and print a
     short summary with the report's path."""

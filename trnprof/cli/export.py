@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import click
 
+from . import _options as options
+
 
 @click.command("export")
 @click.argument("run", type=click.Path(path_type=str))
 @click.option("--format", "fmt", type=click.Choice(["chrome"]), default="chrome", show_default=True,
               help="chrome: Chrome trace JSON (opens in ui.perfetto.dev and chrome://tracing)")
-@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=str),
-              help="file to write (.json or .json.gz)")
-@click.option("--force", is_flag=True, help="replace an existing output file")
+@options.output("File to write (.json or .json.gz).", required=True)
+@options.force("an existing output file")
 def command(run, fmt, out, force):
     """Export RUN (simulated or ingested): a process per rank, a thread per lane, counters as
     counter tracks. `trnprof ingest` reads the file back into the same run."""

@@ -7,6 +7,7 @@ import click
 from ..api import open_run
 from ..jsonplain import to_json
 from ..textfmt import duration
+from . import _options as options
 
 
 def format_info(info: dict) -> str:
@@ -37,7 +38,7 @@ def format_info(info: dict) -> str:
 
 @click.command("info")
 @click.argument("run", type=click.Path(path_type=str))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@options.output_format("text", "json")
 def command(run, fmt):
     """Summarise RUN: world size, steps, step time, throughput, counts, time span."""
     with open_run(run) as opened:

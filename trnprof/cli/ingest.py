@@ -6,19 +6,21 @@ import sys
 
 import click
 
+from . import _options as options
+
 PROGRESS_MIN_BYTES = 64 << 20  # below this an ingest takes about a second: no bar
 
 
 @click.command("ingest")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=str), help="run folder to write")
+@options.output("Run folder to write.", required=True)
 @click.option("--format", "fmt", default="auto", show_default=True,
               type=click.Choice(["auto", "kineto", "neuron-monitor", "neuron-system-profile", "neuron-explorer"]),
               help="input format (auto: detected from each file's content)")
 @click.option("--rank", type=int, default=None,
               help="rank of a trace that names none (no distributedInfo, no rank-N file name); "
                    "for Neuron outputs, the rank of NeuronCore 0")
-@click.option("--force", is_flag=True, help="replace an existing run at the output path")
+@options.force("an existing run at the output path")
 def command(paths, out, fmt, rank, force):
     """Ingest PyTorch profiler / Chrome traces (.json, .json.gz, or folders of per-rank files)
     and Neuron tool outputs into the run folder RUN. Every source entry ends up in events,

@@ -6,12 +6,13 @@ import click
 
 from ..api import open_run
 from ._output import echo_frame
+from . import _options as options
 
 
 @click.command("query")
 @click.argument("run", type=click.Path(path_type=str))
 @click.argument("sql")
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@options.output_format("table", "csv", "json")
 def command(run, sql, fmt):
     """Run SQL over RUN's tables (events, counters, ranks) and the stdlib views.
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from ..report import write_report
+from . import _options as options
 
 
 def _size(n: int) -> str:
@@ -14,14 +15,13 @@ def _size(n: int) -> str:
 
 @click.command("report")
 @click.argument("run", type=click.Path(path_type=str))
-@click.option("-o", "--output", "out", default="report.html", show_default=True, type=click.Path(path_type=str),
-              help="HTML file to write.")
+@options.output("HTML file to write.", default="report.html", show_default=True)
 @click.option("--findings", type=click.Path(path_type=str),
               help="Use a saved `trnprof analyze RUN --format json` result instead of running the rules.")
 @click.option("--no-analyze", is_flag=True, help="Do not run the rules; the page says findings were not computed.")
 @click.option("--png", "png_dir", type=click.Path(path_type=str),
               help="Also write each chart to this folder as PNG and SVG (for docs and tickets).")
-@click.option("--threads", type=click.IntRange(min=1), help="DuckDB threads.")
+@options.threads
 def command(run, out, findings, no_analyze, png_dir, threads):
     """Write the HTML report of RUN: summary, findings, step breakdown, timeline, collectives,
     memory, stragglers and input pipeline, in one file that makes no network request."""

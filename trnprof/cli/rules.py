@@ -13,10 +13,9 @@ from ..rules_engine.loader import load_folder, load_rule_file, load_rules
 from ..rules_engine.scaffold import new_rule
 from ..rules_engine.testing import test_rules
 from ..jsonplain import to_json
+from . import _options as options
 
 DOCS_DIR = "docs/rules"
-_rules_option = click.option("--rules", "rule_dirs", multiple=True, type=click.Path(path_type=str),
-                             help="Add a rule pack folder (or a folder of packs).")
 
 
 @click.group("rules")
@@ -25,8 +24,8 @@ def command():
 
 
 @command.command("list")
-@_rules_option
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@options.rules
+@options.output_format("text", "json")
 def list_(rule_dirs, fmt):
     """List every rule: code, name, severity, title."""
     rules = load_rules(rule_dirs)
@@ -40,7 +39,7 @@ def list_(rule_dirs, fmt):
 
 @command.command("show")
 @click.argument("name")
-@_rules_option
+@options.rules
 def show(name, rule_dirs):
     """Show one rule (by code or name): docs, parameters, SQL."""
     rules = load_rules(rule_dirs)
@@ -91,7 +90,7 @@ def new(name, folder, code):
 
 
 @command.command("docs")
-@click.option("--out", type=click.Path(path_type=str), default=DOCS_DIR, show_default=True)
+@options.output("Folder of the rule reference pages.", default=DOCS_DIR, show_default=True)
 @click.option("--check", is_flag=True, help="Do not write; exit 1 when the pages differ from the rules.")
 def docs(out, check):
     """Generate the rule reference (index and one page per pack) from the built-in rules."""

@@ -9,6 +9,7 @@ import click
 from ..errors import TrnprofError
 from ..jsonplain import to_json
 from ..textfmt import duration
+from . import _options as options
 
 GIB = 1 << 30
 PROGRESS_MIN_RANKS = 64  # show a progress bar from this many ranks on
@@ -50,15 +51,15 @@ def _presets_text(presets: dict) -> str:
 @click.command("simulate")
 @click.argument("config", required=False, type=click.Path(dir_okay=False, path_type=str))
 @click.option("--preset", help="Job preset (a full config) or model preset (that model on its default job).")
-@click.option("-o", "--out", "out", type=click.Path(path_type=str), help="Run folder to write.")
+@options.output("Run folder to write.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override any config key, e.g. --set cluster.nodes=32 --set model.seq_len=2048.")
 @click.option("--seed", type=int, help="Noise seed (run.seed).")
 @click.option("--steps", type=int, help="Training steps to simulate (run.steps).")
 @click.option("--summary-only", is_flag=True, help="Print the model's predictions; emit no trace.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@options.output_format("text", "json")
 @click.option("--list-presets", is_flag=True, help="List the job and model presets.")
-@click.option("--force", is_flag=True, help="Replace an existing run at --out.")
+@options.force("an existing run at --output")
 def command(config, preset, out, overrides, seed, steps, summary_only, fmt, list_presets, force):
     """Simulate a training job on Trn1/Trn1n with the built-in execution model.
 
@@ -85,7 +86,7 @@ def command(config, preset, out, overrides, seed, steps, summary_only, fmt, list
         click.echo(to_json(pred) if fmt == "json" else _summary_text(pred, job_metadata(resolve(cfg))))
         return
     if not out:
-        raise TrnprofError("give the run folder to write with -o/--out (or --summary-only for predictions)")
+        raise TrnprofError("give the run folder to write with -o/--output (or --summary-only for predictions)")
     world = resolve(cfg).world
     if world >= PROGRESS_MIN_RANKS:
         with click.progressbar(length=world, label="simulating ranks", file=sys.stderr) as bar:
