@@ -87,7 +87,7 @@ def test_a_non_finite_parameter_is_one_error_line(cli, busy_run, value):  # noqa
 
 
 def test_the_config_file_and_the_rules_are_read_once(cli, busy_run, tmp_path, monkeypatch):  # noqa: F811
-    from trnprof.rules_engine import yamlio
+    from trnprof import yamlio
 
     config = tmp_path / "trnprof.yaml"
     config.write_text("select: [input]\nfail_on: high\n")

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import msgspec
-import yaml
 
+from trnprof import yamlio
 from trnprof.errors import TrnprofError
+from trnprof.validation import dotted, explain
 
-from . import yamlio
 from .spec import ConfigFile
 
 
@@ -20,11 +20,13 @@ def read_config(path: str | Path) -> ConfigFile:
         raw = yamlio.load(path.read_text(encoding="utf-8")) or {}
     except OSError as exc:
         raise TrnprofError(f"config {path}: cannot read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise TrnprofError(f"config {path}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    except yamlio.YAMLError as exc:
+        raise TrnprofError(f"config {path}: {yamlio.describe_error(exc)}") from None
     try:
         config = msgspec.convert(raw, ConfigFile)
     except msgspec.ValidationError as exc:
-        raise TrnprofError(f"config {path}: {exc} (keys: rules, select, ignore, set, timeout, fail_on)") from None
+        where, problem = explain(exc)
+        raise TrnprofError(f"config {path}: {dotted(where) or 'file'}: {problem} "
+                           "(keys: rules, select, ignore, set, timeout, fail_on)") from None
     config.rules = [str((path.parent / folder).resolve()) for folder in config.rules]
     return config

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from trnprof.schema import TABLE_COLUMNS
 from trnprof.session_tables import RUN_JOB_COLUMNS, RUN_JOB_DOC
+from trnprof import yamlio
 from trnprof.textfmt import markdown_table as _table
 
-from . import yamlio
 from .catalog import signal_names, stdlib_views
 from .findings import EVIDENCE_ROWS
 from .loader import Rule, builtin_dir

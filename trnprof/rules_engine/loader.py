@@ -15,12 +15,12 @@ from pathlib import Path
 
 import duckdb
 import msgspec
-import yaml
 
+from trnprof import yamlio
 from trnprof.errors import TrnprofError
 from trnprof.schema import TABLE_COLUMNS
+from trnprof.validation import dotted, explain
 
-from . import yamlio
 from .catalog import readable_tables, signal_names
 from .spec import Probe, RuleFile
 
@@ -195,20 +195,15 @@ def load_rule_file(path: Path, pack: str | None = None) -> Rule:
         raw = yamlio.load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise RuleError(f"{path}: cannot read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "file"
-        raise RuleError(f"{path}: {where}: not valid YAML: {getattr(exc, 'problem', exc)} "
-                        "(check indentation and quoting)") from None
+    except yamlio.YAMLError as exc:
+        raise RuleError(f"{path}: {yamlio.describe_error(exc)}") from None
     if not isinstance(raw, dict):
         raise RuleError(f"{path}: file: a rule file is a YAML mapping (code: ..., name: ..., ...)")
     try:
         spec = msgspec.convert(raw, RuleFile)
     except msgspec.ValidationError as exc:
-        text = str(exc)
-        field = text.rsplit(" - at `$.", 1)[1].rstrip("`") if " - at `$." in text else "file"
-        problem = text.split(" - at `")[0]
-        raise RuleError(f"{path}: {field}: {problem} (see the rule format in docs/rules/index.md)") from None
+        where, problem = explain(exc)
+        raise RuleError(f"{path}: {dotted(where) or 'file'}: {problem} (see the rule format in docs/rules/index.md)") from None
     return validate(path, spec, pack)
 
 

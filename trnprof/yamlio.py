@@ -1,11 +1,13 @@
-"""YAML reading with YAML 1.2 numbers: PyYAML (YAML 1.1) reads `1e7` or `95.0e12` as strings,
-which rule authors mean as floats."""
+"""The one YAML reader: safe loading with YAML 1.2 numbers (PyYAML follows YAML 1.1, which reads
+`1e7` or `95.0e12` as strings, where authors of rules, configs and presets mean floats)."""
 
 from __future__ import annotations
 
 import re
 
 import yaml
+
+YAMLError = yaml.YAMLError
 
 
 class Loader(yaml.SafeLoader):
@@ -24,3 +26,10 @@ Loader.add_implicit_resolver(
 
 def load(text: str):
     return yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader subclass
+
+
+def describe_error(exc: yaml.YAMLError) -> str:
+    """A YAML syntax error in one line: where and what."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}" if mark else "file"
+    return f"{where}: not valid YAML: {getattr(exc, 'problem', None) or exc} (check indentation and quoting)"
