@@ -70,9 +70,20 @@ def _detection_lines() -> list[str]:
     return lines + [""]
 
 
+def _readable_lines() -> list[str]:
+    """The `What rule SQL can read` part of the index: tables, views, run_job, signals."""
+    lines = ["## What rule SQL can read", "",
+             "The run's tables (" + ", ".join(f"`{t}`" for t in TABLE_COLUMNS) + "), every view of the "
+             "[SQL stdlib](../stdlib.md) (" + ", ".join(f"`{v}`" for v in stdlib_views()) + "), the `hardware` "
+             "table (one row per Trainium instance type: cores, HBM, engine peaks per precision, link peaks "
+             "per class) and `run_job`.", "",
+             f"`run_job`: {RUN_JOB_DOC}", ""]
+    lines += _table([(f"`{name}`", str(typ), doc) for name, typ, _, doc in RUN_JOB_COLUMNS], ("column", "type", "meaning"))
+    lines += ["", "Flags of the `signals` view a rule can require:", ""]
+    return lines + _table([(f"`{name}`", doc) for name, doc in signal_names().items()], ("signal", "true when"))
+
+
 def index_md(rules: list[Rule]) -> str:
-    signals = signal_names()
-    views = stdlib_views()
     lines = [HEADER, "# Rule reference", "",
              "`trnprof analyze RUN` runs the rules below over a run and prints a short list of findings, "
              "most severe first, then by time lost. Each rule is one YAML file in `rules/<pack>/`: metadata, parameters with the "
@@ -110,26 +121,21 @@ def index_md(rules: list[Rule]) -> str:
               "**Templates.** `message` and `recommendation` are Python format strings over the worst row's "
               "columns, the rule's parameters and `ranks`, `n_ranks`, `steps`, `n_steps` (compact ranges "
               "like `0-7, 9`), `seconds_per_step`, `ms_per_step`, `fraction_of_step`, `pattern`, `severity`; "
-              "attribute and index access are refused, nulls print as `n/a`.", "",
-              "## What rule SQL can read", "",
-              "The run's tables (" + ", ".join(f"`{t}`" for t in TABLE_COLUMNS) + "), every view of the "
-              "[SQL stdlib](../stdlib.md) (" + ", ".join(f"`{v}`" for v in views) + "), the `hardware` table (one row per Trainium "
-              "instance type: cores, HBM, engine peaks per precision, link peaks per class) and `run_job`.", "",
-              f"`run_job`: {RUN_JOB_DOC}", ""]
-    lines += _table([(f"`{name}`", str(typ), doc) for name, typ, _, doc in RUN_JOB_COLUMNS], ("column", "type", "meaning"))
-    lines += ["", "Flags of the `signals` view a rule can require:", ""]
-    lines += _table([(f"`{name}`", doc) for name, doc in signals.items()], ("signal", "true when"))
+              "attribute and index access are refused, nulls print as `n/a`.", ""]
+    lines += _readable_lines()
     lines += ["", "## Rule file", "", "```yaml",
               "code: IN001                  # 2-3 capitals + 3 digits, unique", "name: input.starvation       # pack.rule, the file is rules/input/starvation.yaml",
               "pack: input", "title: One-line headline", "severity: high               # low | medium | high",
               "requires: [steps, input]     # signals, or {sql: SELECT ..., reason: ...}",
               "params:                      # each: default, doc, source", "  high_share: {default: 0.2, doc: ..., source: ...}",
-              "sql: SELECT rank, step, input_wait AS lost_ns FROM step_breakdown WHERE ...",
+              "sql: SELECT rank, step, input_wait AS lost_ns FROM steady_breakdown WHERE ...",
               "message: ... {fraction_of_step:.0%} ... {ranks}", "recommendation: ...", "doc: {what: ..., why: ..., fix: ...}",
               "tests:                       # at least one case expecting a finding",
               "  - name: ...", "    run: {inline: {events: {columns: [...], rows: [...]}, tile: {ranks: 2, steps: 3, period_ns: 1000000}}}",
               "    expect: [{severity: high, ranks: [0, 1]}]   # or [] or not_evaluated",
               "  - name: ...", "    run: {simulate: {preset: tiny, steps: 4, overrides: [cluster.nodes=2], faults: [{kind: straggler, rank: 3}]}}",
+              "    expect: [...]",
+              "  - name: ...", "    run: {factory: {name: my.collector, args: {...}}}   # a run factory another package registers",
               "    expect: [...]", "```", "",
               "Inline runs: `ranks` is a count (laid out 32 per node, data parallel) or a table; with `tile`, "
               "rows without a rank (step) are copied to every rank (step), shifted by `period_ns` per step, "
