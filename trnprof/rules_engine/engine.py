@@ -12,11 +12,12 @@ import duckdb
 
 from trnprof import session
 from trnprof.api import Run, open_run
+from trnprof.stdlib import load_views
 
 from . import findings as findings_mod
-from .document import SCHEMA, Document, NotEvaluated, RuleFailure
-from .catalog import signal_names, stdlib_views
+from .catalog import signal_names
 from .config import read_config
+from .document import SCHEMA, Document, NotEvaluated, RuleFailure
 from .loader import Rule, load_rules
 from .params import parse_assignments, resolve
 from .sandbox import Sandbox, SandboxError
@@ -29,8 +30,8 @@ _CREATE_VIEW = re.compile(r"^\s*CREATE\s+VIEW\s+\w+\s+AS\s", re.IGNORECASE)
 
 
 def _dependencies() -> dict[str, set[str]]:
-    """Each stdlib view -> the stdlib views it reads."""
-    views = stdlib_views()
+    """Each stdlib view, private helpers included -> the stdlib views it reads."""
+    views = {view.name: view for view in load_views()}
     return {name: {n for n in duckdb.get_table_names(_CREATE_VIEW.sub("", view.sql, count=1)) if n in views}
             for name, view in views.items()}
 
