@@ -1,4 +1,4 @@
-"""Fit the model's free parameters on shared/trn1/calibration.csv (and nothing else).
+"""Fit the model's free parameters on tests/data/trn1/calibration.csv (and nothing else).
 
 Each CSV row is simulated through the job preset that mirrors it (same nodes, parallelism,
 batch and sequence length); the fit minimises the squared log ratio of predicted to published

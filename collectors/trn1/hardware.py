@@ -1,7 +1,8 @@
 """Trainium1 hardware facts the execution model uses, each with its source.
 
-Sources: `shared/trn1/hardware.md` (rows cite the aws-neuron-sdk docs) and the nccom-test and
-neuron-monitor samples of `shared/formats/neuron/`. Per-core figures are the chip's halved: a
+Sources: docs/hardware.md (rows cite the aws-neuron-sdk docs) and the nccom-test and
+neuron-monitor samples of the aws-neuron-sdk docs (tools/neuron-sys-tools/nccom-test.rst,
+neuron-monitor-user-guide.rst). Per-core figures are the chip's halved: a
 Trn1 chip has 2 NeuronCore-v2 and one rank drives one NeuronCore.
 """
 
