@@ -61,6 +61,7 @@ def test_a_valid_rule_loads_with_the_tables_and_parameters_it_uses(tmp_path):
     ({"sql": "COPY steps TO '/tmp/x.csv'"}, "sql", "exactly one SELECT"),
     ({"sql": "SELEC rank FROM steps"}, "sql", "does not parse"),
     ({"sql": "SELECT * FROM secret_table"}, "sql", "unknown table or view secret_table"),
+    ({"sql": "SELECT * FROM _comm_events"}, "sql", "unknown table or view _comm_events"),  # private helper
     ({"sql": "SELECT rank FROM steps WHERE dur > $nope"}, "sql", "undeclared parameter(s) $nope"),
     ({"message": "{rank.__class__}"}, "message", "is not a plain name"),
     ({"message": "{unclosed"}, "message", "bad template"),
