@@ -16,14 +16,16 @@ import numpy as np
 
 from . import architecture as A
 from .collectives import Placement, collective_time, placement
-from .hardware import DMA_ENGINE_BW
+from .hardware import DMA_ENGINE_BW, GRAPH_LAUNCH_S
+from .inputs import batch_seconds
 from .compute import LayerCosts, Op, embedding_items, head_items, optimizer_ops, rates
 from .job import Job
 from .layout import Layout
 from .params import Params
 
 MIB = 1 << 20
-TEMPLATE_COLUMNS = ("name", "kind", "lane", "phase", "nbytes", "flops", "coll_op", "A", "B", "D", "a", "b", "d")
+TEMPLATE_COLUMNS = ("name", "kind", "lane", "phase", "nbytes", "flops", "coll_op", "dtype",
+                    "A", "B", "D", "a", "b", "d")
 _NUMERIC = {"nbytes", "flops", "A", "B", "D", "a", "b", "d"}
 
 
@@ -61,7 +63,7 @@ class Plan:
     job: Job
     params: Params
     stages: list[StagePlan]
-    launch: float               # host overhead per microbatch execution, s
+    launch: float               # host/runtime time to launch one microbatch graph, s
     h2d_bytes: float            # batch bytes copied host-to-device per microbatch
     h2d: float                  # its transfer time, s
     batch_cost: float           # loader seconds to produce one microbatch (one worker)
@@ -82,17 +84,17 @@ def _template(items, phase: str, tp_place: Placement, job: Job, params: Params, 
     ends, n_tp = [], 0
     for item in items:
         if isinstance(item, Op):
-            vals = (item.name, "compute", item.lane, phase, item.nbytes, item.flops, None,
+            vals = (item.name, "compute", item.lane, phase, item.nbytes, item.flops, None, item.dtype,
                     X, C_prev, c_seg, 0.0, 0.0, item.dur)
             c_seg += item.dur
         else:
             op, nbytes, name = item
             x = collective_time(op, nbytes, tp_place, job.instance, params.network_efficiency)
-            vals = (name, "collective", "nc/cc/tp", phase, nbytes, 0.0, op, X, C_prev, c_seg, x, c_seg, -c_seg)
+            vals = (name, "collective", "nc/cc/tp", phase, nbytes, 0.0, op, None, X, C_prev, c_seg, x, c_seg, -c_seg)
             X, C_prev, c_seg, n_tp = X + x, C_prev + c_seg, 0.0, n_tp + 1
         for key, value in zip(TEMPLATE_COLUMNS, vals):
             rows[key].append(value)
-        ends.append((vals[7] + vals[10], vals[8] + vals[11], vals[9] + vals[12]))
+        ends.append((vals[8] + vals[11], vals[9] + vals[12], vals[10] + vals[13]))
     cols = {k: np.asarray(v, dtype=float if k in _NUMERIC else object) for k, v in rows.items()}
     return Template(cols, C_prev + c_seg, X, n_tp), [ends[i] for i in marks]
 
@@ -195,8 +197,8 @@ def build_plan(job: Job, params: Params, layout: Layout, slow_nodes: dict[int, f
             where = Placement(size=2, per_node=1, nodes=2, same_chip=False, slow=factor)
             p2p_cost[s][hit] = collective_time("send", stages[s].p2p_bytes, where, job.instance, net)
     nbytes = h2d_bytes(job)
-    return Plan(job=job, params=params, stages=stages, launch=params.launch_overhead_ms / 1e3,
+    return Plan(job=job, params=params, stages=stages, launch=GRAPH_LAUNCH_S,
                 h2d_bytes=nbytes, h2d=nbytes / DMA_ENGINE_BW,
-                batch_cost=job.micro * job.config.input.per_sample_ms / 1e3,
+                batch_cost=batch_seconds(job),
                 dp_cost=dp_cost, ag_cost=ag_cost, ag_bytes=ag_bytes, p2p_cost=p2p_cost, dp_op=dp_op,
                 compile_s=compile_seconds(job), tp_place=tp_place)
