@@ -11,29 +11,23 @@ from trnprof.errors import TrnprofError
 
 from .config import MemoryLeak, NoOverlap, Recompile, SlowLink, SlowLoader, Straggler
 
-# kind -> (keys with defaults, what it does, an example); the CLI help and docs list these.
+# kind -> (keys with defaults, what it does, an example): `trnprof simulate --help` lists these.
 FAULT_KINDS = {
     "straggler": ("rank (required), slowdown=1.3",
-                  "the rank's device work takes `slowdown` times longer; its TP and DP peers wait for it",
+                  "The rank's device work takes `slowdown` times longer; its TP and DP peers wait for it",
                   "faults=[{kind: straggler, rank: 5, slowdown: 1.5}]"),
-    "slow_loader": ("factor=8", "every data-loader batch costs `factor` times the host time",
+    "slow_loader": ("factor=8", "Every data-loader batch costs `factor` times the host time",
                     "faults=[{kind: slow_loader, factor: 8}]"),
     "slow_link": ("node (required), factor=4",
-                  "inter-node traffic touching `node` runs at 1/factor of the bandwidth (needs >= 2 nodes)",
+                  "Inter-node traffic touching `node` runs at 1/factor of the bandwidth (needs >= 2 nodes)",
                   "faults=[{kind: slow_link, node: 1, factor: 4}]"),
-    "recompile": ("every=5", "the graph compiles again every `every` steps (needs more steps than that)",
+    "recompile": ("every=5", "The graph compiles again every `every` steps (needs more steps than that)",
                   "faults=[{kind: recompile, every: 2}]"),
-    "memory_leak": ("bytes_per_step=2.0e9", "runtime device memory grows by `bytes_per_step` every step "
+    "memory_leak": ("bytes_per_step=2.0e9", "Runtime device memory grows by `bytes_per_step` every step "
                     "(needs >= 2 steps)", "faults=[{kind: memory_leak, bytes_per_step: 2.0e8}]"),
-    "no_overlap": ("(none)", "gradient collectives start only after the backward pass (needs dp > 1)",
+    "no_overlap": ("(none)", "Gradient collectives start only after the backward pass (needs dp > 1)",
                    "faults=[{kind: no_overlap}]"),
 }
-
-
-def fault_help() -> str:
-    """One line per fault kind: keys, effect, example."""
-    return "\n".join(f"{kind} ({keys}): {what}. Example: --set '{example}'"
-                     for kind, (keys, what, example) in FAULT_KINDS.items())
 
 
 def check_faults(faults, steps: int, *, nodes: int, world: int, dp: int) -> None:

@@ -26,6 +26,13 @@ class Params:
 
 
 NAMES = tuple(f.name for f in dataclasses.fields(Params))
+# What each one means (CLI help, docs).
+DESCRIPTIONS = {
+    "tensor_efficiency": "achieved fraction of the tensor engine's streaming rate on full tiles",
+    "op_overhead_us": "fixed device time per op (us): instruction issue, semaphore waits, DMA setup",
+    "hbm_efficiency": "achieved fraction of HBM bandwidth on memory-bound ops",
+    "network_efficiency": "achieved fraction of EFA line rate for inter-node collectives",
+}
 # Fitted on data/calibration.csv; the others are fixed at typical values the three rows cannot
 # identify (docs/execution-model.md).
 FITTED = ("tensor_efficiency", "op_overhead_us")
