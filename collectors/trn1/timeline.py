@@ -154,15 +154,14 @@ def _start_step(tl: Timeline, clocks: _Clocks, i: int) -> None:
         clocks.device_free[s] = clocks.host_free[s] = clocks.last_body[s] = start
 
 
-def _neighbour_arrival(tl: Timeline, step: _Step, s: int, k: int, ready: np.ndarray) -> np.ndarray:
-    """(dp, tp) time the block's input from the neighbour stage is there (ready when none)."""
-    typ, m = tl.seqs[s][k]
+def _neighbour_arrival(tl: Timeline, step: _Step, s: int, typ: str, m: int, ready: np.ndarray):
+    """(dp, tp) time the block's input from the neighbour stage is there, or None without one."""
     plan = tl.plan
     if typ == "F" and s > 0:
         return np.maximum(ready[:, None], step.fwd_end[(s - 1, m)][:, None] + plan.p2p_cost[s - 1])
     if typ == "B" and s < plan.job.pp - 1:
         return np.maximum(ready[:, None], step.bwd_end[(s + 1, m)][:, None] + plan.p2p_cost[s])
-    return np.repeat(ready[:, None], plan.job.tp, axis=1)
+    return None
 
 
 def _run_block(tl: Timeline, clocks: _Clocks, step: _Step, s: int, k: int) -> None:
@@ -172,30 +171,29 @@ def _run_block(tl: Timeline, clocks: _Clocks, step: _Step, s: int, k: int) -> No
     neighbour's activations arrived. A backward continues on the device."""
     plan, times, i = tl.plan, tl.stages[s], step.index
     typ, m = tl.seqs[s][k]
-    group_speed = tl.group[s, :, i, k]
     ready = clocks.device_free[s].copy()
-    recv = _neighbour_arrival(tl, step, s, k, ready)
-    arrived = recv.max(axis=1)
-    times.ready[i, k], times.recv_end[i, k] = ready, recv
+    recv = _neighbour_arrival(tl, step, s, typ, m, ready)
+    arrived = ready if recv is None else recv.max(axis=1)
+    times.ready[i, k] = ready
+    times.recv_end[i, k] = ready[:, None] if recv is None else recv
     if typ == "F":
         request = np.maximum(clocks.host_free[s], clocks.last_body[s])
         loader = tl.loaders.get(s)
         if loader is not None:
             got = loader.consume(i * plan.job.microbatches + m, request)
-            copied = got + plan.h2d
+            body = np.maximum(np.maximum(ready, arrived), got + max(plan.launch, plan.h2d))
         else:
-            got = copied = request
-        launched = got + plan.launch
-        clocks.host_free[s] = launched
-        body = np.maximum.reduce([ready, launched, copied, arrived])
-        block = plan.stages[s].fwd
+            got = request
+            body = np.maximum(np.maximum(ready, arrived), got + plan.launch)
+        clocks.host_free[s] = got + plan.launch
         times.got[i, k] = got if loader is not None else ready
         times.launch[i, k] = got
+        block = plan.stages[s].fwd
     else:
         body = arrived
-        block = plan.stages[s].bwd
         times.got[i, k], times.launch[i, k] = ready, arrived
-    end = body + block.compute * group_speed + block.transfer
+        block = plan.stages[s].bwd
+    end = body + block.compute * tl.group[s, :, i, k] + block.transfer
     (step.fwd_end if typ == "F" else step.bwd_end)[(s, m)] = end
     times.body[i, k] = body
     clocks.device_free[s] = end
