@@ -26,7 +26,7 @@ def tensor_rate(preset: str, *overrides: str) -> float:
     job = resolve(load_config(preset=preset, overrides=list(overrides)))
     cols = build_plan(job, default_params(), Layout(job), {}).stages[0].fwd.cols
     tensor = cols["lane"] == "nc/tensor"
-    return float(cols["flops"][tensor].sum() / cols["d"][tensor].sum())
+    return float(cols["flops"][tensor].sum() / cols["dur_per_rank"][tensor].sum())
 
 
 def test_full_tiles_reach_the_array_and_padding_costs():

@@ -83,8 +83,9 @@ def _add_block_events(out: EventBatch, b: _Batch, template: StageTemplate, vocab
     group_speed = tl.group[b.stage][b.dp_index][:, :, block]
     block_start = np.moveaxis(b.times.body[:, :, b.dp_index], 2, 0)[:, :, block]
     tp_groups = vocab.ids(b.layout.tp_group_name(b.ranks))
-    out.add(ts=block_start + cols["A"] + cols["B"] * group_speed + cols["D"] * rank_speed,
-            dur=cols["a"] + cols["b"] * group_speed + cols["d"] * rank_speed,
+    out.add(ts=block_start + cols["start_fixed"] + cols["start_per_group"] * group_speed
+            + cols["start_per_rank"] * rank_speed,
+            dur=cols["dur_fixed"] + cols["dur_per_group"] * group_speed + cols["dur_per_rank"] * rank_speed,
             kind=cols["kind"], name=cols["name"], lane=cols["lane"], phase=cols["phase"], nbytes=cols["nbytes"],
             flops=np.where(is_tp, -1, cols["flops"]), coll_op=cols["coll_op"],
             coll_group=np.where(is_tp, tp_groups[:, None, None], -1),

@@ -3,9 +3,11 @@ microbatch as event templates, the gradient buckets, the optimizer and the colle
 
 Inside a block, ranks of a tensor-parallel group run in lock step: compute runs at the rank's
 own speed factor f, every TP collective ends when the slowest member (factor F = max f) arrives
-plus its transfer time. So each event's start and duration are linear in (F, f):
-    ts  = block_start + A + B*F + D*f        dur = a + b*F + d*f
-with A, B, D, a, b, d fixed per event (the template). Noise and faults only change F and f.
+plus its transfer time. So each event's start and duration are linear in the group's and the
+rank's speed factors:
+    ts  = block_start + start_fixed + start_per_group * group_speed + start_per_rank * rank_speed
+    dur = dur_fixed + dur_per_group * group_speed + dur_per_rank * rank_speed
+with the six coefficients fixed per event (the template). Noise and faults only change the speeds.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from .params import Params
 
 MIB = 1 << 20
 TEMPLATE_COLUMNS = ("name", "kind", "lane", "phase", "nbytes", "flops", "coll_op", "dtype",
-                    "A", "B", "D", "a", "b", "d")
-_NUMERIC = {"nbytes", "flops", "A", "B", "D", "a", "b", "d"}
+                    "start_fixed", "start_per_group", "start_per_rank", "dur_fixed", "dur_per_group", "dur_per_rank")
+_NUMERIC = {"nbytes", "flops", "start_fixed", "start_per_group", "start_per_rank", "dur_fixed", "dur_per_group",
+            "dur_per_rank"}
 
 
 @dataclass
@@ -38,12 +41,13 @@ class Template:
     tp_colls: int
 
     def __len__(self) -> int:
-        return len(self.cols["A"])
+        return len(self.cols["start_fixed"])
 
 
 @dataclass
 class Bucket:
-    ready: tuple        # (A, B, D) of the moment its last gradient is written, in the B block
+    ready: tuple        # (start_fixed, start_per_group, start_per_rank) of the moment its last
+                        # gradient is written, in the backward block
     nbytes: float
 
 
@@ -78,25 +82,31 @@ class Plan:
 
 def _template(items, phase: str, tp_place: Placement, job: Job, params: Params, marks=()):
     """Linear-coefficient template of a block; `marks` are item indices whose end times are
-    returned as (A, B, D) triples (gradient-ready points)."""
+    returned as (fixed, per group, per rank) triples (gradient-ready points).
+
+    Walking the block: `transfers` is the TP transfer time so far (fixed), `synced` the compute
+    before the last TP collective (it ends at the slowest member's pace: per group), `segment`
+    the compute since (the rank's own pace: per rank)."""
     rows = {k: [] for k in TEMPLATE_COLUMNS}
-    X = C_prev = c_seg = 0.0
+    transfers = synced = segment = 0.0
     ends, n_tp = [], 0
     for item in items:
         if isinstance(item, Op):
             vals = (item.name, "compute", item.lane, phase, item.nbytes, item.flops, None, item.dtype,
-                    X, C_prev, c_seg, 0.0, 0.0, item.dur)
-            c_seg += item.dur
+                    transfers, synced, segment, 0.0, 0.0, item.dur)
+            segment += item.dur
         else:
             op, nbytes, name = item
-            x = collective_time(op, nbytes, tp_place, job.instance, params.network_efficiency)
-            vals = (name, "collective", "nc/cc/tp", phase, nbytes, 0.0, op, None, X, C_prev, c_seg, x, c_seg, -c_seg)
-            X, C_prev, c_seg, n_tp = X + x, C_prev + c_seg, 0.0, n_tp + 1
+            transfer = collective_time(op, nbytes, tp_place, job.instance, params.network_efficiency)
+            # starts when this rank arrives; ends when the slowest member arrives plus the transfer
+            vals = (name, "collective", "nc/cc/tp", phase, nbytes, 0.0, op, None,
+                    transfers, synced, segment, transfer, segment, -segment)
+            transfers, synced, segment, n_tp = transfers + transfer, synced + segment, 0.0, n_tp + 1
         for key, value in zip(TEMPLATE_COLUMNS, vals):
             rows[key].append(value)
         ends.append((vals[8] + vals[11], vals[9] + vals[12], vals[10] + vals[13]))
     cols = {k: np.asarray(v, dtype=float if k in _NUMERIC else object) for k, v in rows.items()}
-    return Template(cols, C_prev + c_seg, X, n_tp), [ends[i] for i in marks]
+    return Template(cols, synced + segment, transfers, n_tp), [ends[i] for i in marks]
 
 
 def _buckets(chunks, ends, bucket_bytes: float) -> list[Bucket]:

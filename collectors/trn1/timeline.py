@@ -222,7 +222,7 @@ def _finish_step(plan: Plan, s: int, i: int, times: StageTimes, body, group_spee
     n = len(st.buckets)
     ready = np.empty((dp, tp, plan.dp_cost.shape[2]))
     if n:
-        offset = np.array([b.ready for b in st.buckets])          # (n, 3): A, B, D of each bucket
+        offset = np.array([b.ready for b in st.buckets])   # (n, 3): fixed, per group, per rank
         if overlap_dp:
             ready[:, :, :n] = (body[:, None, None] + offset[None, None, :, 0]
                                + offset[None, None, :, 1] * group_speed[:, None, None]
