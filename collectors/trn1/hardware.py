@@ -91,7 +91,7 @@ class Instance:
         return self.chips * CHIP_BF16_FLOPS
 
 
-# hardware.md "Instances": chips, NeuronLink-v2 per chip (uncertain header), network per node.
+# Trn1 instance docs: chips, NeuronLink-v2 per chip (uncertain header), network per node, vCPUs.
 INSTANCES = {
     "trn1.2xlarge": Instance("trn1.2xlarge", chips=1, neuronlink_bw=0.0, network_bw=25e9 / 8, vcpus=8),
     "trn1.32xlarge": Instance("trn1.32xlarge", chips=16, neuronlink_bw=384 * GIB, network_bw=800e9 / 8, vcpus=128),

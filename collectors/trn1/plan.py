@@ -165,7 +165,7 @@ def h2d_bytes(job: Job) -> float:
 def compile_seconds(job: Job) -> float:
     """First-step graph compile: 10 s for a trivial graph (torch-xla CompileTime sample) plus
     20 s per transformer layer in the stage's graph (assumption: minutes for small models, tens
-    of minutes for 7B-class, as hardware.md says first compiles take minutes to an hour)."""
+    of minutes for 7B-class, as the Neuron docs say first compiles take minutes to an hour)."""
     return 10.0 + 20.0 * job.layers_per_stage
 
 
