@@ -18,9 +18,6 @@ CHIP_FP32_FLOPS = 47.5e12
 CORES_PER_CHIP = 2
 CORE_BF16_FLOPS = CHIP_BF16_FLOPS / CORES_PER_CHIP
 CORE_FP32_FLOPS = CHIP_FP32_FLOPS / CORES_PER_CHIP
-# FP8 on Trn1: no speed-up over BF16 (neuron-explorer schema, `adjusted_hardware_flops`).
-MATMUL_PEAK = {"bf16": CORE_BF16_FLOPS, "fp16": CORE_BF16_FLOPS, "fp8": CORE_BF16_FLOPS,
-               "fp32": CORE_FP32_FLOPS}
 # Vector / scalar engines, ~2.3 / ~2.9 TFLOPS FP32 per core (NKI architecture guide).
 CORE_VECTOR_FLOPS = 2.3e12
 CORE_SCALAR_FLOPS = 2.9e12
@@ -42,8 +39,10 @@ PE_ROWS = 128            # contraction partitions per instruction
 PE_COLS = 128            # stationary columns per instruction
 MOVING_MAX = 512         # moving columns per instruction (one PSUM bank)
 TENSOR_CYCLE_HZ = CORE_BF16_FLOPS / (2 * PE_ROWS * PE_COLS)
-# FP32 matmuls take 4 passes (47.5 vs 190 TFLOPS, trainium.rst); BF16, FP16, TF32 and cFP8 one.
-MATMUL_PASSES = {"bf16": 1, "fp16": 1, "tf32": 1, "fp8": 1, "fp32": 4}
+# Passes through the array per moving column: FP32 at a quarter of the BF16 rate (47.5 vs 190
+# TFLOPS, trainium.rst); BF16, FP16, TF32 and cFP8 at the full rate (FP8 has no speed-up over
+# BF16 on Trn1: Neuron Explorer schema, `adjusted_hardware_flops`).
+MATMUL_PASSES = {"bf16": 1, "fp16": 1, "tf32": 1, "fp8": 1, "fp32": round(CORE_BF16_FLOPS / CORE_FP32_FLOPS)}
 # Fixed cost of one instruction: ~100 cycles per small dependent instruction (NKI architecture
 # guide, engine section), counted for every tensor-engine instruction.
 INSTRUCTION_CYCLES = 100
