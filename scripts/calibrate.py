@@ -1,6 +1,9 @@
-"""Fit the Trn1 execution model on tests/data/trn1/calibration.csv and show how well it does.
+"""Fit the Trn1 execution model on its calibration rows and show how well it does.
 
-    python scripts/calibrate.py            # fit, print each row's error, predict the other presets
+The rows are the in-repository copy collectors/trn1/data/calibration.csv (sources and licence in
+data/README.md).
+
+    python scripts/calibrate.py            # fit, each row's error, leave-one-out, other presets
     python scripts/calibrate.py --write    # also store the fitted values in params.yaml
 """
 
@@ -12,12 +15,12 @@ from importlib import resources
 from pathlib import Path
 
 from trnprof.collectors.trn1 import load_config, summary
-from trnprof.collectors.trn1.calibration import calibration_rows, fit, predicted_throughput
+from trnprof.collectors.trn1.calibration import (calibration_csv, calibration_rows, fit, leave_one_out,
+                                                 predicted_throughput)
 from trnprof.collectors.trn1.config import list_presets
 from trnprof.collectors.trn1.job import resolve
-from trnprof.collectors.trn1.params import FITTED, default_params
+from trnprof.collectors.trn1.params import BOUNDS, FITTED, NAMES, default_params
 
-DEFAULT_CSV = Path(__file__).resolve().parents[1] / "tests" / "data" / "trn1" / "calibration.csv"
 GIB = 1 << 30
 
 
@@ -32,16 +35,19 @@ def write_params(values: dict) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--csv", type=Path, default=DEFAULT_CSV)
+    parser.add_argument("--csv", type=Path, default=calibration_csv())
     parser.add_argument("--write", action="store_true", help="store the fitted values in params.yaml")
     args = parser.parse_args()
 
     rows = calibration_rows(args.csv)
     shipped = default_params()
     fitted, errors = fit(rows)
-    print("fitted parameters (start: shipped params.yaml)")
-    for name in FITTED:
-        print(f"  {name:<22} {getattr(fitted, name):10.4f}   (shipped {getattr(shipped, name):.4f})")
+    print("free parameters (fitted ones start from the shipped params.yaml)")
+    for name in NAMES:
+        lo, hi = BOUNDS[name]
+        how = "fitted" if name in FITTED else "fixed "
+        print(f"  {name:<22} {getattr(fitted, name):10.4f}   {how} range [{lo:g}, {hi:g}]"
+              f"   (shipped {getattr(shipped, name):.4f})")
     print("\ncalibration rows: published vs predicted throughput")
     print(f"  {'row':<22} {'published':>10} {'predicted':>10} {'error':>8}")
     for (preset, published, row), err in zip(rows, errors):
@@ -50,15 +56,21 @@ def main() -> None:
               f"   {row['unit']}, {row['nodes']} x {row['instance']}, tp {row['tp']} pp {row['pp']} ({preset})")
     worst = max(abs(e) for e in errors)
     print(f"  worst error {100 * worst:.2f}% (target: every row within 10%)")
+    print("\nleave-one-out: fit on the other rows, predict the held-out one")
+    for preset, params, error in leave_one_out(rows):
+        values = ", ".join(f"{n} {getattr(params, n):.4g}" for n in FITTED)
+        print(f"  {preset:<22} {100 * error:+7.2f}%   ({values})")
 
     print("\npredictions for the other presets (model presets on their default jobs; not fitted)")
-    print(f"  {'preset':<14} {'nodes':>5} {'tp':>3} {'pp':>3} {'step':>9} {'throughput':>16} {'MFU':>6} {'HBM peak':>9}")
+    print(f"  {'preset':<14} {'nodes':>5} {'tp':>3} {'pp':>3} {'step':>9} {'throughput':>16} {'MFU':>6} "
+          f"{'idle':>6} {'HBM peak':>9}")
     for name in list_presets()["model"]:
         cfg = load_config(preset=name)
         job = resolve(cfg)
         pred = summary(cfg, params=fitted)
         print(f"  {name:<14} {job.nodes:5d} {job.tp:3d} {job.pp:3d} {pred['step_time_s']:8.3f}s "
               f"{pred['throughput']['value']:10.1f} {pred['throughput']['unit']:<5} {pred['mfu']:6.1%} "
+              f"{pred['device_idle_share']:6.1%} "
               f"{pred['hbm_peak_bytes'] / GIB:7.2f}Gi{'' if pred['fits'] else ' (does not fit)'}")
     if args.write:
         print(f"\nwrote {write_params({n: getattr(fitted, n) for n in FITTED})}")

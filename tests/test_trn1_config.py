@@ -69,7 +69,12 @@ def test_bad_keys_and_values_name_the_key_and_allowed_values(overrides, expected
     (["parallel.microbatches=3"], "parallel.microbatches: 3 does not match batch.global / (batch.micro x dp) = 4"),
     (["parallel.pp=2", "model.layers=3"], "parallel.pp: 2 must divide the model's 3 layers"),
     (["faults=[{kind: straggler, rank: 9}]"], "straggler rank 9 is outside the world of 2 ranks"),
-    (["faults=[{kind: slow_link, node: 1}]"], "slow_link node 1 is outside the 1 node(s)"),
+    (["cluster.nodes=2", "faults=[{kind: slow_link, node: 2}]"], "slow_link node 2 is outside the 2 node(s)"),
+    # faults that cannot act in the configured job
+    (["faults=[{kind: slow_link, node: 0}]"], "slow_link slows inter-node traffic, and the job runs on one node"),
+    (["run.steps=3", "faults=[{kind: recompile, every: 5}]"], "recompile every 5 steps never recompiles"),
+    (["run.steps=1", "faults=[{kind: memory_leak}]"], "memory_leak needs bytes_per_step > 0"),
+    (["batch.global=4", "parallel.tp=2", "faults=[{kind: no_overlap}]"], "no_overlap delays gradient collectives"),
 ])
 def test_settings_that_contradict_each_other_are_one_clear_error(overrides, expected):
     assert expected in error(preset="tiny", overrides=overrides)

@@ -1,28 +1,32 @@
-"""Alpha-beta cost of collectives over the Trn1 topology.
+"""Latency + bandwidth cost of collectives per link class over the Trn1 topology.
 
-A group inside one node runs a ring over NeuronLink (or over DMA when all members share a
-chip); a group spanning nodes runs hierarchically: reduce-scatter inside each node, the
-inter-node part over EFA on 1/k of the data (k members per node), all-gather inside the node.
-Ring cost: steps x hop latency + bus factor x bytes / bus bandwidth, the factors of nccom-test
-(all-reduce 2(n-1)/n over 2(n-1) steps; all-gather and reduce-scatter (n-1)/n over n-1 steps).
-Byte counts follow nccl-tests: all-gather counts the gathered output, reduce-scatter the input.
+Link classes: same chip (DMA through HBM), NeuronLink inside a node, EFA across nodes. A group
+inside one node pays a fixed latency per collective phase (nccom-test: a 32-rank all-gather of
+1 KiB takes 6.16 us) plus bus factor x bytes / achieved bus bandwidth; a group spanning nodes
+runs hierarchically: reduce-scatter inside each node, the inter-node part over EFA on 1/k of
+the data (k members per node) with recursive halving/doubling (log2(nodes) steps of the
+inter-node latency), all-gather inside the node. So a collective's efficiency grows with its
+message size as nccom-test shows (latency-bound below ~1 MiB, bandwidth-bound above). Bus
+factors are nccom-test's (all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n, send 1);
+byte counts follow nccl-tests: all-gather counts the gathered output, reduce-scatter the input.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from .hardware import (CORE_DMA_BW, CORES_PER_CHIP, INTER_NODE_HOP_S, INTRA_NODE_HOP_S,
+from .hardware import (COLLECTIVE_BASE_S, CORE_DMA_BW, CORES_PER_CHIP, INTER_NODE_HOP_S,
                        NEURONLINK_EFFICIENCY, Instance)
 
-_RING = {  # op -> (bus factor(n), steps(n))
-    "all_reduce": (lambda n: 2 * (n - 1) / n, lambda n: 2 * (n - 1)),
-    "all_gather": (lambda n: (n - 1) / n, lambda n: n - 1),
-    "reduce_scatter": (lambda n: (n - 1) / n, lambda n: n - 1),
-    "send": (lambda n: 1.0, lambda n: 1),
-    "recv": (lambda n: 1.0, lambda n: 1),
+_BUS = {  # op -> (bus factor(n), latency phases: an all-reduce is a reduce-scatter + all-gather)
+    "all_reduce": (lambda n: 2 * (n - 1) / n, 2),
+    "all_gather": (lambda n: (n - 1) / n, 1),
+    "reduce_scatter": (lambda n: (n - 1) / n, 1),
+    "send": (lambda n: 1.0, 1),
+    "recv": (lambda n: 1.0, 1),
 }
 
 
@@ -44,11 +48,13 @@ def placement(ranks: np.ndarray, cores_per_node: int, slow_nodes: dict[int, floa
                      same_chip=len(chips) == 1, slow=slow if len(nodes) > 1 else 1.0)
 
 
-def ring_time(op: str, nbytes: float, n: int, busbw: float, hop: float) -> float:
+def link_time(op: str, nbytes: float, n: int, busbw: float, latency: float) -> float:
+    """Seconds of one collective over n members of one link class: latency per phase plus the
+    bus bytes at the class's achieved bus bandwidth."""
     if n <= 1 or nbytes <= 0:
         return 0.0
-    factor, steps = _RING[op]
-    return steps(n) * hop + factor(n) * nbytes / busbw
+    factor, phases = _BUS[op]
+    return phases * latency + factor(n) * nbytes / busbw
 
 
 def intra_busbw(instance: Instance, same_chip: bool) -> float:
@@ -70,14 +76,14 @@ def collective_time(op: str, nbytes: float, where: Placement, instance: Instance
         return 0.0
     local = intra_busbw(instance, where.same_chip)
     if where.nodes == 1:
-        return ring_time(op, nbytes, where.size, local, INTRA_NODE_HOP_S)
+        return link_time(op, nbytes, where.size, local, COLLECTIVE_BASE_S)
     remote = inter_bw(instance, network_efficiency, where.slow)
     k, m = where.per_node, where.nodes
     if op in ("send", "recv"):
         return INTER_NODE_HOP_S + nbytes / remote
-    inner_rs = ring_time("reduce_scatter", nbytes, k, local, INTRA_NODE_HOP_S)
-    inner_ag = ring_time("all_gather", nbytes, k, local, INTRA_NODE_HOP_S)
-    outer = ring_time(op, nbytes / k, m, remote, INTER_NODE_HOP_S)
+    inner_rs = link_time("reduce_scatter", nbytes, k, local, COLLECTIVE_BASE_S)
+    inner_ag = link_time("all_gather", nbytes, k, local, COLLECTIVE_BASE_S)
+    outer = link_time(op, nbytes / k, m, remote, math.ceil(math.log2(m)) * INTER_NODE_HOP_S)
     if op == "all_reduce":
         return inner_rs + outer + inner_ag
     return (inner_rs if op == "reduce_scatter" else inner_ag) + outer

@@ -1,11 +1,13 @@
-"""Device work per layer and phase: ops on the NeuronCore engines timed by a roofline.
+"""Device work per layer and phase: ops on the NeuronCore engines.
 
-An op's time is the largest of its tensor-engine FLOPs at the matmul peak (BF16, or FP32 for
-FP32 compute) x matmul efficiency, its vector- and scalar-engine FLOPs at those engines' peaks,
-and its HBM traffic at HBM bandwidth x HBM efficiency. Attention is one fused op (score and
-value matmuls on the tensor engine, softmax on the scalar engine, flash-style with no score
-traffic to HBM); norms and residual adds are vector ops; the optimizer is memory-bound.
-Counts are per rank and microbatch, after tensor parallelism divides the work.
+An op's time is the largest of its tensor-engine time (its matmuls through the tile model of
+matmul.py, in the dtype the compiler multiplies in), its vector- and scalar-engine FLOPs at those
+engines' peaks and its HBM traffic at HBM bandwidth x `hbm_efficiency` (the engines and the DMA
+queues work concurrently inside an op), plus a fixed `op_overhead_us` (instruction issue,
+semaphore waits and DMA setup at the op's boundaries), which dominates small ops. Attention is
+one fused op (projections, score and value matmuls on the tensor engine, softmax on the scalar
+engine, flash-style with no score traffic to HBM); norms and residual adds are vector ops; the
+optimizer is memory-bound. Shapes are per rank and microbatch, after tensor parallelism.
 """
 
 from __future__ import annotations
@@ -13,41 +15,72 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import architecture as A
-from .hardware import CORE_HBM_BW, CORE_SCALAR_FLOPS, CORE_VECTOR_FLOPS, MATMUL_PEAK
+from .hardware import CORE_HBM_BW, CORE_SCALAR_FLOPS, CORE_VECTOR_FLOPS, PE_COLS
 from .job import Job
+from .matmul import Matmul, tensor_seconds
 from .params import Params
 
 
 @dataclass(frozen=True)
 class Rates:
-    matmul: float   # FLOP/s
-    vector: float
-    scalar: float
-    hbm: float      # bytes/s
+    matmul_dtype: str
+    vector_dtype: str
+    tensor_efficiency: float
+    hbm: float        # bytes/s
+    overhead: float   # s per op
 
-    def time(self, tensor=0.0, vector=0.0, scalar=0.0, nbytes=0.0) -> float:
-        return max(tensor / self.matmul, vector / self.vector, scalar / self.scalar, nbytes / self.hbm)
+    def time(self, matmuls=(), vector=0.0, scalar=0.0, nbytes=0.0) -> float:
+        return self.overhead + max(tensor_seconds(matmuls, self.matmul_dtype, self.tensor_efficiency),
+                                   vector / CORE_VECTOR_FLOPS, scalar / CORE_SCALAR_FLOPS, nbytes / self.hbm)
 
 
 def rates(job: Job, params: Params) -> Rates:
-    peak = MATMUL_PEAK[job.config.precision.compute]
-    return Rates(matmul=peak * params.matmul_efficiency, vector=CORE_VECTOR_FLOPS,
-                 scalar=CORE_SCALAR_FLOPS, hbm=CORE_HBM_BW * params.hbm_efficiency)
+    return Rates(matmul_dtype=job.dtypes.matmul, vector_dtype=job.dtypes.vector,
+                 tensor_efficiency=params.tensor_efficiency, hbm=CORE_HBM_BW * params.hbm_efficiency,
+                 overhead=params.op_overhead_us * 1e-6)
 
 
 @dataclass(frozen=True)
 class Op:
-    """One compute op: engine lane, FLOPs, HBM bytes and duration (s)."""
+    """One compute op: engine lane, FLOPs, HBM bytes, duration (s) and the dtype it runs in."""
     name: str
     lane: str
     phase: str
     flops: float
     nbytes: float
     dur: float
+    dtype: str
 
 
-def _op(r: Rates, name, lane, phase, tensor=0.0, vector=0.0, scalar=0.0, nbytes=0.0) -> Op:
-    return Op(name, lane, phase, tensor + vector + scalar, nbytes, r.time(tensor, vector, scalar, nbytes))
+def _op(r: Rates, name, lane, phase, matmuls=(), vector=0.0, scalar=0.0, nbytes=0.0) -> Op:
+    flops = sum(mm.flops for mm in matmuls) + vector + scalar
+    dtype = r.matmul_dtype if lane == "nc/tensor" else r.vector_dtype
+    return Op(name, lane, phase, flops, nbytes, r.time(matmuls, vector, scalar, nbytes), dtype)
+
+
+def _backward(matmuls) -> list[Matmul]:
+    return [g for mm in matmuls for g in mm.backward()]
+
+
+def attention_matmuls(job: Job) -> tuple[list[Matmul], list[Matmul]]:
+    """(projections, attention core) of one layer's forward on one rank."""
+    arch, t = job.arch, job.tp
+    T, s, h, d = job.micro * arch.seq_len, arch.seq_len, arch.hidden, arch.head_dim
+    heads = arch.heads / t
+    kv_width = max(arch.kv_heads / t, 1) * d  # KV heads are replicated when tp exceeds them
+    projections = [Matmul(h, T, h / t + 2 * kv_width), Matmul(h / t, T, h)]
+    # A causal (decoder) mask lets flash attention skip the key tiles above the diagonal: of
+    # n x n 128-token tiles, n(n+1)/2 are computed.
+    tiles = -(-s // PE_COLS)
+    pairs = job.micro * heads * ((tiles + 1) / (2 * tiles) if arch.kind == "decoder" else 1.0)
+    core = [Matmul(d, s, s, pairs), Matmul(s, s, d, pairs)]
+    return projections, core
+
+
+def mlp_matmuls(job: Job) -> list[Matmul]:
+    arch, t = job.arch, job.tp
+    T, h, f = job.micro * arch.seq_len, arch.hidden, arch.ffn_hidden / t
+    return [Matmul(h, T, f * (A.mlp_matrices(arch) - 1)), Matmul(f, T, h)]
 
 
 class LayerCosts:
@@ -64,18 +97,19 @@ class LayerCosts:
         self.norm = dict(vector=8 * local, nbytes=3 * local * ab)
         self.norm_bwd = dict(vector=16 * local, nbytes=5 * local * ab)
         wa = A.attention_params(arch) / t
-        core = 4 * b * s * s * h / t
+        projections, core = attention_matmuls(job)
         softmax = 5 * b * (a / t) * s * s
-        self.attn = dict(tensor=2 * T * wa + core, scalar=softmax,
+        self.attn = dict(matmuls=projections + core, scalar=softmax,
                          nbytes=wa * wb + T * ab * (h + 2 * (h + 2 * kv_width) / t + 2 * h / t))
-        recompute = (core, softmax) if job.checkpointing == "selective" else (0.0, 0.0)
-        self.attn_bwd = dict(tensor=2 * self.attn["tensor"] + recompute[0], scalar=2 * softmax + recompute[1],
-                             nbytes=2 * self.attn["nbytes"] + 2 * wa * gb)
+        recompute = (core, softmax) if job.checkpointing == "selective" else ([], 0.0)
+        self.attn_bwd = dict(matmuls=_backward(projections + core) + recompute[0],
+                             scalar=2 * softmax + recompute[1], nbytes=2 * self.attn["nbytes"] + 2 * wa * gb)
         wm = A.mlp_params(arch) / t
         act = T * f / t * (6 if arch.mlp == "swiglu" else 8)
-        self.mlp = dict(tensor=2 * T * wm, scalar=act,
+        self.mlp = dict(matmuls=mlp_matmuls(job), scalar=act,
                         nbytes=wm * wb + T * ab * (h + (A.mlp_matrices(arch) - 1) * f / t + h / t))
-        self.mlp_bwd = dict(tensor=4 * T * wm, scalar=2 * act, nbytes=2 * self.mlp["nbytes"] + 2 * wm * gb)
+        self.mlp_bwd = dict(matmuls=_backward(self.mlp["matmuls"]), scalar=2 * act,
+                            nbytes=2 * self.mlp["nbytes"] + 2 * wm * gb)
         self.tp_bytes = T * h * ab  # gathered activations: all-gather output / reduce-scatter input
         self.grad_bytes = A.layer_params(arch) / t * gb
 
@@ -122,8 +156,9 @@ def embedding_items(job: Job, r: Rates, phase: str):
     if arch.kind == "vit":
         patches = job.micro * (arch.seq_len - 1)
         pixels = job.micro * 3 * arch.image_size ** 2
-        tensor = 2 * patches * 3 * arch.patch_size ** 2 * arch.hidden * (2 if phase == "bwd" else 1)
-        return [_op(r, "patch_embed", "nc/tensor", phase, tensor=tensor, nbytes=pixels * ab + T * arch.hidden * ab)]
+        embed = [Matmul(3 * arch.patch_size ** 2, patches, arch.hidden)]
+        matmuls = [embed[0].backward()[1]] if phase == "bwd" else embed  # no gradient for the pixels
+        return [_op(r, "patch_embed", "nc/tensor", phase, matmuls=matmuls, nbytes=pixels * ab + T * arch.hidden * ab)]
     nbytes = 2 * T * arch.hidden * ab * (2 if phase == "bwd" else 1)
     op = _op(r, "embed_tokens", "nc/vector", phase, vector=T * arch.hidden, nbytes=nbytes)
     if t == 1:
@@ -143,18 +178,18 @@ def head_items(job: Job, r: Rates, phase: str):
     norm = _op(r, "norm", "nc/vector", phase, vector=8 * local * (2 if phase == "bwd" else 1),
                nbytes=3 * local * ab * (2 if phase == "bwd" else 1))
     weights = (V * h + (h * h if arch.kind == "encoder" else 0)) / t
-    head_f = 2 * Th * weights
+    head_mm = [Matmul(h, Th, V / t)] + ([Matmul(h, Th, h / t)] if arch.kind == "encoder" else [])
     loss_work = dict(vector=5 * Th * V / t, nbytes=2 * Th * V / t * 4)  # fp32 logits
     loss_coll = ("all_reduce", 2 * Th * 4, "loss.all_reduce") if t > 1 else None
     gather = ("all_gather", T * h * ab, "norm.all_gather") if job.sp else None
     scatter = ("reduce_scatter", T * h * ab, "lm_head.reduce_scatter") if job.sp else \
         (("all_reduce", T * h * ab, "lm_head.all_reduce") if t > 1 else None)
     if phase == "fwd":
-        head = _op(r, "lm_head", "nc/tensor", phase, tensor=head_f, nbytes=weights * ab + Th * V / t * ab)
+        head = _op(r, "lm_head", "nc/tensor", phase, matmuls=head_mm, nbytes=weights * ab + Th * V / t * ab)
         loss = _op(r, "loss", "nc/vector", phase, **loss_work)
         items = [norm, gather, head, loss, loss_coll]
     else:
-        head = _op(r, "lm_head", "nc/tensor", phase, tensor=2 * head_f,
+        head = _op(r, "lm_head", "nc/tensor", phase, matmuls=_backward(head_mm),
                    nbytes=2 * (weights * ab + Th * V / t * ab) + 2 * weights * gb)
         loss = _op(r, "loss", "nc/vector", phase, **loss_work)
         items = [loss, head, scatter, norm]

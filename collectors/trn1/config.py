@@ -68,6 +68,10 @@ class Batch(_Section):
 
 class Precision(_Section):
     compute: Literal["bf16", "fp16", "fp8", "fp32"] = "bf16"
+    # neuronx-cc --auto-cast: which FP32 ops the compiler casts (none since Neuron 2.27, matmult
+    # before); --auto-cast-type: to what. Only acts when compute is fp32.
+    auto_cast: Literal["none", "matmult", "all"] = "none"
+    auto_cast_type: Literal["bf16", "fp16", "tf32", "fp8"] = "bf16"
     optimizer_state: Literal["fp32", "bf16"] = "fp32"
     stochastic_rounding: bool = True
 
@@ -78,7 +82,8 @@ class Memory(_Section):
 
 class Input(_Section):
     workers: NonNegInt = 4
-    per_sample_ms: NonNegFloat = 1.0
+    # host CPU time to produce one sample; unset: 1 ms for text, image decode + augment for ViT
+    per_sample_ms: NonNegFloat | None = None
     prefetch: PosInt = 2
 
 
@@ -91,6 +96,17 @@ class Run(_Section):
     steps: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 10
     seed: NonNegInt = 0
     noise: Annotated[float, msgspec.Meta(ge=0, le=0.2)] = 0.01
+
+
+Fraction = Annotated[float, msgspec.Meta(gt=0, le=1)]
+
+
+class Calibration(_Section):
+    """The model's free parameters for this job; unset keys take the shipped fitted values."""
+    tensor_efficiency: Fraction | None = None
+    op_overhead_us: NonNegFloat | None = None
+    hbm_efficiency: Fraction | None = None
+    network_efficiency: Fraction | None = None
 
 
 class _Fault(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, tag_field="kind"):
@@ -136,6 +152,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     input: Input = msgspec.field(default_factory=Input)
     comm: Comm = msgspec.field(default_factory=Comm)
     run: Run = msgspec.field(default_factory=Run)
+    calibration: Calibration = msgspec.field(default_factory=Calibration)
     faults: list[Fault] = msgspec.field(default_factory=list)
 
 

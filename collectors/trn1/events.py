@@ -1,8 +1,14 @@
-"""Events of a batch of ranks (all in one pipeline stage) from the timeline, as array groups."""
+"""Events of a batch of ranks (all in one pipeline stage) from the timeline, as array groups.
+
+Array shapes: (ranks, steps, events per step). Inside a step, the stage's blocks run in 1F1B
+order; `block_speed` is a rank's speed factor per block, `group_speed` its TP group's (the
+slowest member's), which the template's linear coefficients turn into start times and durations.
+"""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -10,7 +16,7 @@ from .emit import EventBatch, Vocabulary
 from .layout import Layout
 from .memory import capacity
 from .plan import TEMPLATE_COLUMNS, Plan
-from .timeline import Timeline
+from .timeline import StageTimes, Timeline
 
 
 class StageTemplate:
@@ -24,111 +30,166 @@ class StageTemplate:
         self.is_tp = self.cols["kind"] == "collective"
         self.tp_index = np.where(self.is_tp, np.cumsum(self.is_tp) - 1, -1)
         self.n_tp = int(self.is_tp.sum())
+        self.args = np.array([None if dtype is None else json.dumps({"dtype": dtype}) for dtype in self.cols["dtype"]],
+                             dtype=object)
 
 
-def _sr(arr: np.ndarray, ks, d) -> np.ndarray:
-    """arr (S, K, dp[, ...]) at blocks ks and the batch's dp indices -> (ranks, S, len(ks))."""
-    return np.moveaxis(arr[:, ks][:, :, d], 2, 0)
+@dataclass
+class _Batch:
+    """The ranks of one batch and where they sit: what every event group needs."""
+    tl: Timeline
+    layout: Layout
+    ranks: np.ndarray
+    stage: int
+    dp_index: np.ndarray     # (R,)
+    tp_index: np.ndarray     # (R,)
+    times: StageTimes
+    seq: list
+    steps: np.ndarray        # (1, S, 1) step numbers
+
+    def per_block(self, arr: np.ndarray, blocks) -> np.ndarray:
+        """arr (S, K, dp[, ...]) at `blocks` and the batch's dp indices -> (ranks, S, len(blocks))."""
+        return np.moveaxis(arr[:, blocks][:, :, self.dp_index], 2, 0)
+
+    def blocks_of(self, typ: str) -> tuple[np.ndarray, np.ndarray]:
+        """Block indices of type F or B in the step, and their microbatch numbers."""
+        ks = np.array([k for k, (t, _) in enumerate(self.seq) if t == typ])
+        return ks, np.array([self.seq[k][1] for k in ks])
 
 
 def build_events(tl: Timeline, layout: Layout, ranks: np.ndarray, template: StageTemplate,
                  vocab: Vocabulary, oom: dict) -> EventBatch:
-    plan, job = tl.plan, tl.plan.job
     stage = int(layout.pp_rank[ranks[0]])
-    times, st, seq = tl.stages[stage], plan.stages[stage], tl.seqs[stage]
-    d, t = layout.dp_rank[ranks], layout.tp_rank[ranks]
-    S, M = tl.steps, job.microbatches
-    K = 2 * M
-    batch = EventBatch(ranks, S, vocab)
-    f = tl.f[ranks]                                   # (R, S, K+1)
-    G = tl.group[stage][d]                            # (R, S, K+1)
-    body = np.moveaxis(times.body[:, :, d], 2, 0)     # (R, S, K)
-
-    # compute ops and tensor-parallel collectives, linear in (F, f)
-    blk, c = template.block, template.cols
-    Gb, fb = G[:, :, blk], f[:, :, blk]
-    tp_names = vocab.ids(layout.tp_group_name(ranks))
-    steps = np.arange(S)[None, :, None]
-    batch.add(ts=body[:, :, blk] + c["A"] + c["B"] * Gb + c["D"] * fb, dur=c["a"] + c["b"] * Gb + c["d"] * fb,
-              kind=c["kind"], name=c["name"], lane=c["lane"], phase=c["phase"], nbytes=c["nbytes"],
-              flops=np.where(template.is_tp, -1, c["flops"]), coll_op=c["coll_op"],
-              coll_group=np.where(template.is_tp, tp_names[:, None, None], -1),
-              coll_seq=np.where(template.is_tp, steps * template.n_tp + template.tp_index, -1),
-              coll_ranks=np.where(template.is_tp, job.tp, -1))
-
-    kF = np.array([k for k, (typ, _) in enumerate(seq) if typ == "F"])
-    kB = np.array([k for k, (typ, _) in enumerate(seq) if typ == "B"])
-    mF = np.array([seq[k][1] for k in kF])
-    mB = np.array([seq[k][1] for k in kB])
-    ready_F, launch_F = _sr(times.ready, kF, d), _sr(times.launch, kF, d)
-    if st.consumes_data:
-        got = _sr(times.got, kF, d)
-        batch.add(ts=ready_F, dur=got - ready_F, kind="input", name="dataloader.next", lane="nc/wait",
-                  keep=got - ready_F >= 1e-9)
-        batch.add(ts=got, dur=plan.h2d, kind="transfer", name="h2d.batch", lane="dma/h2d", nbytes=plan.h2d_bytes)
-    batch.add(ts=launch_F, dur=plan.launch, kind="host", name="xla.execute", lane="host/main")
-
-    # pipeline point-to-point: activations forward, gradients backward
-    if job.pp > 1:
-        seq_base = steps * 2 * M
-        end_F = _sr(times.body, kF, d) + st.fwd.compute * G[:, :, kF] + st.fwd.transfer
-        end_B = _sr(times.body, kB, d) + st.bwd.compute * G[:, :, kB] + st.bwd.transfer
-        p2p = dict(kind="p2p", lane="nc/cc/pp", nbytes=st.p2p_bytes, coll_ranks=2)
-        if stage > 0:
-            prev = vocab.ids(layout.pp_link_name(ranks, to_next=False))[:, None, None]
-            recv = np.moveaxis(times.recv_end[:, kF][:, :, d, t], 2, 0)
-            batch.add(ts=ready_F, dur=recv - ready_F, name="recv.activations", phase="fwd", coll_op="recv",
-                      coll_group=prev, coll_seq=seq_base + mF, **p2p)
-            cost = plan.p2p_cost[stage - 1][d, t][:, None, None]
-            batch.add(ts=end_B, dur=cost, name="send.gradients", phase="bwd", coll_op="send",
-                      coll_group=prev, coll_seq=seq_base + M + mB, **p2p)
-        if stage < job.pp - 1:
-            nxt = vocab.ids(layout.pp_link_name(ranks, to_next=True))[:, None, None]
-            cost = plan.p2p_cost[stage][d, t][:, None, None]
-            batch.add(ts=end_F, dur=cost, name="send.activations", phase="fwd", coll_op="send",
-                      coll_group=nxt, coll_seq=seq_base + mF, **p2p)
-            ready_B = _sr(times.ready, kB, d)
-            recv = np.moveaxis(times.recv_end[:, kB][:, :, d, t], 2, 0)
-            batch.add(ts=ready_B, dur=recv - ready_B, name="recv.gradients", phase="bwd", coll_op="recv",
-                      coll_group=nxt, coll_seq=seq_base + M + mB, **p2p)
-
-    # once per step: the step itself, compiles, gradient buckets, optimizer, ZeRO-1 all-gather
-    start = times.step_start[:, d].T[:, :, None]                       # (R, S, 1)
-    end = np.moveaxis(times.step_end[:, d, t], 1, 0)[:, :, None]
-    batch.add(ts=start, dur=end - start, kind="step", name="train_step", lane="host/main")
-    compile_start = times.compile_start[:, d].T[:, :, None]
-    batch.add(ts=compile_start, dur=plan.compile_s, kind="compile", name="neuronx-cc.compile", lane="host/compiler",
-              args=json.dumps({"graph": f"train_step.stage{stage}"}), keep=tl.compile_steps[None, :, None])
-    n = len(st.buckets)
-    if job.dp > 1 and n:
-        dp_names = vocab.ids(layout.dp_group_name(ranks))[:, None, None]
-        arrive = np.moveaxis(times.dp_arrive[:, d, t, :n], 1, 0)
-        done = np.moveaxis(times.dp_end[:, d, t, :n], 1, 0)
-        batch.add(ts=arrive, dur=done - arrive, kind="collective", lane="nc/cc/dp", phase="bwd",
-                  name=np.array([f"grad_bucket_{j}.{plan.dp_op}" for j in range(n)], dtype=object),
-                  nbytes=np.array([b.nbytes for b in st.buckets]), coll_op=plan.dp_op, coll_group=dp_names,
-                  coll_seq=steps * n + np.arange(n), coll_ranks=job.dp)
-    f_opt = f[:, :, K][:, :, None]
-    durs = np.array([op.dur for op in st.opt])
-    offsets = np.concatenate([[0.0], np.cumsum(durs)[:-1]])
-    opt_start = np.moveaxis(times.opt_start[:, d, t], 1, 0)[:, :, None]
-    batch.add(ts=opt_start + offsets * f_opt, dur=durs * f_opt, kind="compute", lane="nc/vector", phase="opt",
-              name=np.array([op.name for op in st.opt], dtype=object), nbytes=np.array([op.nbytes for op in st.opt]),
-              flops=np.array([op.flops for op in st.opt]))
-    n_ag = int(np.count_nonzero(plan.ag_bytes[stage])) if plan.ag_bytes.size else 0
-    if job.dp > 1 and n_ag:
-        arrive = np.moveaxis(times.ag_arrive[:, d, t, :n_ag], 1, 0)
-        done = np.moveaxis(times.ag_end[:, d, t, :n_ag], 1, 0)
-        batch.add(ts=arrive, dur=done - arrive, kind="collective", lane="nc/cc/dp", phase="opt",
-                  name=np.array([f"param_bucket_{j}.all_gather" for j in range(n_ag)], dtype=object),
-                  nbytes=plan.ag_bytes[stage, :n_ag], coll_op="all_gather",
-                  coll_group=vocab.ids(layout.dp_group_name(ranks))[:, None, None],
-                  coll_seq=steps * n_ag + np.arange(n_ag), coll_ranks=job.dp)
+    b = _Batch(tl, layout, ranks, stage, layout.dp_rank[ranks], layout.tp_rank[ranks], tl.stages[stage],
+               tl.seqs[stage], np.arange(tl.steps)[None, :, None])
+    out = EventBatch(ranks, tl.steps, vocab)
+    _add_block_events(out, b, template, vocab)
+    _add_input_and_launch(out, b)
+    if tl.plan.job.pp > 1:
+        _add_pipeline_p2p(out, b, vocab)
+    _add_step_and_compile(out, b)
+    _add_gradient_sync(out, b, vocab)
+    _add_optimizer(out, b, vocab)
     if oom.get(stage) is not None:
-        step, ts_peak, peak = oom[stage]
-        at = np.moveaxis(ts_peak[:, d], 1, 0)[:, step:step + 1, None]
-        batch.add(ts=at, dur=0, kind="memory", name="oom_risk", lane="hbm", nbytes=peak,
-                  step=np.array([[[step]]]),
-                  args=json.dumps({"peak_bytes": int(peak), "capacity_bytes": capacity(),
-                                   "message": "HBM residency exceeds the NeuronCore's capacity"}))
-    return batch
+        _add_oom(out, b, oom[stage])
+    return out
+
+
+def _add_block_events(out: EventBatch, b: _Batch, template: StageTemplate, vocab: Vocabulary) -> None:
+    """Compute ops and tensor-parallel collectives of every block, linear in the speed factors."""
+    tl, job = b.tl, b.tl.plan.job
+    block, cols, is_tp = template.block, template.cols, template.is_tp
+    rank_speed = tl.f[b.ranks][:, :, block]                       # (R, S, events)
+    group_speed = tl.group[b.stage][b.dp_index][:, :, block]
+    block_start = np.moveaxis(b.times.body[:, :, b.dp_index], 2, 0)[:, :, block]
+    tp_groups = vocab.ids(b.layout.tp_group_name(b.ranks))
+    out.add(ts=block_start + cols["start_fixed"] + cols["start_per_group"] * group_speed
+            + cols["start_per_rank"] * rank_speed,
+            dur=cols["dur_fixed"] + cols["dur_per_group"] * group_speed + cols["dur_per_rank"] * rank_speed,
+            kind=cols["kind"], name=cols["name"], lane=cols["lane"], phase=cols["phase"], nbytes=cols["nbytes"],
+            flops=np.where(is_tp, -1, cols["flops"]), coll_op=cols["coll_op"],
+            coll_group=np.where(is_tp, tp_groups[:, None, None], -1),
+            coll_seq=np.where(is_tp, b.steps * template.n_tp + template.tp_index, -1),
+            coll_ranks=np.where(is_tp, job.tp, -1), args=template.args)
+
+
+def _add_input_and_launch(out: EventBatch, b: _Batch) -> None:
+    """Per microbatch: the device's wait for its batch and the batch's copy (data stages), and
+    the host's graph launch."""
+    plan = b.tl.plan
+    fwd_blocks, _ = b.blocks_of("F")
+    device_ready = b.per_block(b.times.ready, fwd_blocks)
+    if plan.stages[b.stage].consumes_data:
+        got = b.per_block(b.times.got, fwd_blocks)
+        out.add(ts=device_ready, dur=got - device_ready, kind="input", name="dataloader.next", lane="nc/wait",
+                keep=got - device_ready >= 1e-9)
+        out.add(ts=got, dur=plan.h2d, kind="transfer", name="h2d.batch", lane="dma/h2d", nbytes=plan.h2d_bytes)
+    out.add(ts=b.per_block(b.times.launch, fwd_blocks), dur=plan.launch, kind="host", name="xla.execute",
+            lane="host/main")
+
+
+def _add_pipeline_p2p(out: EventBatch, b: _Batch, vocab: Vocabulary) -> None:
+    """Activations forward and gradients backward between neighbouring stages."""
+    plan, job, stage, t, d = b.tl.plan, b.tl.plan.job, b.stage, b.tp_index, b.dp_index
+    st, microbatches = plan.stages[stage], job.microbatches
+    fwd_blocks, fwd_mb = b.blocks_of("F")
+    bwd_blocks, bwd_mb = b.blocks_of("B")
+    group_speed = b.tl.group[stage][d]
+    seq_base = b.steps * 2 * microbatches
+    fwd_end = b.per_block(b.times.body, fwd_blocks) + st.fwd.compute * group_speed[:, :, fwd_blocks] + st.fwd.transfer
+    bwd_end = b.per_block(b.times.body, bwd_blocks) + st.bwd.compute * group_speed[:, :, bwd_blocks] + st.bwd.transfer
+    p2p = dict(kind="p2p", lane="nc/cc/pp", nbytes=st.p2p_bytes, coll_ranks=2)
+    if stage > 0:
+        prev = vocab.ids(b.layout.pp_link_name(b.ranks, to_next=False))[:, None, None]
+        ready = b.per_block(b.times.ready, fwd_blocks)
+        recv = np.moveaxis(b.times.recv_end[:, fwd_blocks][:, :, d, t], 2, 0)
+        out.add(ts=ready, dur=recv - ready, name="recv.activations", phase="fwd", coll_op="recv",
+                coll_group=prev, coll_seq=seq_base + fwd_mb, **p2p)
+        out.add(ts=bwd_end, dur=plan.p2p_cost[stage - 1][d, t][:, None, None], name="send.gradients", phase="bwd",
+                coll_op="send", coll_group=prev, coll_seq=seq_base + microbatches + bwd_mb, **p2p)
+    if stage < job.pp - 1:
+        nxt = vocab.ids(b.layout.pp_link_name(b.ranks, to_next=True))[:, None, None]
+        out.add(ts=fwd_end, dur=plan.p2p_cost[stage][d, t][:, None, None], name="send.activations", phase="fwd",
+                coll_op="send", coll_group=nxt, coll_seq=seq_base + fwd_mb, **p2p)
+        ready = b.per_block(b.times.ready, bwd_blocks)
+        recv = np.moveaxis(b.times.recv_end[:, bwd_blocks][:, :, d, t], 2, 0)
+        out.add(ts=ready, dur=recv - ready, name="recv.gradients", phase="bwd", coll_op="recv",
+                coll_group=nxt, coll_seq=seq_base + microbatches + bwd_mb, **p2p)
+
+
+def _add_step_and_compile(out: EventBatch, b: _Batch) -> None:
+    start = b.times.step_start[:, b.dp_index].T[:, :, None]                       # (R, S, 1)
+    end = np.moveaxis(b.times.step_end[:, b.dp_index, b.tp_index], 1, 0)[:, :, None]
+    out.add(ts=start, dur=end - start, kind="step", name="train_step", lane="host/main")
+    compile_start = b.times.compile_start[:, b.dp_index].T[:, :, None]
+    out.add(ts=compile_start, dur=b.tl.plan.compile_s, kind="compile", name="neuronx-cc.compile",
+            lane="host/compiler", args=json.dumps({"graph": f"train_step.stage{b.stage}"}),
+            keep=b.tl.compile_steps[None, :, None])
+
+
+def _add_gradient_sync(out: EventBatch, b: _Batch, vocab: Vocabulary) -> None:
+    """Data-parallel gradient buckets (all-reduce, or reduce-scatter under ZeRO-1)."""
+    plan, job = b.tl.plan, b.tl.plan.job
+    buckets = plan.stages[b.stage].buckets
+    n = len(buckets)
+    if job.dp <= 1 or not n:
+        return
+    arrive = np.moveaxis(b.times.dp_arrive[:, b.dp_index, b.tp_index, :n], 1, 0)
+    done = np.moveaxis(b.times.dp_end[:, b.dp_index, b.tp_index, :n], 1, 0)
+    out.add(ts=arrive, dur=done - arrive, kind="collective", lane="nc/cc/dp", phase="bwd",
+            name=np.array([f"grad_bucket_{j}.{plan.dp_op}" for j in range(n)], dtype=object),
+            nbytes=np.array([bucket.nbytes for bucket in buckets]), coll_op=plan.dp_op,
+            coll_group=vocab.ids(b.layout.dp_group_name(b.ranks))[:, None, None],
+            coll_seq=b.steps * n + np.arange(n), coll_ranks=job.dp)
+
+
+def _add_optimizer(out: EventBatch, b: _Batch, vocab: Vocabulary) -> None:
+    """Optimizer ops back to back at the rank's optimizer speed, then the ZeRO-1 all-gather."""
+    plan, job = b.tl.plan, b.tl.plan.job
+    ops = plan.stages[b.stage].opt
+    opt_speed = b.tl.f[b.ranks][:, :, 2 * job.microbatches][:, :, None]
+    durs = np.array([op.dur for op in ops])
+    offsets = np.concatenate([[0.0], np.cumsum(durs)[:-1]])
+    opt_start = np.moveaxis(b.times.opt_start[:, b.dp_index, b.tp_index], 1, 0)[:, :, None]
+    out.add(ts=opt_start + offsets * opt_speed, dur=durs * opt_speed, kind="compute", lane="nc/vector", phase="opt",
+            name=np.array([op.name for op in ops], dtype=object), nbytes=np.array([op.nbytes for op in ops]),
+            flops=np.array([op.flops for op in ops]),
+            args=np.array([json.dumps({"dtype": op.dtype}) for op in ops], dtype=object))
+    n_ag = int(np.count_nonzero(plan.ag_bytes[b.stage])) if plan.ag_bytes.size else 0
+    if job.dp <= 1 or not n_ag:
+        return
+    arrive = np.moveaxis(b.times.ag_arrive[:, b.dp_index, b.tp_index, :n_ag], 1, 0)
+    done = np.moveaxis(b.times.ag_end[:, b.dp_index, b.tp_index, :n_ag], 1, 0)
+    out.add(ts=arrive, dur=done - arrive, kind="collective", lane="nc/cc/dp", phase="opt",
+            name=np.array([f"param_bucket_{j}.all_gather" for j in range(n_ag)], dtype=object),
+            nbytes=plan.ag_bytes[b.stage, :n_ag], coll_op="all_gather",
+            coll_group=vocab.ids(b.layout.dp_group_name(b.ranks))[:, None, None],
+            coll_seq=b.steps * n_ag + np.arange(n_ag), coll_ranks=job.dp)
+
+
+def _add_oom(out: EventBatch, b: _Batch, oom) -> None:
+    step, ts_peak, peak = oom
+    at = np.moveaxis(ts_peak[:, b.dp_index], 1, 0)[:, step:step + 1, None]
+    out.add(ts=at, dur=0, kind="memory", name="oom_risk", lane="hbm", nbytes=peak, step=np.array([[[step]]]),
+            args=json.dumps({"peak_bytes": int(peak), "capacity_bytes": capacity(),
+                             "message": "HBM residency exceeds the NeuronCore's capacity"}))

@@ -1,4 +1,5 @@
-"""Injected faults, turned into the knobs the model uses."""
+"""Injected faults: what each kind does, the check that it can act in the job, and the knobs
+the model turns them into."""
 
 from __future__ import annotations
 
@@ -6,7 +7,48 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from trnprof.errors import TrnprofError
+
 from .config import MemoryLeak, NoOverlap, Recompile, SlowLink, SlowLoader, Straggler
+
+# kind -> (keys with defaults, what it does, an example): `trnprof simulate --help` lists these.
+FAULT_KINDS = {
+    "straggler": ("rank (required), slowdown=1.3",
+                  "The rank's device work takes `slowdown` times longer; its TP and DP peers wait for it",
+                  "faults=[{kind: straggler, rank: 5, slowdown: 1.5}]"),
+    "slow_loader": ("factor=8", "Every data-loader batch costs `factor` times the host time",
+                    "faults=[{kind: slow_loader, factor: 8}]"),
+    "slow_link": ("node (required), factor=4",
+                  "Inter-node traffic touching `node` runs at 1/factor of the bandwidth (needs >= 2 nodes)",
+                  "faults=[{kind: slow_link, node: 1, factor: 4}]"),
+    "recompile": ("every=5", "The graph compiles again every `every` steps (needs more steps than that)",
+                  "faults=[{kind: recompile, every: 2}]"),
+    "memory_leak": ("bytes_per_step=2.0e9", "Runtime device memory grows by `bytes_per_step` every step "
+                    "(needs >= 2 steps)", "faults=[{kind: memory_leak, bytes_per_step: 2.0e8}]"),
+    "no_overlap": ("(none)", "Gradient collectives start only after the backward pass (needs dp > 1)",
+                   "faults=[{kind: no_overlap}]"),
+}
+
+
+def check_faults(faults, steps: int, *, nodes: int, world: int, dp: int) -> None:
+    """One-line error for a fault that cannot act in the configured job."""
+    for fault in faults:
+        problem = None
+        if isinstance(fault, Straggler) and fault.rank >= world:
+            problem = f"straggler rank {fault.rank} is outside the world of {world} ranks (0-{world - 1})"
+        elif isinstance(fault, SlowLink) and nodes < 2:
+            problem = "slow_link slows inter-node traffic, and the job runs on one node; set cluster.nodes >= 2"
+        elif isinstance(fault, SlowLink) and fault.node >= nodes:
+            problem = f"slow_link node {fault.node} is outside the {nodes} node(s) (0-{nodes - 1})"
+        elif isinstance(fault, Recompile) and fault.every >= steps:
+            problem = (f"recompile every {fault.every} steps never recompiles in a run of {steps} step(s); "
+                       f"set run.steps > {fault.every} or a smaller every")
+        elif isinstance(fault, MemoryLeak) and (steps < 2 or fault.bytes_per_step == 0):
+            problem = "memory_leak needs bytes_per_step > 0 and run.steps >= 2 to grow"
+        elif isinstance(fault, NoOverlap) and dp < 2:
+            problem = "no_overlap delays gradient collectives, and the job has no data parallelism (dp = 1)"
+        if problem:
+            raise TrnprofError(f"config faults: {problem}")
 
 
 @dataclass

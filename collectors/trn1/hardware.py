@@ -1,8 +1,7 @@
 """Trainium1 hardware facts the execution model uses, each with its source.
 
-Sources: docs/hardware.md (rows cite the aws-neuron-sdk docs) and the nccom-test and
-neuron-monitor samples of the aws-neuron-sdk docs (tools/neuron-sys-tools/nccom-test.rst,
-neuron-monitor-user-guide.rst). Per-core figures are the chip's halved: a
+Sources: the aws-neuron-sdk docs (cited per constant; collected in the project's Trn1 hardware
+notes) and the public nccom-test and neuron-monitor output samples of the same docs. Per-core figures are the chip's halved: a
 Trn1 chip has 2 NeuronCore-v2 and one rank drives one NeuronCore.
 """
 
@@ -19,9 +18,6 @@ CHIP_FP32_FLOPS = 47.5e12
 CORES_PER_CHIP = 2
 CORE_BF16_FLOPS = CHIP_BF16_FLOPS / CORES_PER_CHIP
 CORE_FP32_FLOPS = CHIP_FP32_FLOPS / CORES_PER_CHIP
-# FP8 on Trn1: no speed-up over BF16 (neuron-explorer schema, `adjusted_hardware_flops`).
-MATMUL_PEAK = {"bf16": CORE_BF16_FLOPS, "fp16": CORE_BF16_FLOPS, "fp8": CORE_BF16_FLOPS,
-               "fp32": CORE_FP32_FLOPS}
 # Vector / scalar engines, ~2.3 / ~2.9 TFLOPS FP32 per core (NKI architecture guide).
 CORE_VECTOR_FLOPS = 2.3e12
 CORE_SCALAR_FLOPS = 2.9e12
@@ -33,10 +29,37 @@ CORE_HBM_BW = 820 * GIB / CORES_PER_CHIP
 # is one DMA queue, so the low end.
 DMA_ENGINE_BW = 17 * GB
 
-# Collective latency per algorithm step: ~1-2 us per hop inside a node, ~15 us across nodes
-# (neuron-runtime/explore/*-collective-comm.rst, via hardware.md).
-INTRA_NODE_HOP_S = 1.5e-6
+# Tensor engine (NKI architecture guide trainium_inferentia2_arch.rst; nki.isa.nc_matmul): a
+# 128 x 128 systolic array. One matmul instruction holds a stationary tile of <= 128 contraction
+# partitions x <= 128 columns and streams a moving tile of <= 128 partitions x <= 512 columns
+# (512 fp32 = one 2 KiB PSUM bank per partition, where results accumulate over contraction tiles).
+# Streaming takes one cycle per moving column; the cycle rate follows from the published peak
+# (2 x 128 x 128 FLOPs per cycle -> 2.9 GHz for 95 TFLOPS, against the guide's nominal 2.8 GHz).
+PE_ROWS = 128            # contraction partitions per instruction
+PE_COLS = 128            # stationary columns per instruction
+MOVING_MAX = 512         # moving columns per instruction (one PSUM bank)
+TENSOR_CYCLE_HZ = CORE_BF16_FLOPS / (2 * PE_ROWS * PE_COLS)
+# Passes through the array per moving column: FP32 at a quarter of the BF16 rate (47.5 vs 190
+# TFLOPS, trainium.rst); BF16, FP16, TF32 and cFP8 at the full rate (FP8 has no speed-up over
+# BF16 on Trn1: Neuron Explorer schema, `adjusted_hardware_flops`).
+MATMUL_PASSES = {"bf16": 1, "fp16": 1, "tf32": 1, "fp8": 1, "fp32": round(CORE_BF16_FLOPS / CORE_FP32_FLOPS)}
+# Fixed cost of one instruction: ~100 cycles per small dependent instruction (NKI architecture
+# guide, engine section), counted for every tensor-engine instruction.
+INSTRUCTION_CYCLES = 100
+
+# Runtime launch of one compiled graph: the neuron-monitor `execution_stats` sample reports
+# total latency 11.0 ms against device latency 10.0 ms per execution, so ~1 ms of host/runtime
+# time per graph execution. torch-xla executes asynchronously: the host prepares the next graph
+# while the device runs the current one.
+GRAPH_LAUNCH_S = 1.0e-3
+
+# Collective latency across nodes: ~15 us per algorithm step (inside a node ~1-2 us per hop;
+# neuron-runtime/explore/*-collective-comm.rst).
 INTER_NODE_HOP_S = 15e-6
+# Fixed cost of one collective inside a node, whatever its size: nccom-test's 32-rank all-gather
+# of 1 KiB takes 6.16 us (nccom-test.rst sample, --show-input-output-size run). Across nodes the
+# runtime uses recursive halving/doubling (RDH): log2(nodes) steps of the inter-node latency.
+COLLECTIVE_BASE_S = 6.16e-6
 # Achieved fraction of NeuronLink bandwidth for large collectives: nccom-test's 16-rank
 # kangaring all-reduce reaches 103.89 GiB/s bus bandwidth at 512 MiB against 192 GiB/s per core
 # (384 GiB/s NeuronLink per chip / 2 cores) -> 0.54 (nccom-test.rst sample).
@@ -67,11 +90,11 @@ class Instance:
         return self.chips * CHIP_BF16_FLOPS
 
 
-# hardware.md "Instances": chips, NeuronLink-v2 per chip (uncertain header), network per node.
+# Trn1 instance docs: chips, NeuronLink-v2 per chip (uncertain header), network per node, vCPUs.
 INSTANCES = {
     "trn1.2xlarge": Instance("trn1.2xlarge", chips=1, neuronlink_bw=0.0, network_bw=25e9 / 8, vcpus=8),
     "trn1.32xlarge": Instance("trn1.32xlarge", chips=16, neuronlink_bw=384 * GIB, network_bw=800e9 / 8, vcpus=128),
     "trn1n.32xlarge": Instance("trn1n.32xlarge", chips=16, neuronlink_bw=768 * GIB, network_bw=1600e9 / 8, vcpus=128),
 }
 
-DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}

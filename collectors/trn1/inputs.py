@@ -1,6 +1,7 @@
 """The input pipeline as producer / consumer: PyTorch DataLoader semantics.
 
-`workers` processes each build whole microbatches (micro x per_sample_ms each); at most
+`workers` processes each build whole microbatches (micro x per-sample host time each, slowed
+when the workers of all ranks on a node outnumber its free vCPUs); at most
 workers x prefetch batches are requested ahead, a new request going out each time the training
 loop takes a batch; batches are delivered in order. The device asks for batch c when it is
 ready for the next microbatch and waits if the batch is not there. With workers = 0 the main
@@ -10,6 +11,37 @@ process loads each batch when asked.
 from __future__ import annotations
 
 import numpy as np
+
+# Host CPU time per sample on one vCPU. Text: reading pre-tokenised ids, collating (assumption,
+# 1 ms). Images: JPEG decode + random-resized crop + flip + normalise of an ImageNet-size photo
+# (~500 x 375 px, ~110 KB) with PIL / libjpeg-turbo (assumption, 5 ms: the order of public
+# single-core decode + augment figures; set input.per_sample_ms for a measured pipeline).
+TEXT_SAMPLE_MS = 1.0
+IMAGE_SAMPLE_MS = 5.0
+
+
+def sample_ms(job) -> float:
+    """Host milliseconds per sample: the configured value, else the default for the data."""
+    configured = job.config.input.per_sample_ms
+    if configured is not None:
+        return configured
+    return IMAGE_SAMPLE_MS if job.arch.kind == "vit" else TEXT_SAMPLE_MS
+
+
+def cpu_contention(job) -> float:
+    """How much slower each loader worker runs because the loader workers of every rank on a
+    node share its vCPUs, less one per rank for its training process (>= 1)."""
+    workers = job.config.input.workers
+    if workers == 0:
+        return 1.0  # the training process loads on its own vCPU
+    cpn = job.cores_per_node
+    free_vcpus = max(job.instance.vcpus - cpn, 1)
+    return max(1.0, workers * cpn / free_vcpus)
+
+
+def batch_seconds(job) -> float:
+    """Host seconds one loader worker needs for one microbatch."""
+    return job.micro * sample_ms(job) / 1e3 * cpu_contention(job)
 
 
 class Loader:

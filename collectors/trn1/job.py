@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from trnprof.errors import TrnprofError
 
 from .config import Config, ModelSpec, model_presets
+from .faults import check_faults
 from .hardware import DTYPE_BYTES, INSTANCES, Instance
+from .precision import Compiled, compiled
 
 _TEXT_FIELDS = ("vocab", "seq_len")
 _VIT_FIELDS = ("image_size", "patch_size", "classes")
@@ -57,9 +59,18 @@ class Job:
     sp: bool            # sequence parallelism in effect (needs tp > 1)
     zero1: bool
     checkpointing: str
-    act_bytes: int      # bytes per activation element (compute dtype)
-    param_bytes: int    # bytes per stored parameter and gradient
+    dtypes: Compiled    # what the compiler runs: matmul, elementwise and master-weight dtypes
     state_bytes: int    # bytes per optimizer-state element (Adam keeps two)
+
+    @property
+    def act_bytes(self) -> int:
+        """Bytes per activation element (the elementwise dtype)."""
+        return self.dtypes.act_bytes
+
+    @property
+    def param_bytes(self) -> int:
+        """Bytes per stored parameter and gradient."""
+        return self.dtypes.param_bytes
 
     @property
     def layers_per_stage(self) -> int:
@@ -143,18 +154,10 @@ def resolve(config: Config) -> Job:
     if par.microbatches != "auto" and par.microbatches != microbatches:
         raise TrnprofError(f"config parallel.microbatches: {par.microbatches} does not match batch.global / "
                            f"(batch.micro x dp) = {microbatches}; set it to {microbatches} or auto")
-    for fault in config.faults:
-        rank = getattr(fault, "rank", None)
-        if rank is not None and rank >= world:
-            raise TrnprofError(f"config faults: straggler rank {rank} is outside the world of {world} ranks (0-{world - 1})")
-        node = getattr(fault, "node", None)
-        if node is not None and node >= nodes:
-            raise TrnprofError(f"config faults: slow_link node {node} is outside the {nodes} node(s) (0-{nodes - 1})")
+    check_faults(config.faults, config.run.steps, nodes=nodes, world=world, dp=dp)
     prec = config.precision
-    master_fp32 = prec.optimizer_state == "fp32" or prec.compute == "fp32"
     return Job(config=config, arch=arch, instance=instance, nodes=nodes, world=world, tp=tp, pp=pp, dp=dp,
                micro=micro, global_batch=global_batch, microbatches=microbatches,
                sp=par.sequence_parallel and tp > 1, zero1=par.zero1,
                checkpointing=config.memory.activation_checkpointing,
-               act_bytes=DTYPE_BYTES["fp32" if prec.compute == "fp32" else "bf16"],
-               param_bytes=4 if master_fp32 else 2, state_bytes=DTYPE_BYTES[prec.optimizer_state])
+               dtypes=compiled(prec), state_bytes=DTYPE_BYTES[prec.optimizer_state])

@@ -3,9 +3,11 @@ microbatch as event templates, the gradient buckets, the optimizer and the colle
 
 Inside a block, ranks of a tensor-parallel group run in lock step: compute runs at the rank's
 own speed factor f, every TP collective ends when the slowest member (factor F = max f) arrives
-plus its transfer time. So each event's start and duration are linear in (F, f):
-    ts  = block_start + A + B*F + D*f        dur = a + b*F + d*f
-with A, B, D, a, b, d fixed per event (the template). Noise and faults only change F and f.
+plus its transfer time. So each event's start and duration are linear in the group's and the
+rank's speed factors:
+    ts  = block_start + start_fixed + start_per_group * group_speed + start_per_rank * rank_speed
+    dur = dur_fixed + dur_per_group * group_speed + dur_per_rank * rank_speed
+with the six coefficients fixed per event (the template). Noise and faults only change the speeds.
 """
 
 from __future__ import annotations
@@ -16,15 +18,18 @@ import numpy as np
 
 from . import architecture as A
 from .collectives import Placement, collective_time, placement
-from .hardware import DMA_ENGINE_BW
+from .hardware import DMA_ENGINE_BW, GRAPH_LAUNCH_S
+from .inputs import batch_seconds
 from .compute import LayerCosts, Op, embedding_items, head_items, optimizer_ops, rates
 from .job import Job
 from .layout import Layout
 from .params import Params
 
 MIB = 1 << 20
-TEMPLATE_COLUMNS = ("name", "kind", "lane", "phase", "nbytes", "flops", "coll_op", "A", "B", "D", "a", "b", "d")
-_NUMERIC = {"nbytes", "flops", "A", "B", "D", "a", "b", "d"}
+TEMPLATE_COLUMNS = ("name", "kind", "lane", "phase", "nbytes", "flops", "coll_op", "dtype",
+                    "start_fixed", "start_per_group", "start_per_rank", "dur_fixed", "dur_per_group", "dur_per_rank")
+_NUMERIC = {"nbytes", "flops", "start_fixed", "start_per_group", "start_per_rank", "dur_fixed", "dur_per_group",
+            "dur_per_rank"}
 
 
 @dataclass
@@ -36,12 +41,13 @@ class Template:
     tp_colls: int
 
     def __len__(self) -> int:
-        return len(self.cols["A"])
+        return len(self.cols["start_fixed"])
 
 
 @dataclass
 class Bucket:
-    ready: tuple        # (A, B, D) of the moment its last gradient is written, in the B block
+    ready: tuple        # (start_fixed, start_per_group, start_per_rank) of the moment its last
+                        # gradient is written, in the backward block
     nbytes: float
 
 
@@ -61,7 +67,7 @@ class Plan:
     job: Job
     params: Params
     stages: list[StagePlan]
-    launch: float               # host overhead per microbatch execution, s
+    launch: float               # host/runtime time to launch one microbatch graph, s
     h2d_bytes: float            # batch bytes copied host-to-device per microbatch
     h2d: float                  # its transfer time, s
     batch_cost: float           # loader seconds to produce one microbatch (one worker)
@@ -76,25 +82,31 @@ class Plan:
 
 def _template(items, phase: str, tp_place: Placement, job: Job, params: Params, marks=()):
     """Linear-coefficient template of a block; `marks` are item indices whose end times are
-    returned as (A, B, D) triples (gradient-ready points)."""
+    returned as (fixed, per group, per rank) triples (gradient-ready points).
+
+    Walking the block: `transfers` is the TP transfer time so far (fixed), `synced` the compute
+    before the last TP collective (it ends at the slowest member's pace: per group), `segment`
+    the compute since (the rank's own pace: per rank)."""
     rows = {k: [] for k in TEMPLATE_COLUMNS}
-    X = C_prev = c_seg = 0.0
+    transfers = synced = segment = 0.0
     ends, n_tp = [], 0
     for item in items:
         if isinstance(item, Op):
-            vals = (item.name, "compute", item.lane, phase, item.nbytes, item.flops, None,
-                    X, C_prev, c_seg, 0.0, 0.0, item.dur)
-            c_seg += item.dur
+            vals = (item.name, "compute", item.lane, phase, item.nbytes, item.flops, None, item.dtype,
+                    transfers, synced, segment, 0.0, 0.0, item.dur)
+            segment += item.dur
         else:
             op, nbytes, name = item
-            x = collective_time(op, nbytes, tp_place, job.instance, params.network_efficiency)
-            vals = (name, "collective", "nc/cc/tp", phase, nbytes, 0.0, op, X, C_prev, c_seg, x, c_seg, -c_seg)
-            X, C_prev, c_seg, n_tp = X + x, C_prev + c_seg, 0.0, n_tp + 1
+            transfer = collective_time(op, nbytes, tp_place, job.instance, params.network_efficiency)
+            # starts when this rank arrives; ends when the slowest member arrives plus the transfer
+            vals = (name, "collective", "nc/cc/tp", phase, nbytes, 0.0, op, None,
+                    transfers, synced, segment, transfer, segment, -segment)
+            transfers, synced, segment, n_tp = transfers + transfer, synced + segment, 0.0, n_tp + 1
         for key, value in zip(TEMPLATE_COLUMNS, vals):
             rows[key].append(value)
-        ends.append((vals[7] + vals[10], vals[8] + vals[11], vals[9] + vals[12]))
+        ends.append((vals[8] + vals[11], vals[9] + vals[12], vals[10] + vals[13]))
     cols = {k: np.asarray(v, dtype=float if k in _NUMERIC else object) for k, v in rows.items()}
-    return Template(cols, C_prev + c_seg, X, n_tp), [ends[i] for i in marks]
+    return Template(cols, synced + segment, transfers, n_tp), [ends[i] for i in marks]
 
 
 def _buckets(chunks, ends, bucket_bytes: float) -> list[Bucket]:
@@ -153,7 +165,7 @@ def h2d_bytes(job: Job) -> float:
 def compile_seconds(job: Job) -> float:
     """First-step graph compile: 10 s for a trivial graph (torch-xla CompileTime sample) plus
     20 s per transformer layer in the stage's graph (assumption: minutes for small models, tens
-    of minutes for 7B-class, as hardware.md says first compiles take minutes to an hour)."""
+    of minutes for 7B-class, as the Neuron docs say first compiles take minutes to an hour)."""
     return 10.0 + 20.0 * job.layers_per_stage
 
 
@@ -195,8 +207,8 @@ def build_plan(job: Job, params: Params, layout: Layout, slow_nodes: dict[int, f
             where = Placement(size=2, per_node=1, nodes=2, same_chip=False, slow=factor)
             p2p_cost[s][hit] = collective_time("send", stages[s].p2p_bytes, where, job.instance, net)
     nbytes = h2d_bytes(job)
-    return Plan(job=job, params=params, stages=stages, launch=params.launch_overhead_ms / 1e3,
+    return Plan(job=job, params=params, stages=stages, launch=GRAPH_LAUNCH_S,
                 h2d_bytes=nbytes, h2d=nbytes / DMA_ENGINE_BW,
-                batch_cost=job.micro * job.config.input.per_sample_ms / 1e3,
+                batch_cost=batch_seconds(job),
                 dp_cost=dp_cost, ag_cost=ag_cost, ag_bytes=ag_bytes, p2p_cost=p2p_cost, dp_op=dp_op,
                 compile_s=compile_seconds(job), tp_place=tp_place)

@@ -18,7 +18,7 @@ from .job import Job
 from .layout import Layout
 from .memory import capacity, residency
 from .noise import draw
-from .params import Params, default_params
+from .params import Params, job_params
 from .plan import Plan, build_plan
 from .timeline import simulate_timeline
 
@@ -36,7 +36,8 @@ def steady_steps(job: Job) -> int:
     return 2 + math.ceil(capacity_batches / job.microbatches)
 
 
-def step_time(plan: Plan, fx: Effects) -> float:
+def steady_timeline(plan: Plan, fx: Effects):
+    """The noise-free collapsed timeline and the index of its steady (measured) step."""
     job = plan.job
     steps = steady_steps(job)
     data = [s for s, st in enumerate(plan.stages) if st.consumes_data]
@@ -44,8 +45,22 @@ def step_time(plan: Plan, fx: Effects) -> float:
     compile_steps = np.zeros(steps, dtype=bool)
     compile_steps[0] = True
     tl = simulate_timeline(_collapsed(plan), steps, f, costs, compile_steps, fx.overlap_dp, dp=1)
-    last = steps - 1
+    return tl, steps - 1
+
+
+def step_time(tl, last: int) -> float:
     return max(float((st.step_end[last] - st.step_start[last][:, None]).max()) for st in tl.stages)
+
+
+def device_idle(tl, last: int) -> float:
+    """Seconds of the steady step in which a stage's device neither computes nor communicates:
+    before each block, the wait beyond its neighbour's data (for the host's launch, the batch or
+    its copy); the worst stage."""
+    idle = []
+    for st in tl.stages:
+        waited_for = np.maximum(st.ready[last], st.recv_end[last].max(axis=-1))
+        idle.append(float(np.clip(st.body[last] - waited_for, 0, None).sum(axis=0).max()))
+    return max(idle)
 
 
 def hbm_peak(job: Job, fx: Effects) -> float:
@@ -54,7 +69,8 @@ def hbm_peak(job: Job, fx: Effects) -> float:
 
 
 def predictions(job: Job, plan: Plan, fx: Effects) -> dict:
-    seconds = step_time(plan, fx)
+    tl, last = steady_timeline(plan, fx)
+    seconds = step_time(tl, last)
     peak = hbm_peak(job, fx)
     return {
         "step_time_s": seconds,
@@ -63,6 +79,8 @@ def predictions(job: Job, plan: Plan, fx: Effects) -> dict:
         "hbm_peak_bytes": int(round(peak)),
         "hbm_capacity_bytes": capacity(),
         "fits": bool(peak <= capacity()),
+        "device_idle_share": device_idle(tl, last) / seconds,
+        "calibration": plan.params.as_dict(),   # the free parameters these numbers rest on
     }
 
 
@@ -72,7 +90,7 @@ def peak_flops(job: Job) -> float:
 
 
 def predict(job: Job, params: Params | None = None) -> dict:
-    params = params or default_params()
+    params = job_params(job.config.calibration, params)
     fx = fault_effects(job.config.faults, job.config.comm.overlap_dp)
     plan = build_plan(job, params, Layout(job), fx.slow_nodes)
     return predictions(job, plan, fx)

@@ -22,7 +22,8 @@ from .job import Job, resolve
 from .layout import Layout
 from .memory import capacity, residency
 from .noise import draw
-from .params import Params, default_params
+from .params import Params, job_params
+from .precision import manifest_precision
 from .plan import build_plan
 from .predict import peak_flops, predictions
 from .timeline import simulate_timeline
@@ -45,9 +46,10 @@ def demo_config() -> Config:
 
 def summary(config, *, params: Params | None = None) -> dict:
     """The model's predictions for `config` without emitting a trace: step_time_s, throughput
-    {value, unit}, mfu, hbm_peak_bytes, hbm_capacity_bytes, fits."""
+    {value, unit}, mfu, hbm_peak_bytes, hbm_capacity_bytes, fits, and `calibration`: the free
+    parameters used (`params`, else the shipped ones, with the config's `calibration:` over them)."""
     job = resolve(as_config(config))
-    params = params or default_params()
+    params = job_params(job.config.calibration, params)
     fx = effects(job.config.faults, job.config.comm.overlap_dp)
     return predictions(job, build_plan(job, params, Layout(job), fx.slow_nodes), fx)
 
@@ -63,7 +65,8 @@ def job_metadata(job: Job) -> dict:
         "parallelism": {"tp": job.tp, "pp": job.pp, "dp": job.dp, "sequence_parallel": job.sp,
                         "zero1": job.zero1, "microbatches": job.microbatches},
         "global_batch": job.global_batch, "micro_batch": job.micro,
-        "precision": msgspec.to_builtins(cfg.precision),
+        "precision": job.dtypes.matmul,   # the dtype the compiler runs matmuls in
+        "precision_settings": manifest_precision(cfg.precision),
         "activation_checkpointing": job.checkpointing,
     }
 
@@ -108,7 +111,7 @@ def simulate(config, out: str | Path, *, seed: int | None = None, steps: int | N
     cfg = msgspec.structs.replace(cfg, run=run_cfg)
     cfg = load_config(path=to_dict(cfg))  # re-validate the replaced values
     job = resolve(cfg)
-    params = params or default_params()
+    params = job_params(cfg.calibration, params)
     fx = effects(cfg.faults, cfg.comm.overlap_dp)
     layout = Layout(job)
     plan = build_plan(job, params, layout, fx.slow_nodes)
@@ -120,8 +123,7 @@ def simulate(config, out: str | Path, *, seed: int | None = None, steps: int | N
     oom = _oom(job, tl, fx)
     manifest = new_manifest(COLLECTOR, job=job_metadata(job), world_size=job.world, config=to_dict(cfg),
                             predictions=preds, fits=preds["fits"],
-                            execution_model={"params": msgspec.to_builtins(params.__dict__),
-                                             "compile_s": plan.compile_s})
+                            execution_model={"compile_s": plan.compile_s})
     templates = {s: StageTemplate(plan, s, tl.seqs[s]) for s in range(job.pp)}
     res = {s: residency(job, s) for s in range(job.pp)}
     vocab = Vocabulary()

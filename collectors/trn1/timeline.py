@@ -2,7 +2,10 @@
 
 Steps are simulated one after another. Inside a step each pipeline stage runs the 1F1B
 schedule; blocks wait for their inputs (the data loader on the first and last stage, the
-neighbour stage's activations or gradients otherwise). A block's tensor-parallel group runs in
+neighbour stage's activations or gradients otherwise). Each microbatch's graph is launched by
+the host (torch-xla executes asynchronously: the host fetches the next batch and launches the
+next graph while the device runs the current one, one graph ahead), so the host is on the
+critical path only when it is slower than the device. A block's tensor-parallel group runs in
 lock step at the pace of its slowest member. After the last backward, gradient buckets are
 reduced over the data-parallel group (launched during that backward when overlap is on): each
 bucket completes when the last member has produced it plus its transfer time, so a slow rank
@@ -56,9 +59,9 @@ class StageTimes:
     """Times of one stage; g = data-parallel index, t = tensor-parallel rank, k = block."""
     step_start: np.ndarray     # (S, dp)
     step_end: np.ndarray       # (S, dp, tp)
-    ready: np.ndarray          # (S, K, dp)  stage free for the block (request time)
+    ready: np.ndarray          # (S, K, dp)  device free for the block
     got: np.ndarray            # (S, K, dp)  batch in hand (F blocks of data stages), else ready
-    launch: np.ndarray         # (S, K, dp)  host launch starts (F blocks)
+    launch: np.ndarray         # (S, K, dp)  host starts launching the block's graph (F blocks)
     body: np.ndarray           # (S, K, dp)  block compute starts
     recv_end: np.ndarray       # (S, K, dp, tp) data from the neighbour stage arrived
     dp_arrive: np.ndarray      # (S, dp, tp, n_buckets)
@@ -67,6 +70,16 @@ class StageTimes:
     ag_arrive: np.ndarray      # (S, dp, tp, n_ag)
     ag_end: np.ndarray         # (S, dp, tp, n_ag)
     compile_start: np.ndarray  # (S, dp)
+
+
+def _stage_times(steps: int, blocks: int, dp: int, tp: int, n_buckets: int, n_ag: int) -> StageTimes:
+    z = np.zeros
+    return StageTimes(step_start=z((steps, dp)), step_end=z((steps, dp, tp)), ready=z((steps, blocks, dp)),
+                      got=z((steps, blocks, dp)), launch=z((steps, blocks, dp)), body=z((steps, blocks, dp)),
+                      recv_end=z((steps, blocks, dp, tp)), dp_arrive=z((steps, dp, tp, n_buckets)),
+                      dp_end=z((steps, dp, tp, n_buckets)), opt_start=z((steps, dp, tp)),
+                      ag_arrive=z((steps, dp, tp, n_ag)), ag_end=z((steps, dp, tp, n_ag)),
+                      compile_start=z((steps, dp)))
 
 
 @dataclass
@@ -81,76 +94,110 @@ class Timeline:
     seqs: list = field(default_factory=list)      # per stage: 1F1B block list
 
 
+@dataclass
+class _Clocks:
+    """Per stage and data-parallel group: when the device and the host are next free, and when
+    the device started its latest block (the runtime queues one graph behind the running one)."""
+    device_free: np.ndarray    # (pp, dp)
+    host_free: np.ndarray      # (pp, dp)
+    last_body: np.ndarray      # (pp, dp)
+
+
+@dataclass
+class _Step:
+    """What one step's blocks hand to each other: block ends per (stage, microbatch)."""
+    index: int
+    fwd_end: dict = field(default_factory=dict)
+    bwd_end: dict = field(default_factory=dict)
+
+
 def simulate_timeline(plan: Plan, steps: int, f: np.ndarray, loader_costs: dict,
                       compile_steps: np.ndarray, overlap_dp: bool, dp: int | None = None) -> Timeline:
     """Times of every rank (dp collapses data parallelism to that many groups per stage)."""
     job = plan.job
-    pp, tp, M = job.pp, job.tp, job.microbatches
+    pp, tp, microbatches = job.pp, job.tp, job.microbatches
     dp = job.dp if dp is None else dp
-    K = 2 * M
-    grid = f.reshape(pp, dp, tp, steps, K + 1)
-    group = grid.max(axis=2)                                  # (pp, dp, S, K+1): F of each TP group
-    seqs = [schedule(pp, s, M) for s in range(pp)]
-    order = processing_order(pp, M)
-    cfg_in = job.config.input
-    loaders = {s: Loader(loader_costs[s], cfg_in.workers, cfg_in.prefetch)
+    blocks = 2 * microbatches
+    rank_speed = f.reshape(pp, dp, tp, steps, blocks + 1)
+    group_speed = rank_speed.max(axis=2)                     # a TP group runs at its slowest member's pace
+    seqs = [schedule(pp, s, microbatches) for s in range(pp)]
+    inputs = job.config.input
+    loaders = {s: Loader(loader_costs[s], inputs.workers, inputs.prefetch)
                for s, st in enumerate(plan.stages) if st.consumes_data}
-    n_b = plan.dp_cost.shape[2]
-    n_ag = plan.ag_cost.shape[2]
-    z = lambda *shape: np.zeros(shape)
-    out = [StageTimes(z(steps, dp), z(steps, dp, tp), z(steps, K, dp), z(steps, K, dp), z(steps, K, dp),
-                      z(steps, K, dp), z(steps, K, dp, tp), z(steps, dp, tp, n_b), z(steps, dp, tp, n_b),
-                      z(steps, dp, tp), z(steps, dp, tp, n_ag), z(steps, dp, tp, n_ag), z(steps, dp))
-           for _ in range(pp)]
-    start = np.zeros((pp, dp))
+    stages = [_stage_times(steps, blocks, dp, tp, plan.dp_cost.shape[2], plan.ag_cost.shape[2]) for _ in range(pp)]
+    clocks = _Clocks(np.zeros((pp, dp)), np.zeros((pp, dp)), np.zeros((pp, dp)))
+    tl = Timeline(plan=plan, steps=steps, f=f, group=group_speed, stages=stages, compile_steps=compile_steps,
+                  loaders=loaders, seqs=seqs)
+    order = processing_order(pp, microbatches)
     for i in range(steps):
-        free = start.copy()
-        for s in range(pp):
-            out[s].step_start[i] = start[s]
-            out[s].compile_start[i] = start[s]
-            if compile_steps[i]:
-                free[s] = start[s] + plan.compile_s
-        f_end, b_end = {}, {}
+        _start_step(tl, clocks, i)
+        step = _Step(i)
         for s, k in order:
-            typ, m = seqs[s][k]
-            times, plan_s = out[s], plan.stages[s]
-            F = group[s, :, i, k]
-            ready = free[s].copy()  # a copy: free[s] is overwritten below
-            times.ready[i, k] = ready
-            arrived = ready
-            if typ == "F" and s > 0:
-                recv = np.maximum(ready[:, None], f_end[(s - 1, m)][:, None] + plan.p2p_cost[s - 1])
-                times.recv_end[i, k] = recv
-                arrived = recv.max(axis=1)
-            elif typ == "B" and s < pp - 1:
-                recv = np.maximum(ready[:, None], b_end[(s + 1, m)][:, None] + plan.p2p_cost[s])
-                times.recv_end[i, k] = recv
-                arrived = recv.max(axis=1)
-            else:
-                times.recv_end[i, k] = ready[:, None]
-            if typ == "F":
-                if s in loaders:
-                    got = loaders[s].consume(i * M + m, ready)
-                    launch = np.maximum(got + plan.h2d, arrived)
-                else:
-                    got, launch = ready, arrived
-                times.got[i, k], times.launch[i, k] = got, launch
-                body = launch + plan.launch
-                end = body + (plan_s.fwd.compute * F + plan_s.fwd.transfer)
-                f_end[(s, m)] = end
-            else:
-                times.got[i, k], times.launch[i, k] = ready, arrived
-                body = arrived
-                end = body + (plan_s.bwd.compute * F + plan_s.bwd.transfer)
-                b_end[(s, m)] = end
-            times.body[i, k] = body
-            free[s] = end
-            if k == K - 1:
-                _finish_step(plan, s, i, times, body, F, grid[s, :, :, i, k], grid[s, :, :, i, K], end, overlap_dp)
+            _run_block(tl, clocks, step, s, k)
+            if k == blocks - 1:
+                body = stages[s].body[i, k]
+                _finish_step(plan, s, i, stages[s], body, group_speed[s, :, i, k], rank_speed[s, :, :, i, k],
+                             rank_speed[s, :, :, i, blocks], clocks.device_free[s], overlap_dp)
         for s in range(pp):
-            start[s] = out[s].step_end[i].max(axis=1)
-    return Timeline(plan=plan, steps=steps, f=f, group=group, stages=out, compile_steps=compile_steps,
-                    loaders=loaders, seqs=seqs)
+            clocks.device_free[s] = stages[s].step_end[i].max(axis=1)
+    return tl
+
+
+def _start_step(tl: Timeline, clocks: _Clocks, i: int) -> None:
+    """A step starts when the previous one ended (the host syncs on its loss); a compile step
+    first compiles the stage's graph on the host."""
+    for s, times in enumerate(tl.stages):
+        start = clocks.device_free[s].copy()
+        times.step_start[i] = times.compile_start[i] = start
+        if tl.compile_steps[i]:
+            start = start + tl.plan.compile_s
+        clocks.device_free[s] = clocks.host_free[s] = clocks.last_body[s] = start
+
+
+def _neighbour_arrival(tl: Timeline, step: _Step, s: int, typ: str, m: int, ready: np.ndarray):
+    """(dp, tp) time the block's input from the neighbour stage is there, or None without one."""
+    plan = tl.plan
+    if typ == "F" and s > 0:
+        return np.maximum(ready[:, None], step.fwd_end[(s - 1, m)][:, None] + plan.p2p_cost[s - 1])
+    if typ == "B" and s < plan.job.pp - 1:
+        return np.maximum(ready[:, None], step.bwd_end[(s + 1, m)][:, None] + plan.p2p_cost[s])
+    return None
+
+
+def _run_block(tl: Timeline, clocks: _Clocks, step: _Step, s: int, k: int) -> None:
+    """One forward or backward block of stage s. A forward starts a microbatch's graph: the host
+    fetches its batch and launches the graph (while the device still runs the previous one);
+    the device starts when it is free, the graph is launched, the batch is copied in and the
+    neighbour's activations arrived. A backward continues on the device."""
+    plan, times, i = tl.plan, tl.stages[s], step.index
+    typ, m = tl.seqs[s][k]
+    ready = clocks.device_free[s].copy()
+    recv = _neighbour_arrival(tl, step, s, typ, m, ready)
+    arrived = ready if recv is None else recv.max(axis=1)
+    times.ready[i, k] = ready
+    times.recv_end[i, k] = ready[:, None] if recv is None else recv
+    if typ == "F":
+        request = np.maximum(clocks.host_free[s], clocks.last_body[s])
+        loader = tl.loaders.get(s)
+        if loader is not None:
+            got = loader.consume(i * plan.job.microbatches + m, request)
+            body = np.maximum(np.maximum(ready, arrived), got + max(plan.launch, plan.h2d))
+        else:
+            got = request
+            body = np.maximum(np.maximum(ready, arrived), got + plan.launch)
+        clocks.host_free[s] = got + plan.launch
+        times.got[i, k] = got if loader is not None else ready
+        times.launch[i, k] = got
+        block = plan.stages[s].fwd
+    else:
+        body = arrived
+        times.got[i, k], times.launch[i, k] = ready, arrived
+        block = plan.stages[s].bwd
+    end = body + block.compute * tl.group[s, :, i, k] + block.transfer
+    (step.fwd_end if typ == "F" else step.bwd_end)[(s, m)] = end
+    times.body[i, k] = body
+    clocks.device_free[s] = end
+    clocks.last_body[s] = body
 
 
 def _chain(ready: np.ndarray, cost: np.ndarray):
@@ -166,30 +213,33 @@ def _chain(ready: np.ndarray, cost: np.ndarray):
     return arrive, end
 
 
-def _finish_step(plan: Plan, s: int, i: int, times: StageTimes, body, F, f_last, f_opt, b_end, overlap_dp):
-    """Gradient reduction, optimizer and ZeRO-1 all-gather after the stage's last backward."""
+def _finish_step(plan: Plan, s: int, i: int, times: StageTimes, body, group_speed, rank_speed, opt_speed,
+                 backward_end, overlap_dp):
+    """Gradient reduction, optimizer and ZeRO-1 all-gather after the stage's last backward
+    (`body`: its start per group; speeds: its TP groups', its ranks' and the optimizer's)."""
     st = plan.stages[s]
-    dp, tp = f_last.shape
+    dp, tp = rank_speed.shape
     n = len(st.buckets)
     ready = np.empty((dp, tp, plan.dp_cost.shape[2]))
     if n:
-        coef = np.array([b.ready for b in st.buckets])          # (n, 3)
+        offset = np.array([b.ready for b in st.buckets])   # (n, 3): fixed, per group, per rank
         if overlap_dp:
-            ready[:, :, :n] = (body[:, None, None] + coef[None, None, :, 0] + coef[None, None, :, 1] * F[:, None, None]
-                               + coef[None, None, :, 2] * f_last[:, :, None])
+            ready[:, :, :n] = (body[:, None, None] + offset[None, None, :, 0]
+                               + offset[None, None, :, 1] * group_speed[:, None, None]
+                               + offset[None, None, :, 2] * rank_speed[:, :, None])
         else:
-            ready[:, :, :n] = b_end[:, None, None]
+            ready[:, :, :n] = backward_end[:, None, None]
     ready[:, :, n:] = -np.inf  # stages with fewer buckets than the widest: empty slots
     arrive, end = _chain(ready, plan.dp_cost[s])
     times.dp_arrive[i], times.dp_end[i] = arrive, end
-    opt_start = np.maximum(b_end[:, None], end[:, :, n - 1] if n else -np.inf)
+    opt_start = np.maximum(backward_end[:, None], end[:, :, n - 1] if n else -np.inf)
     times.opt_start[i] = opt_start
-    opt_end = opt_start + sum(op.dur for op in st.opt) * f_opt
+    opt_end = opt_start + sum(op.dur for op in st.opt) * opt_speed
+    n_ag = np.count_nonzero(plan.ag_bytes[s]) if plan.ag_cost.shape[2] else 0
     if plan.ag_cost.shape[2]:
         ag_ready = np.repeat(opt_end[:, :, None], plan.ag_cost.shape[2], axis=2)
-        ag_ready[:, :, np.count_nonzero(plan.ag_bytes[s]):] = -np.inf
+        ag_ready[:, :, n_ag:] = -np.inf
         ag_arrive, ag_end = _chain(ag_ready, plan.ag_cost[s])
         times.ag_arrive[i], times.ag_end[i] = ag_arrive, ag_end
-        last = np.count_nonzero(plan.ag_bytes[s]) - 1
-        opt_end = np.maximum(opt_end, ag_end[:, :, last])
+        opt_end = np.maximum(opt_end, ag_end[:, :, n_ag - 1])
     times.step_end[i] = opt_end

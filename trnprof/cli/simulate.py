@@ -29,6 +29,7 @@ def _summary_text(pred: dict, job: dict) -> str:
         f"step time    {duration(pred['step_time_s'])}",
         f"throughput   {pred['throughput']['value']:,.1f} {pred['throughput']['unit']}",
         f"MFU          {pred['mfu']:.1%}",
+        f"device idle  {pred['device_idle_share']:.1%} of the step (waiting for the host, input or its copy)",
         f"HBM peak     {pred['hbm_peak_bytes'] / GIB:.2f} GiB of {pred['hbm_capacity_bytes'] / GIB:.0f} GiB "
         f"per NeuronCore ({fits})",
     ])
@@ -48,7 +49,20 @@ def _presets_text(presets: dict) -> str:
     return "\n".join(lines)
 
 
-@click.command("simulate")
+class _SimulateCommand(click.Command):
+    """`simulate` with the fault kinds listed at the end of its help (read when help is shown)."""
+
+    def format_epilog(self, ctx, formatter):
+        from ..collectors.trn1.faults import FAULT_KINDS
+        from ..collectors.trn1.params import DESCRIPTIONS
+        with formatter.section("Faults (inject with --set 'faults=[...]'; a fault that cannot act in the job is an error)"):
+            formatter.write_dl([(kind, f"keys: {keys}. {what}. Example: --set '{example}'")
+                                for kind, (keys, what, example) in FAULT_KINDS.items()])
+        with formatter.section("Calibration (free parameters of the model; --set calibration.NAME=VALUE)"):
+            formatter.write_dl(list(DESCRIPTIONS.items()))
+
+
+@click.command("simulate", cls=_SimulateCommand)
 @click.argument("config", required=False, type=click.Path(dir_okay=False, path_type=str))
 @click.option("--preset", help="Job preset (a full config) or model preset (that model on its default job).")
 @options.output("Run folder to write.")
@@ -68,6 +82,11 @@ def command(config, preset, out, overrides, seed, steps, summary_only, fmt, list
       trnprof simulate --preset llama2-7b --set cluster.nodes=32 -o runs/llama
 
       trnprof simulate --preset gpt3-23b-32node --summary-only --format json
+
+      trnprof simulate --preset tiny --set 'faults=[{kind: straggler, rank: 1}]' -o runs/straggler
+
+    --summary-only prints the predictions (step time, throughput, MFU, HBM peak, the share of
+    the step the device idles) and, in JSON, the free parameters used under "calibration".
     """
     from ..collectors.trn1 import config as cfgmod
     from ..collectors.trn1.simulate import job_metadata, simulate, summary

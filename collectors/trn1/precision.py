@@ -1,0 +1,55 @@
+"""Precision as neuronx-cc applies it: the data types the compiled graph runs in.
+
+The job states the framework's dtype (`precision.compute`) and the compiler flags
+(`precision.auto_cast`, `precision.auto_cast_type`). neuronx-cc (Neuron compiler CLI reference,
+`--auto-cast` / `--auto-cast-type`) casts FP32 operations of the graph: `matmult` only the
+matrix multiplies, `all` every operation, `none` nothing; the default is `none` since Neuron 2.27
+(`matmult` before), so an FP32 model compiled with today's defaults multiplies in FP32 at a
+quarter of the BF16 rate. A model already in BF16/FP16/FP8 (torch.autocast, XLA_USE_BF16) runs
+as written. Whatever the compute dtype, the matmul accumulates in FP32 in PSUM (nki.isa.nc_matmul).
+Master weights and gradients stay FP32 unless the optimizer state is BF16 (then stochastic
+rounding keeps BF16 weights trainable: rounding-modes.rst); stochastic rounding is a rounding
+mode of the engines' write-back and costs no time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .config import Precision
+from .hardware import DTYPE_BYTES
+
+
+@dataclass(frozen=True)
+class Compiled:
+    matmul: str      # dtype the tensor engine multiplies in
+    vector: str      # dtype of elementwise work and stored activations
+    master: str      # dtype of stored parameters and gradients
+
+    @property
+    def act_bytes(self) -> int:
+        return DTYPE_BYTES[self.vector]
+
+    @property
+    def param_bytes(self) -> int:
+        return DTYPE_BYTES[self.master]
+
+
+def compiled(prec: Precision) -> Compiled:
+    if prec.compute == "fp32":
+        matmul = prec.auto_cast_type if prec.auto_cast in ("matmult", "all") else "fp32"
+        vector = prec.auto_cast_type if prec.auto_cast == "all" else "fp32"
+        vector = "bf16" if vector == "fp8" else vector  # FP8 is a matmul input type only
+    else:
+        matmul = prec.compute
+        vector = "bf16" if prec.compute == "fp8" else prec.compute
+    master = "fp32" if prec.optimizer_state == "fp32" or prec.compute == "fp32" else "bf16"
+    return Compiled(matmul=matmul, vector=vector, master=master)
+
+
+def manifest_precision(prec: Precision) -> dict:
+    """What the manifest records: the settings and the dtypes the compiler runs them in."""
+    c = compiled(prec)
+    return {"compute": prec.compute, "auto_cast": prec.auto_cast, "auto_cast_type": prec.auto_cast_type,
+            "matmul_dtype": c.matmul, "vector_dtype": c.vector, "master_weights": c.master,
+            "optimizer_state": prec.optimizer_state, "stochastic_rounding": prec.stochastic_rounding}
