@@ -50,12 +50,11 @@ def ingest(paths, out, *, fmt: str = "auto", rank: int | None = None, force: boo
     if not inputs:
         raise TrnprofError("no inputs to ingest")
     default_rank = rank if rank is not None else (0 if len(inputs) == 1 else None)
-    spill_dir = spill_dir if spill_dir is not None else Path(out).resolve().parent  # beside the run
     manifest = new_manifest("trnprof.ingest", job={})
     with ThreadPoolExecutor(max_workers=1) as pool, write_run(out, manifest, overwrite=force) as run:
         hashes = _fingerprints(inputs, pool)
         collected = Collected(run, rank_option=rank, default_rank=default_rank, progress=progress,
-                              spill_dir=spill_dir)
+                              spill_dir=spill_dir if spill_dir is not None else run.scratch)
         for path, kind in inputs:
             collected.add(path, kind)
         collected.finish(manifest)
