@@ -25,6 +25,6 @@ def read_config(path: str | Path) -> ConfigFile:
     try:
         config = msgspec.convert(raw, ConfigFile)
     except msgspec.ValidationError as exc:
-        raise TrnprofError(f"config {path}: {exc} (keys: rules, select, ignore, set, timeout, fail_on)") from None
+        raise TrnprofError(f"config {path}: {exc} (keys: rules, select, ignore, set, timeout, memory_limit, fail_on)") from None
     config.rules = [str((path.parent / folder).resolve()) for folder in config.rules]
     return config
