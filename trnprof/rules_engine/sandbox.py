@@ -38,6 +38,7 @@ MAX_RESULT_ROWS = 1_000_000
 NO_EXTENSIONS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
                  "allow_community_extensions": False, "python_enable_replacements": False}
 LOCKDOWN = (
+    "SET enable_progress_bar = false",  # a slow rule must not draw on the user's terminal
     "SET enable_external_access = false",
     "SET allow_community_extensions = false",
     "SET autoload_known_extensions = false",
