@@ -14,6 +14,7 @@ row totals from the Parquet footers."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,12 +29,19 @@ SHOWN = 3  # file names quoted in the one-line error
 
 
 def run_files(run_dir: Path) -> dict[str, int]:
-    """Relative path -> size of every Parquet file of the run (outside `derived/`)."""
+    """Relative path -> size of every Parquet file of the run (outside `derived/`); os.scandir
+    and plain strings, as this runs on every open of runs with thousands of files."""
     files = {}
-    for path in run_dir.rglob("*.parquet"):
-        relative = path.relative_to(run_dir)
-        if relative.parts[0] not in IGNORED:
-            files[relative.as_posix()] = path.stat().st_size
+    folders = [("", str(run_dir))]
+    while folders:
+        prefix, folder = folders.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if prefix or entry.name not in IGNORED:
+                        folders.append((f"{prefix}{entry.name}/", entry.path))
+                elif entry.name.endswith(".parquet"):
+                    files[prefix + entry.name] = entry.stat().st_size
     return files
 
 
