@@ -18,6 +18,22 @@ def _table(rows, head) -> list[str]:
     return lines
 
 
+INTEGRITY = [
+    "## Integrity", "",
+    "Every open (`info`, `query`, `analyze`, `report`, the Python API) compares the run's Parquet files",
+    "with `parts`: a file missing, one not written with the run (a duplicated part), or one whose size",
+    "changed is refused with one line naming them (a directory listing and a stat per file; no Parquet",
+    "is read). `trnprof check RUN` verifies in full: the same, then every file is read, its rows",
+    "compared with `parts` and the tables' totals with `counts` (a corruption that keeps the size is",
+    "found here). A `derived/` folder inside a run holds caches added later and is not part of the",
+    "run. Runs written before `parts` existed are checked by their footers' row totals.", "",
+    "Writers leave nothing behind a later run has to know about: temporary files (an ingest's spill)",
+    "live in the hidden `.RUN.tmp-PID-…` folder, which the next writer removes when its process is",
+    "gone. `--force` renames the old run to `.RUN.old-PID-…`, the new one into place, then deletes",
+    "the old one; if the writer dies between the two renames, the next writer of RUN (or",
+    "`trnprof check RUN --repair`) puts the old run back, and opening RUN says so meanwhile.", ""]
+
+
 def run_format_md() -> str:
     lines = [HEADER, f"# Run format (`{FORMAT_NAME}`, schema_version {SCHEMA_VERSION})", "",
              "A run is a folder:", "", "```",
@@ -39,7 +55,15 @@ def run_format_md() -> str:
                  ("job", "job metadata: instance_type, nodes, parallelism, precision, model, and for info: "
                          "`samples_per_step`, `throughput_unit`, `model_flops_per_step`, `peak_flops_per_s`"),
                  ("counts", "rows written to events and counters"),
-             ], ("key", "meaning")), ""]
+                 ("stats", "events by kind, counters by name, start_ns / end_ns (what `trnprof info` shows "
+                           "without a scan)"),
+                 ("extra_tables", "rows of each extra table (`ingest/quarantine`, ...)"),
+                 ("parts", "every Parquet file of the run, by path relative to the run: `[rows, bytes]`"),
+             ], ("key", "meaning")), "",
+             "Other keys (a collector's `ingest` accounting, `predictions`, ...) are kept as written. The",
+             "manifest is checked against a typed schema (`trnprof/manifest.py`) when a run is opened; a key",
+             "of the wrong type is one error naming it.", "",
+             *INTEGRITY]
     for table, columns in TABLE_COLUMNS.items():
         lines += [f"## `{table}`", ""]
         lines += _table([(f"`{name}`", str(typ), "no" if not nullable else "yes", doc)
