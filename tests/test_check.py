@@ -129,10 +129,14 @@ def test_leftovers_of_dead_writers_are_removed(run, tmp_path):
     (stale_tmp / ".scratch" / ".trnprof-spill-x.arrows").write_bytes(b"x" * 10)
     live_tmp = tmp_path / f".other.tmp-{os.getpid()}-abcd1234"
     live_tmp.mkdir()
+    other_host = tmp_path / ".other.tmp-999999998-abcd1234"
+    other_host.mkdir()
+    (other_host / ".owner").write_text("another-host.example")
     old = tmp_path / ".run.old-999999999-abcd1234"
     old.mkdir()
     done = recover(run)
-    assert not stale_tmp.exists() and not old.exists() and live_tmp.exists() and run.exists()
+    assert not stale_tmp.exists() and not old.exists() and run.exists()
+    assert live_tmp.exists() and other_host.exists()  # alive, or not ours to judge
     assert len(done) == 2
 
 

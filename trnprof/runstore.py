@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import uuid
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from .schema import EVENT_KINDS, MANIFEST_FILE, PARTITIONED_TABLES, TABLES
 
 MAX_TIME_NS = 1 << 62
 SCRATCH = ".scratch"
+OWNER = ".owner"  # the writer's host name, inside its temporary folder
 _PARTITIONING = ds.partitioning(pa.schema([("rank", pa.int32())]), flavor="hive")
 
 
@@ -127,6 +129,7 @@ class RunWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = self.path.parent / f".{self.path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.tmp.mkdir()
+        (self.tmp / OWNER).write_text(socket.gethostname(), encoding="utf-8")  # see _owner_alive
         self._parts = {name: 0 for name in PARTITIONED_TABLES}
         self._rows = {name: 0 for name in PARTITIONED_TABLES}
         self._stats = RunStats()
@@ -204,6 +207,7 @@ class RunWriter:
         if not self._ranks_written:
             raise TrnprofError("a run needs its ranks table (write_ranks) before it is complete")
         shutil.rmtree(self.tmp / SCRATCH, ignore_errors=True)
+        (self.tmp / OWNER).unlink(missing_ok=True)
         self.manifest["counts"] = dict(self._rows)
         self.manifest["stats"] = self._stats.as_dict()
         self.manifest["parts"] = dict(sorted(self._files.items()))
@@ -268,6 +272,14 @@ def recover(path: str | Path) -> list[str]:
 
 
 def _owner_alive(folder: Path, marker: str) -> bool:
+    """Whether the process that made `folder` may still be running. A temporary folder written on
+    another host (a shared file system) counts as alive: its PID says nothing here."""
+    try:
+        host = (folder / OWNER).read_text(encoding="utf-8")
+    except OSError:
+        host = None
+    if host is not None and host != socket.gethostname():
+        return True
     pid = folder.name.rsplit(marker, 1)[1].split("-", 1)[0]
     return pid.isdigit() and _process_alive(int(pid))
 

@@ -26,7 +26,6 @@ the documented shape, an unknown group, a core index beyond the rank range).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import msgspec

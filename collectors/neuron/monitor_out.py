@@ -14,8 +14,6 @@ from trnprof.collectors.ingest.tables import meta_rows, quarantine_table
 from trnprof.runstore import conform
 from trnprof.schema import COUNTERS
 
-HBM_CATEGORIES = ("tensors", "constants", "model_code", "model_shared_scratchpad", "runtime_memory")
-
 
 def _json(value) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
