@@ -205,3 +205,11 @@ def test_a_kineto_ingest_leaves_no_file_beside_the_run(tmp_path):
     ingest([kineto_trace(tmp_path / "t.json", 0)], out / "run")
     assert sorted(p.name for p in out.iterdir()) == ["run"]
     assert not (out / "run" / ".scratch").exists()
+
+
+def test_explorer_counters_keep_their_other_columns_in_args(tmp_path):
+    ingest([NEURON / "explorer"], tmp_path / "run")
+    rows = open_run(tmp_path / "run").sql("SELECT name, args FROM counters").to_dict("records")
+    args = {r["name"]: json.loads(r["args"]) for r in rows}
+    assert set(args["hbm_traffic.throughput"]) == {"pcore_idx"}
+    assert set(args["host.memory.used"]) == {"instance_id"}

@@ -13,7 +13,8 @@ from the documented fields. Mapped, in SQL (DuckDB), with every other field kept
 - `SystemProfileEvents` -> events by name (`names.py`), rank from `nc_idx`;
 - `HbmUsage` -> counters `hbm_traffic.throughput` (bytes/s) and `hbm_traffic.transferred`
   (bytes, cumulative): HBM traffic, not residency, so not `hbm.*`;
-- `HostMemUsage` -> `host.memory.used` (bytes), `host.memory.used_percent`.
+- `HostMemUsage` -> `host.memory.used` (bytes), `host.memory.used_percent`;
+  the other columns of both stay in the counter's `args`.
 Every other table is copied verbatim to `neuron_explorer/<table>` in the run. Rank = `--rank`,
 else `Metadata.neuroncore_idx`, else 0.
 """
@@ -240,7 +241,8 @@ def _usage(con, table: str, source: str, columns: list[str], rank: int, file: Pa
     else:
         _require(table, columns, ("timestamp", "used_bytes"), file)
         series = (("used_bytes", "host.memory.used", "bytes"), ("used_percent", "host.memory.used_percent", "percent"))
+    args = _args(columns, {"timestamp"} | {column for column, _, _ in series})
     parts = [f"SELECT {rank} AS rank, timestamp AS ts, '{name}' AS name, CAST({column} AS DOUBLE) AS value, "
-             f"'{unit}' AS unit FROM {source} WHERE {column} IS NOT NULL"
+             f"'{unit}' AS unit, {args} AS args FROM {source} WHERE {column} IS NOT NULL"
              for column, name, unit in series if column in columns]
     return _fetch(con, " UNION ALL ".join(parts), COUNTERS)
