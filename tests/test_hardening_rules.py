@@ -120,3 +120,17 @@ def test_bad_memory_limits_are_one_error(text, cli, sample_run):
         parse_size(text)
     result = cli("analyze", sample_run, "--memory-limit", text)
     assert result.exit_code == 2 and "memory limit" in result.stderr
+
+
+@pytest.mark.parametrize("sql", URLS + ["SELECT * FROM read_json('https://example.invalid/x.json')"])
+def test_the_sandbox_refuses_urls_and_files_and_installs_nothing(sql):
+    extensions = Path.home() / ".duckdb" / "extensions"
+    before = sorted(extensions.rglob("*")) if extensions.exists() else []
+    box = Sandbox({"steps": pa.table({"rank": [0]})})
+    try:
+        with pytest.raises(SandboxError) as caught:
+            box.query(sql, timeout=10)
+    finally:
+        box.close()
+    assert "\n" not in str(caught.value)
+    assert (sorted(extensions.rglob("*")) if extensions.exists() else []) == before
