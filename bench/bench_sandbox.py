@@ -21,7 +21,8 @@ QUERIES = {
     "string_agg (cannot spill)": "SELECT length(string_agg(repeat('x', 200) || r, ',')) AS n "
                                  "FROM steps, range(20000) t(r)",
     "list aggregate": "SELECT len(list(repeat('y', 100) || r)) AS n FROM steps, range(20000) t(r)",
-    "big sort": "SELECT r FROM (SELECT hash(r, rank) AS r FROM steps, range(50000) t(r) ORDER BY 1) LIMIT 1",
+    "big sort (window)": "SELECT MAX(n) AS n FROM (SELECT row_number() OVER (ORDER BY hash(r, rank)) AS n "
+                         "FROM steps, range(50000) t(r))",
     "big hash join": "SELECT COUNT(*) AS n FROM (SELECT rank * 1000000 + r AS k, repeat('z', 64) || r AS p "
                      "FROM steps, range(3000) t(r)) a JOIN (SELECT rank * 1000000 + r AS k, p FROM steps, "
                      "range(3000) t(r), (SELECT repeat('q', 64) AS p)) b USING (k)",

@@ -163,3 +163,20 @@ def test_a_killed_force_commit_between_the_renames_leaves_a_recoverable_run(tmp_
     with open_run(run) as opened:
         assert opened.manifest["world_size"] == 2
     assert [p.name for p in tmp_path.iterdir()] == ["run"]
+
+
+def test_check_accepts_files_without_later_nullable_columns_but_not_without_required_ones(run, cli):
+    import pyarrow.parquet as pq
+    part = first_part(run)
+    pq.write_table(pq.read_table(part).drop_columns(["coll_ranks"]), part)
+    edit_manifest(run, lambda m: m.pop("parts"))  # as a run written before parts were kept
+    assert cli("check", run).exit_code == 0
+    pq.write_table(pq.read_table(part).drop_columns(["kind"]), part)
+    result = cli("check", run)
+    assert result.exit_code == 2 and "lacks required column(s) kind" in result.stderr
+
+
+def test_the_shipped_sample_runs_are_whole(cli):
+    for name in ("synthetic-8rank", "tiny-slow-loader"):
+        result = cli("check", Path(__file__).resolve().parents[1] / "sample_traces" / name)
+        assert result.exit_code == 0, result.stderr

@@ -119,9 +119,12 @@ def _read_file(path: Path, relative: str, expected_rows: int | None) -> tuple[in
     name = relative.split("/", 1)[0].removesuffix(".parquet")
     schema = TABLES.get(name)
     if schema is not None:
-        missing = [f.name for f in schema if f.name not in table.column_names and f.name != "rank"]
+        # nullable columns added in later versions read as null; required ones must be there
+        # (rank is the folder name of a partitioned table)
+        missing = [f.name for f in schema if not f.nullable and f.name not in table.column_names
+                   and not (f.name == "rank" and name in PARTITIONED_TABLES)]
         if missing:
-            return table.num_rows, f"{relative}: lacks column(s) {', '.join(missing)}"
+            return table.num_rows, f"{relative}: lacks required column(s) {', '.join(missing)}"
     return table.num_rows, None
 
 
