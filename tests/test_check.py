@@ -180,3 +180,11 @@ def test_the_shipped_sample_runs_are_whole(cli):
     for name in ("synthetic-8rank", "tiny-slow-loader"):
         result = cli("check", Path(__file__).resolve().parents[1] / "sample_traces" / name)
         assert result.exit_code == 0, result.stderr
+
+
+def test_force_replaces_a_damaged_run(run):
+    first_part(run).unlink()
+    edit_manifest(run, lambda m: m.__setitem__("job", [1]))
+    synthetic_run(run, ranks=2, steps=2, ops_per_step=4, overwrite=True)
+    with open_run(run) as opened:
+        assert opened.manifest["world_size"] == 2

@@ -81,10 +81,11 @@ def new_manifest(collector: str, *, collector_version: str = __version__, inputs
     return manifest
 
 
-def read_manifest(run_dir: Path, *, check_files: bool = True) -> dict:
+def read_manifest(run_dir: Path, *, check_files: bool = True, validate: bool = True) -> dict:
     """The manifest of a run folder, or one clear error saying why the folder is not a run.
-    `check_files`: also refuse a run whose Parquet files differ from the manifest's record
-    (`trnprof.integrity.check_on_open`: a listing and a stat per file)."""
+    `validate`: check it against the typed schema; `check_files`: also refuse a run whose Parquet
+    files differ from the manifest's record (`trnprof.integrity.check_on_open`: a listing and a
+    stat per file). A writer replacing a run turns both off: a damaged run may be replaced."""
     run_dir = Path(run_dir)
     if not run_dir.exists():
         if any(run_dir.parent.glob(f".{run_dir.name}.old-*")):
@@ -108,12 +109,13 @@ def read_manifest(run_dir: Path, *, check_files: bool = True) -> dict:
             f"unsupported run schema_version {version!r} in {path}: this trnprof reads version "
             f"{SCHEMA_VERSION}; re-create the run with this version or use a matching trnprof")
     try:
-        msgspec.convert(manifest, Manifest)
+        if validate:
+            msgspec.convert(manifest, Manifest)
     except msgspec.ValidationError as exc:
         message, _, where = str(exc).partition(" - at `$.")
         field = where.rstrip("`") or "top level"
         raise NotARunError(f"damaged manifest {path}: {field}: {message}") from None
-    if check_files:
+    if check_files and validate:
         from .integrity import check_on_open
         check_on_open(run_dir, manifest)
     return manifest

@@ -141,7 +141,7 @@ class RunWriter:
             return
         if not self.overwrite:
             raise TrnprofError(f"output exists: {self.path} (choose another path or pass --force to replace it)")
-        read_manifest(self.path, check_files=False)  # only ever replace a run (damaged or not), never some other folder
+        read_manifest(self.path, check_files=False, validate=False)  # replace a run (even a damaged one), never another folder
 
     @property
     def scratch(self) -> Path:
