@@ -189,6 +189,16 @@ def test_kineto_rank_out_of_range_is_one_error(tmp_path, name, rank, option, mes
         ingest([kineto_trace(tmp_path / name, rank)], tmp_path / "run", rank=option)
 
 
+@pytest.mark.parametrize("base", [2 ** 63, -(2 ** 63) - 1, 2 ** 62 + 1])
+def test_kineto_time_base_beyond_range_is_one_error(tmp_path, base):
+    path = kineto_trace(tmp_path / "t.json", 0)
+    document = json.loads(path.read_text())
+    document["baseTimeNanoseconds"] = base
+    path.write_text(json.dumps(document))
+    with pytest.raises(TrnprofError, match=r"t.json: baseTimeNanoseconds .* is beyond"):
+        ingest([path], tmp_path / "run")
+
+
 def test_every_neuron_sample_is_accounted_exactly(tmp_path):
     for i, sample in enumerate([NEURON / "neuron_monitor.jsonl", NEURON / "system_profile.json", NEURON / "explorer"]):
         ingest([sample], tmp_path / f"run{i}")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import msgspec
 
-from trnprof.collectors.ingest.limits import MAX_RANK, check_rank
+from trnprof.collectors.ingest.limits import MAX_RANK, MAX_TIME_NS, check_rank
 from trnprof.errors import TrnprofError
 
 FILE_RANK = re.compile(r"(?i)(?:^|[^a-z])rank[-_]?(\d+)")
@@ -58,6 +58,8 @@ def parse_header(header: dict[str, bytes], path: Path) -> TraceInfo:
         if isinstance(base, float) and base.is_integer():
             base = int(base)
         info.base_ns = _int(base, "baseTimeNanoseconds", path)
+        if abs(info.base_ns) > MAX_TIME_NS:
+            raise TrnprofError(f"{path}: baseTimeNanoseconds {info.base_ns} is beyond +-{MAX_TIME_NS} ns")
     devices = value("deviceProperties")
     info.devices = devices if isinstance(devices, list) else []
     host = value("host_name")
