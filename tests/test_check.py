@@ -188,3 +188,14 @@ def test_force_replaces_a_damaged_run(run):
     synthetic_run(run, ranks=2, steps=2, ops_per_step=4, overwrite=True)
     with open_run(run) as opened:
         assert opened.manifest["world_size"] == 2
+
+
+def test_check_finds_a_flipped_bit_in_page_data(run, cli):
+    import pyarrow.parquet as pq
+    part = first_part(run)
+    data = bytearray(part.read_bytes())
+    column = pq.ParquetFile(part).metadata.row_group(0).column(1)  # ts
+    data[column.data_page_offset + column.total_compressed_size - 3] ^= 0x01  # inside the page data
+    part.write_bytes(bytes(data))
+    result = cli("check", run)
+    assert result.exit_code == 2 and "events/rank=0/" in result.stderr

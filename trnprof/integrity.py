@@ -5,8 +5,8 @@ replaced, a table folder removed) is refused with one line naming what is missin
 - `check_on_open` (every open): the set of files and their sizes against the manifest (a
   directory listing and a stat per file: no Parquet is read);
 - `verify` (`trnprof check RUN`): the same, then every file is read in full: its footer's row
-  count and each row group's data must decode and agree with the manifest, and the tables' row
-  totals with `counts`.
+  count and each row group's data must decode, pass its page checksums (CRC-32, written by the
+  run store) and agree with the manifest, and the tables' row totals with `counts`.
 
 A `derived/` folder inside a run (caches other commands add after the run was written) is not
 part of the run and is ignored. Runs written before `parts` was recorded are checked by their
@@ -111,7 +111,7 @@ class Verdict:
 def _read_file(path: Path, relative: str, expected_rows: int | None) -> tuple[int, str | None]:
     """Rows of one Parquet file read in full, and what is wrong with it (or None)."""
     try:
-        table = pq.read_table(path)
+        table = pq.read_table(path, page_checksum_verification=True)  # CRCs written by the run store
     except (pa.ArrowException, OSError) as exc:
         return 0, f"{relative}: unreadable ({first_line(exc)})"
     if expected_rows is not None and table.num_rows != expected_rows:

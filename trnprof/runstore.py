@@ -167,7 +167,7 @@ class RunWriter:
             rows, self.tmp / table, format="parquet", partitioning=_PARTITIONING,
             basename_template=f"part-{part}-{{i}}.parquet", existing_data_behavior="overwrite_or_ignore",
             max_partitions=1 << 20, max_open_files=4096, file_visitor=self._record_part,
-            file_options=ds.ParquetFileFormat().make_write_options(compression="zstd"))
+            file_options=ds.ParquetFileFormat().make_write_options(compression="zstd", write_page_checksum=True))
         self._rows[table] += rows.num_rows
         self._stats.add(table, rows)
 
@@ -178,7 +178,7 @@ class RunWriter:
     def _write_file(self, table: pa.Table, relative: str) -> None:
         target = self.tmp / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, target, compression="zstd")
+        pq.write_table(table, target, compression="zstd", write_page_checksum=True)
         self._files[relative] = [table.num_rows, target.stat().st_size]
 
     def write_ranks(self, data) -> None:
