@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -157,20 +158,15 @@ def test_fuzzed_explorer(table_index, column_index, value, drop):
             assert record["source_entries"] == sum(record["to"].values())
 
 
-MANIFEST_RUN = {}
-
-
-def manifest_run() -> Path:
-    if "path" not in MANIFEST_RUN:
-        MANIFEST_RUN["path"] = synthetic_run(Path(tempfile.mkdtemp(prefix="trnprof-fuzz-")) / "run", ranks=2,
-                                             steps=2, ops_per_step=4)
-    return MANIFEST_RUN["path"]
+@pytest.fixture(scope="module")
+def manifest_run(tmp_path_factory) -> Path:
+    return synthetic_run(tmp_path_factory.mktemp("fuzz") / "run", ranks=2, steps=2, ops_per_step=4)
 
 
 @FUZZ
 @given(data=st.data(), edits=st.integers(1, 3))
-def test_fuzzed_manifest(data, edits):
-    run = manifest_run()
+def test_fuzzed_manifest(manifest_run, data, edits):
+    run = manifest_run
     original = (run / "trnprof.json").read_text()
     manifest = json.loads(original)
     for _ in range(edits):
