@@ -113,6 +113,9 @@ def test_non_finite_counter_samples_are_left_out_and_counted(tmp_path):
     table = pq.read_table(part)
     pq.write_table(table.set_column(table.schema.get_field_index("value"), "value",
                                     pa.array([1.5, float("nan")])), part)
+    manifest = json.loads((tmp_path / "run" / "trnprof.json").read_text())  # written by other means: a
+    manifest["parts"][part.relative_to(tmp_path / "run").as_posix()] = [2, part.stat().st_size]  # whole run
+    (tmp_path / "run" / "trnprof.json").write_text(json.dumps(manifest))
     counts = export_chrome(tmp_path / "run", tmp_path / "t.json")
     assert (counts["counters"], counts["skipped_counters"]) == (1, 1)
     samples = [e for e in json.load(open(tmp_path / "t.json"))["traceEvents"] if e["ph"] == "C"]

@@ -74,7 +74,7 @@ def test_usage_errors(cli, tmp_path):
     assert cli("ingest", tmp_path / "missing.json", "-o", tmp_path / "run").exit_code == 2
     trace = _trace(tmp_path / "t.json", [{"ph": "X", "name": "a", "ts": 1, "dur": 1}])
     result = cli("ingest", trace, "-o", tmp_path / "run", "--rank", "-1")
-    assert result.exit_code == 2 and "--rank must be >= 0" in result.output
+    assert result.exit_code == 2 and "--rank: rank -1 is out of range" in result.output
     result = cli("ingest", trace, trace, "-o", tmp_path / "run")
     assert result.exit_code == 2 and "input given twice" in result.output
 

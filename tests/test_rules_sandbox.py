@@ -108,13 +108,10 @@ def test_a_failing_or_slow_rule_is_reported_and_the_others_run(tmp_path, sample_
     write_rule(pack, rule_dict(code="TS003", name="testpack.forever",
                                sql="SELECT COUNT(*) AS n FROM steps a, steps b, steps c, steps d, steps e, "
                                    "steps f, steps g, steps h, steps i"))
-    write_rule(pack, rule_dict(code="TS004", name="testpack.escape",
-                               sql="SELECT * FROM read_text('/etc/hostname')", message="{content}"))
     started = time.perf_counter()
     document = analyze(sample_run, rules=[pack], select=["testpack"], builtin=False, timeout=0.5)
     errors = {e.name: e.error for e in document.errors}
     assert "nonexistent" in errors["testpack.broken"]
     assert errors["testpack.forever"] == "timed out after 0.5 s"
-    assert "Permission" in errors["testpack.escape"]
     assert [f.name for f in document.findings] == ["testpack.ok"]
     assert time.perf_counter() - started < 30

@@ -1,4 +1,8 @@
-"""The run manifest `trnprof.json`: build, validate and read it."""
+"""The run manifest `trnprof.json`: build, validate and read it.
+
+The manifest is checked against a typed schema (`Manifest`, msgspec) when a run is opened: a
+field of the wrong type is one error naming it, never a traceback later. Keys the schema does
+not list (a collector's `predictions`, `ingest`, ...) are kept as they are."""
 
 from __future__ import annotations
 
@@ -6,10 +10,49 @@ import datetime as _dt
 import hashlib
 import json
 from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import msgspec
 
 from ._version import __version__
 from .errors import NotARunError, TrnprofError
 from .schema import FORMAT_NAME, MANIFEST_FILE, SCHEMA_VERSION
+
+
+NonNeg = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class SourceInfo(msgspec.Struct):
+    collector: str
+    version: str = ""
+    inputs: list[Any] = []
+
+
+class Stats(msgspec.Struct):
+    events_by_kind: dict[str, NonNeg]
+    counters_by_name: dict[str, NonNeg]
+    start_ns: Optional[int]
+    end_ns: Optional[int]
+
+
+class Part(msgspec.Struct, array_like=True):
+    """One Parquet file of the run: its rows and bytes (written as `[rows, bytes]`)."""
+    rows: NonNeg
+    bytes: NonNeg
+
+
+class Manifest(msgspec.Struct):
+    format: str
+    schema_version: int
+    source: SourceInfo
+    created: str = ""
+    time_unit: str = "ns"
+    world_size: Optional[NonNeg] = None
+    job: dict[str, Any] = {}
+    counts: dict[str, NonNeg] = {}
+    stats: Optional[Stats] = None
+    extra_tables: dict[str, NonNeg] = {}
+    parts: Optional[dict[str, Part]] = None  # relative path -> Part; absent in runs before parts were kept
 
 
 def file_fingerprint(path: str | Path) -> dict:
@@ -38,9 +81,16 @@ def new_manifest(collector: str, *, collector_version: str = __version__, inputs
     return manifest
 
 
-def read_manifest(run_dir: Path) -> dict:
-    """The manifest of a run folder, or one clear error saying why the folder is not a run."""
+def read_manifest(run_dir: Path, *, check_files: bool = True, validate: bool = True) -> dict:
+    """The manifest of a run folder, or one clear error saying why the folder is not a run.
+    `validate`: check it against the typed schema; `check_files`: also refuse a run whose Parquet
+    files differ from the manifest's record (`trnprof.integrity.check_on_open`: a listing and a
+    stat per file). A writer replacing a run turns both off: a damaged run may be replaced."""
+    run_dir = Path(run_dir)
     if not run_dir.exists():
+        if any(run_dir.parent.glob(f".{run_dir.name}.old-*")):
+            raise NotARunError(f"run not found: {run_dir}, but an interrupted --force commit left its previous "
+                               f"version beside it: run `trnprof check {run_dir} --repair` to restore it")
         raise NotARunError(f"run not found: {run_dir} (give the folder that `trnprof simulate` or `trnprof ingest` wrote)")
     if not run_dir.is_dir():
         raise NotARunError(f"not a run folder: {run_dir} is a file (a run is a folder with {MANIFEST_FILE})")
@@ -58,4 +108,19 @@ def read_manifest(run_dir: Path) -> dict:
         raise TrnprofError(
             f"unsupported run schema_version {version!r} in {path}: this trnprof reads version "
             f"{SCHEMA_VERSION}; re-create the run with this version or use a matching trnprof")
+    try:
+        if validate:
+            msgspec.convert(manifest, Manifest)
+    except msgspec.ValidationError as exc:
+        message, _, where = str(exc).partition(" - at `$.")
+        field = where.rstrip("`") or "top level"
+        raise NotARunError(f"damaged manifest {path}: {field}: {message}") from None
+    if check_files and validate:
+        from .integrity import check_on_open
+        check_on_open(run_dir, manifest)
     return manifest
+
+
+def typed(manifest: dict) -> Manifest:
+    """The typed view of a manifest `read_manifest` returned (already validated)."""
+    return msgspec.convert(manifest, Manifest)

@@ -6,7 +6,12 @@
         run.write_ranks(ranks)
 
 A writer that crashes or is killed leaves at most a hidden `.NAME.tmp-PID-…` folder without a
-manifest, which no reader takes for a run and the next writer of NAME removes.
+manifest (its scratch files, e.g. an ingest's spill, live inside it), which no reader takes for a
+run and the next writer of NAME removes. A `--force` commit renames the old run to
+`.NAME.old-PID-…`, the new one into place, then removes the old one; a crash between the two
+renames leaves the old run aside, which the next writer (or `trnprof check NAME --repair`) puts
+back. The manifest records every Parquet file's rows and bytes (`parts`) for the integrity check
+(`trnprof.integrity`).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import uuid
 from pathlib import Path
 
@@ -27,6 +33,8 @@ from .manifest import read_manifest
 from .schema import EVENT_KINDS, MANIFEST_FILE, PARTITIONED_TABLES, TABLES
 
 MAX_TIME_NS = 1 << 62
+SCRATCH = ".scratch"
+OWNER = ".owner"  # the writer's host name, inside its temporary folder
 _PARTITIONING = ds.partitioning(pa.schema([("rank", pa.int32())]), flavor="hive")
 
 
@@ -116,22 +124,32 @@ class RunWriter:
         self.path = Path(path)
         self.manifest = manifest
         self.overwrite = overwrite
+        recover(self.path)
         self._check_target()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        _remove_stale_temporaries(self.path)
         self.tmp = self.path.parent / f".{self.path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.tmp.mkdir()
+        (self.tmp / OWNER).write_text(socket.gethostname(), encoding="utf-8")  # see _owner_alive
         self._parts = {name: 0 for name in PARTITIONED_TABLES}
         self._rows = {name: 0 for name in PARTITIONED_TABLES}
         self._stats = RunStats()
         self._ranks_written = False
+        self._files: dict[str, list[int]] = {}  # relative path -> [rows, bytes], for the manifest
 
     def _check_target(self) -> None:
         if not self.path.exists():
             return
         if not self.overwrite:
             raise TrnprofError(f"output exists: {self.path} (choose another path or pass --force to replace it)")
-        read_manifest(self.path)  # only ever replace a run, never some other folder
+        read_manifest(self.path, check_files=False, validate=False)  # replace a run (even a damaged one), never another folder
+
+    @property
+    def scratch(self) -> Path:
+        """A folder for the writer's temporary files (inside the run's temporary folder, removed
+        before the commit): a crash leaves nothing outside that folder."""
+        folder = self.tmp / SCRATCH
+        folder.mkdir(exist_ok=True)
+        return folder
 
     def write_events(self, data) -> None:
         self._write_partitioned("events", data)
@@ -148,16 +166,26 @@ class RunWriter:
         ds.write_dataset(
             rows, self.tmp / table, format="parquet", partitioning=_PARTITIONING,
             basename_template=f"part-{part}-{{i}}.parquet", existing_data_behavior="overwrite_or_ignore",
-            max_partitions=1 << 20, max_open_files=4096,
-            file_options=ds.ParquetFileFormat().make_write_options(compression="zstd"))
+            max_partitions=1 << 20, max_open_files=4096, file_visitor=self._record_part,
+            file_options=ds.ParquetFileFormat().make_write_options(compression="zstd", write_page_checksum=True))
         self._rows[table] += rows.num_rows
         self._stats.add(table, rows)
+
+    def _record_part(self, written) -> None:
+        relative = Path(written.path).relative_to(self.tmp).as_posix()
+        self._files[relative] = [written.metadata.num_rows, written.size]
+
+    def _write_file(self, table: pa.Table, relative: str) -> None:
+        target = self.tmp / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, target, compression="zstd", write_page_checksum=True)
+        self._files[relative] = [table.num_rows, target.stat().st_size]
 
     def write_ranks(self, data) -> None:
         ranks = conform(data, "ranks")
         if len(set(ranks["rank"].to_pylist())) != ranks.num_rows:
             raise TrnprofError("ranks: each rank must appear exactly once")
-        pq.write_table(ranks, self.tmp / "ranks.parquet", compression="zstd")
+        self._write_file(ranks, "ranks.parquet")
         self._ranks_written = True
         if self.manifest.get("world_size") is None:
             self.manifest["world_size"] = ranks.num_rows
@@ -172,20 +200,21 @@ class RunWriter:
                                f"not one of {sorted(TABLES)}")
         table = data if isinstance(data, pa.Table) else (
             pa.Table.from_pandas(data, preserve_index=False) if hasattr(data, "to_numpy") else pa.table(data))
-        target = self.tmp / f"{name}.parquet"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, target, compression="zstd")
+        self._write_file(table, f"{name}.parquet")
         self.manifest.setdefault("extra_tables", {})[name] = table.num_rows
 
     def commit(self) -> Path:
         if not self._ranks_written:
             raise TrnprofError("a run needs its ranks table (write_ranks) before it is complete")
+        shutil.rmtree(self.tmp / SCRATCH, ignore_errors=True)
+        (self.tmp / OWNER).unlink(missing_ok=True)
         self.manifest["counts"] = dict(self._rows)
         self.manifest["stats"] = self._stats.as_dict()
+        self.manifest["parts"] = dict(sorted(self._files.items()))
         manifest_path = self.tmp / MANIFEST_FILE
         manifest_path.write_text(json.dumps(self.manifest, indent=2, default=str) + "\n", encoding="utf-8")
         if self.path.exists():
-            old = self.path.parent / f".{self.path.name}.old-{uuid.uuid4().hex[:8]}"
+            old = self.path.parent / f".{self.path.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}"
             self.path.rename(old)
             self.tmp.rename(self.path)
             shutil.rmtree(old, ignore_errors=True)
@@ -215,12 +244,44 @@ def write_run(path: str | Path, manifest: dict, *, overwrite: bool = False) -> R
     return RunWriter(path, manifest, overwrite=overwrite)
 
 
-def _remove_stale_temporaries(path: Path) -> None:
-    """Remove temporaries that crashed writers of `path` left behind (their process is gone)."""
-    for tmp in path.parent.glob(f".{path.name}.tmp-*"):
-        pid = tmp.name.rsplit(".tmp-", 1)[1].split("-", 1)[0]
-        if pid.isdigit() and not _process_alive(int(pid)):
+def recover(path: str | Path) -> list[str]:
+    """Undo what dead writers of `path` left: put back a run an interrupted `--force` commit
+    moved aside, remove old runs a finished commit did not get to delete, and remove temporary
+    folders of dead writers (of any run in the folder). Returns what was done, one line each."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        return []
+    done = []
+    olds = sorted((p for p in path.parent.glob(f".{path.name}.old-*") if not _owner_alive(p, ".old-")),
+                  key=lambda p: p.stat().st_mtime, reverse=True)
+    if not path.exists():
+        for old in olds:
+            if (old / MANIFEST_FILE).is_file():
+                old.rename(path)
+                olds.remove(old)
+                done.append(f"restored {path} from {old.name} (an interrupted --force commit)")
+                break
+    for leftover in olds:
+        shutil.rmtree(leftover, ignore_errors=True)
+        done.append(f"removed {leftover.name} (a replaced run a finished commit left behind)")
+    for tmp in path.parent.glob(".*.tmp-*"):
+        if tmp.is_dir() and not _owner_alive(tmp, ".tmp-"):
             shutil.rmtree(tmp, ignore_errors=True)
+            done.append(f"removed {tmp.name} (the temporary folder of a writer that died)")
+    return done
+
+
+def _owner_alive(folder: Path, marker: str) -> bool:
+    """Whether the process that made `folder` may still be running. A temporary folder written on
+    another host (a shared file system) counts as alive: its PID says nothing here."""
+    try:
+        host = (folder / OWNER).read_text(encoding="utf-8")
+    except OSError:
+        host = None
+    if host is not None and host != socket.gethostname():
+        return True
+    pid = folder.name.rsplit(marker, 1)[1].split("-", 1)[0]
+    return pid.isdigit() and _process_alive(int(pid))
 
 
 def _process_alive(pid: int) -> bool:

@@ -20,6 +20,7 @@ from trnprof.runstore import write_run
 
 from .collect import Collected
 from .detect import FORMATS, expand
+from .limits import check_rank
 
 __all__ = ["FORMATS", "ingest"]
 
@@ -43,18 +44,17 @@ def ingest(paths, out, *, fmt: str = "auto", rank: int | None = None, force: boo
     """Ingest `paths` (files or folders) into the run folder `out`; returns a summary dict."""
     if fmt != "auto" and fmt not in FORMATS:
         raise TrnprofError(f"unknown format {fmt!r}; choose auto or one of {', '.join(FORMATS)}")
-    if rank is not None and rank < 0:
-        raise TrnprofError(f"--rank must be >= 0, got {rank}")
+    if rank is not None:
+        check_rank(rank, "--rank")
     inputs = inputs if inputs is not None else expand(list(paths), fmt)
     if not inputs:
         raise TrnprofError("no inputs to ingest")
     default_rank = rank if rank is not None else (0 if len(inputs) == 1 else None)
-    spill_dir = spill_dir if spill_dir is not None else Path(out).resolve().parent  # beside the run
     manifest = new_manifest("trnprof.ingest", job={})
     with ThreadPoolExecutor(max_workers=1) as pool, write_run(out, manifest, overwrite=force) as run:
         hashes = _fingerprints(inputs, pool)
         collected = Collected(run, rank_option=rank, default_rank=default_rank, progress=progress,
-                              spill_dir=spill_dir)
+                              spill_dir=spill_dir if spill_dir is not None else run.scratch)
         for path, kind in inputs:
             collected.add(path, kind)
         collected.finish(manifest)

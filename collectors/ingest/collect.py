@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from trnprof.errors import TrnprofError
 
+from .limits import check_rank
 from .source import Source
 from .tables import FLOWS, META, QUARANTINE
 
@@ -65,7 +66,7 @@ class Collected:
             if export is not None:
                 ranks = [row for row in export.get("ranks", []) if isinstance(row, dict) and "rank" in row]
                 for row in ranks:
-                    self._claim(int(row["rank"]), path)
+                    self._claim(check_rank(row["rank"], f"{path}: otherData.ranks"), path)
                     self._merge_rank(row)
                 job = export.get("job") if isinstance(export.get("job"), dict) else {}
                 self.job.update(job)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import msgspec
 
+from trnprof.collectors.ingest.limits import MAX_RANK, MAX_TIME_NS, check_rank
 from trnprof.errors import TrnprofError
 
 FILE_RANK = re.compile(r"(?i)(?:^|[^a-z])rank[-_]?(\d+)")
@@ -47,13 +48,18 @@ def parse_header(header: dict[str, bytes], path: Path) -> TraceInfo:
         info.rank = _int(dist.get("rank"), "distributedInfo.rank", path)
         info.world_size = _int(dist.get("world_size"), "distributedInfo.world_size", path)
         info.backend = dist.get("backend") if isinstance(dist.get("backend"), str) else None
-        if info.rank is not None and info.rank < 0:
-            raise TrnprofError(f"{path}: distributedInfo.rank is negative ({info.rank})")
+        if info.rank is not None:
+            check_rank(info.rank, f"{path}: distributedInfo.rank")
+        if info.world_size is not None and not 0 < info.world_size <= MAX_RANK + 1:
+            raise TrnprofError(f"{path}: distributedInfo.world_size {info.world_size} is out of range "
+                               f"(1 .. {MAX_RANK + 1})")
     base = value("baseTimeNanoseconds")
     if base is not None:
         if isinstance(base, float) and base.is_integer():
             base = int(base)
         info.base_ns = _int(base, "baseTimeNanoseconds", path)
+        if abs(info.base_ns) > MAX_TIME_NS:
+            raise TrnprofError(f"{path}: baseTimeNanoseconds {info.base_ns} is beyond +-{MAX_TIME_NS} ns")
     devices = value("deviceProperties")
     info.devices = devices if isinstance(devices, list) else []
     host = value("host_name")
@@ -70,9 +76,9 @@ def detect_rank(info: TraceInfo, path: Path, option: int | None) -> tuple[int, s
         return info.rank, "distributedInfo"
     match = FILE_RANK.search(path.name)
     if match:
-        return int(match.group(1)), "file name"
+        return check_rank(int(match.group(1)), f"{path}: file name"), "file name"
     if option is not None:
-        return option, "--rank"
+        return check_rank(option, "--rank"), "--rank"
     raise TrnprofError(f"{path}: cannot tell its rank (no distributedInfo.rank, no rank-N in the file "
                        "name); pass --rank N")
 

@@ -13,7 +13,8 @@ from the documented fields. Mapped, in SQL (DuckDB), with every other field kept
 - `SystemProfileEvents` -> events by name (`names.py`), rank from `nc_idx`;
 - `HbmUsage` -> counters `hbm_traffic.throughput` (bytes/s) and `hbm_traffic.transferred`
   (bytes, cumulative): HBM traffic, not residency, so not `hbm.*`;
-- `HostMemUsage` -> `host.memory.used` (bytes), `host.memory.used_percent`.
+- `HostMemUsage` -> `host.memory.used` (bytes), `host.memory.used_percent`;
+  the other columns of both stay in the counter's `args`.
 Every other table is copied verbatim to `neuron_explorer/<table>` in the run. Rank = `--rank`,
 else `Metadata.neuroncore_idx`, else 0.
 """
@@ -30,7 +31,8 @@ import pyarrow.parquet as pq
 from trnprof.collectors.ingest.source import Source
 from trnprof.collectors.ingest.tables import quarantine_table
 from trnprof.collectors.kineto.classify import P2P_OPS, normalize_op
-from trnprof.errors import TrnprofError
+from trnprof.collectors.ingest.limits import check_rank
+from trnprof.errors import TrnprofError, first_line
 from trnprof.runstore import conform
 from trnprof.schema import COUNTERS, EVENTS
 from trnprof.session import sql_string
@@ -85,14 +87,24 @@ def _require(table: str, columns: list[str], needed: tuple[str, ...], path: Path
                            "(Neuron Explorer profile schema)")
 
 
+def _read(file: Path, columns=None) -> pa.Table:
+    try:
+        return pq.read_table(file, columns=columns)
+    except (pa.ArrowException, OSError) as exc:
+        raise TrnprofError(f"{file}: not a readable Parquet file ({first_line(exc)})") from None
+
+
 def _rank(files: dict[str, Path], option: int | None) -> tuple[int, str]:
     if option is not None:
-        return option, "--rank"
+        return check_rank(option, "--rank"), "--rank"
     meta = files.get("Metadata")
     if meta is not None:
-        table = pq.read_table(meta)
+        table = _read(meta)
         if "neuroncore_idx" in table.column_names and table.num_rows and table["neuroncore_idx"][0].is_valid:
-            return int(table["neuroncore_idx"][0].as_py()), "Metadata.neuroncore_idx"
+            value = table["neuroncore_idx"][0].as_py()
+            if isinstance(value, str) and value.strip().isdigit():
+                value = int(value)
+            return check_rank(value, f"{meta}: Metadata.neuroncore_idx"), "Metadata.neuroncore_idx"
     return 0, "default"
 
 
@@ -103,33 +115,24 @@ def read_explorer(path: Path, rank: int | None = None) -> Source:
     if not files:
         raise TrnprofError(f"{path}: no Neuron Explorer tables (expected e.g. CcOp.parquet, Instruction.parquet)")
     the_rank, origin = _rank(files, rank)
-    con = duckdb.connect(":memory:")
+    con = duckdb.connect(":memory:", config={"enable_external_access": True, "autoinstall_known_extensions": False,
+                                              "autoload_known_extensions": False})
     events, counters, extra, to, sources = [], [], {}, {}, {}
     try:
         for table, file in sorted(files.items()):
             try:
                 columns = [f.name for f in pq.read_schema(file)]
-            except (pa.ArrowInvalid, OSError) as exc:
-                raise TrnprofError(f"{file}: not a readable Parquet file ({exc})") from None
-            source = f"read_parquet({sql_string(str(file))})"
-            sources[table] = pq.ParquetFile(file).metadata.num_rows
-            if table == "Instruction":
-                events.append(_instructions(con, source, columns, the_rank, file))
-                to[table] = "events"
-            elif table == "CcOp":
-                events.append(_collectives(con, source, columns, the_rank, file))
-                to[table] = "events"
-            elif table == "SystemProfileEvents":
-                events.append(_system_events(con, source, columns, the_rank, file))
-                to[table] = "events"
-            elif table in ("HbmUsage", "HostMemUsage"):
-                counters.append(_usage(con, table, source, columns, the_rank, file))
-                to[table] = "counters"
-            else:
-                extra[f"neuron_explorer/{snake(table)}"] = pq.read_table(file)
-                to[table] = "meta"
-    except duckdb.Error as exc:
-        raise TrnprofError(f"{path}: cannot read the Explorer tables: {str(exc).splitlines()[0]}") from None
+                sources[table] = pq.ParquetFile(file).metadata.num_rows
+            except (pa.ArrowException, OSError) as exc:
+                raise TrnprofError(f"{file}: not a readable Parquet file ({first_line(exc)})") from None
+            try:
+                to[table] = _map_table(con, table, file, columns, the_rank, events, counters, extra)
+            except duckdb.Error as exc:
+                raise TrnprofError(f"{file}: cannot read the {table} table: {first_line(exc)}") from None
+            except TrnprofError as exc:
+                if str(exc).startswith(str(file)):
+                    raise
+                raise TrnprofError(f"{file}: {exc}") from None
     finally:
         con.close()
     events_table = pa.concat_tables(events) if events else EVENTS.empty_table()
@@ -143,6 +146,25 @@ def read_explorer(path: Path, rank: int | None = None) -> Source:
     return Source(path=path, format="neuron-explorer", events=events_table, counters=counters_table, extra=extra,
                   quarantine=quarantine_table([], the_rank, path.name), ranks=[{"rank": the_rank}], counts=counts,
                   rank_from=origin)
+
+
+def _map_table(con, table: str, file: Path, columns: list[str], rank: int, events: list, counters: list,
+               extra: dict) -> str:
+    """Map one Explorer table into `events`, `counters` or `extra`; returns where it went."""
+    source = f"read_parquet({sql_string(str(file))})"
+    if table == "Instruction":
+        events.append(_instructions(con, source, columns, rank, file))
+    elif table == "CcOp":
+        events.append(_collectives(con, source, columns, rank, file))
+    elif table == "SystemProfileEvents":
+        events.append(_system_events(con, source, columns, rank, file))
+    elif table in ("HbmUsage", "HostMemUsage"):
+        counters.append(_usage(con, table, source, columns, rank, file))
+        return "counters"
+    else:
+        extra[f"neuron_explorer/{snake(table)}"] = _read(file)
+        return "meta"
+    return "events"
 
 
 def _fetch(con, sql: str, schema: pa.Schema) -> pa.Table:
@@ -219,7 +241,8 @@ def _usage(con, table: str, source: str, columns: list[str], rank: int, file: Pa
     else:
         _require(table, columns, ("timestamp", "used_bytes"), file)
         series = (("used_bytes", "host.memory.used", "bytes"), ("used_percent", "host.memory.used_percent", "percent"))
+    args = _args(columns, {"timestamp"} | {column for column, _, _ in series})
     parts = [f"SELECT {rank} AS rank, timestamp AS ts, '{name}' AS name, CAST({column} AS DOUBLE) AS value, "
-             f"'{unit}' AS unit FROM {source} WHERE {column} IS NOT NULL"
+             f"'{unit}' AS unit, {args} AS args FROM {source} WHERE {column} IS NOT NULL"
              for column, name, unit in series if column in columns]
     return _fetch(con, " UNION ALL ".join(parts), COUNTERS)

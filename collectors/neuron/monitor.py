@@ -1,256 +1,195 @@
 """neuron-monitor JSON reports -> counters per NeuronCore (docs/ingest.md, "neuron-monitor").
 
 neuron-monitor prints one complete JSON report per period (field names: the Neuron docs,
-aws-neuron/aws-neuron-sdk tools/neuron-sys-tools/neuron-monitor-user-guide.rst). Reports carry no clock, so report k is
+aws-neuron/aws-neuron-sdk tools/neuron-sys-tools/neuron-monitor-user-guide.rst; typed in `monitor_types.py`). Reports carry no clock, so report k is
 placed at the sum of the periods of reports 0..k (its end), from 0 ns: line it up with other
 inputs yourself if needed. Rank = `--rank` (default 0) + NeuronCore index.
 
 Per NeuronCore: `nc.utilization` (percent), `nc.flops` (flop/s), device memory `hbm.tensors`,
 `hbm.constants`, `hbm.model_code`, `hbm.model_shared_scratchpad`, `hbm.runtime_memory` (bytes,
 additive: together the runtime's device memory on that core). Per Neuron application, on its
-first NeuronCore: `host_mem.<category>` (bytes), `exec.<outcome>` and `exec.error.<type>`
-(counts per period), `exec.<total|device>_latency.<pNN>` (seconds), `runtime.vcpu.<user|system>`
-(percent). Instance-wide, on the first rank: `host.memory.<field>` (bytes), `host.vcpu.<field>`
-(percent), `host.context_switches` (count), and per Neuron device (on its first core)
-`ecc.<counter>` (count). Everything else (loaded models, per-vCPU usage, instance and hardware
-info) goes to the meta table; a metric group reporting an `error` goes to quarantine.
+first NeuronCore: `host_mem.<category>` (bytes), `runtime.memory.<host|neuron_device>` (bytes,
+the application's totals), `exec.<outcome>` and `exec.error.<type>` (counts per period),
+`exec.<total|device>_latency.<pNN>` (seconds), `runtime.vcpu.<user|system>` (percent).
+Instance-wide, on the first rank: `host.memory.<field>` (bytes), `host.vcpu.<field>` (percent),
+`host.context_switches` (count), and per Neuron device (on its first core) `ecc.<counter>`
+(count). Counter `args` name the report, period and application. Everything else (loaded
+models, per-vCPU usage, instance and hardware info, top-level keys the docs do not list) goes to
+the meta table.
+
+Accounting: a source record is one metric group of one application or of the system, one info
+object or one other top-level key of a report (a report that is not an object is one record).
+Each goes whole to counters, meta or quarantine (a group reporting an `error`, a group not of
+the documented shape, an unknown group, a core index beyond the rank range).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import msgspec
-import pyarrow as pa
 
+from trnprof.collectors.ingest.limits import MAX_RANK, MAX_TIME_NS
 from trnprof.collectors.ingest.source import Source
-from trnprof.collectors.ingest.tables import meta_rows, quarantine_table
 from trnprof.errors import TrnprofError
-from trnprof.runstore import conform
-from trnprof.schema import COUNTERS
 
+from .monitor_out import Out, finish
+from .monitor_types import INFO_KEYS, RUNTIME_GROUPS, SYSTEM_GROUPS, Runtime, problem
 from .util import open_text
 
-HBM_CATEGORIES = ("tensors", "constants", "model_code", "model_shared_scratchpad", "runtime_memory")
-RUNTIME_GROUPS = ("neuroncore_counters", "memory_used", "execution_stats", "neuron_runtime_vcpu_usage")
-SYSTEM_GROUPS = ("neuron_hw_counters", "vcpu_usage", "memory_info")
-INFO_KEYS = ("instance_info", "neuron_hardware_info", "neuron_k8s_info")
+
+TOP_KEYS = ("neuron_runtime_data", "system_data") + INFO_KEYS
 
 
 def _reports(path: Path) -> list:
-    text = open_text(path)
-    stripped = text.strip()
+    stripped = open_text(path).strip()
     if not stripped:
         raise TrnprofError(f"{path}: empty file")
-    try:
-        if stripped.startswith("["):
+    if stripped.startswith("["):
+        try:
             reports = msgspec.json.decode(stripped)
-        else:
-            reports = [msgspec.json.decode(line) for line in stripped.splitlines() if line.strip()]
-    except msgspec.DecodeError as exc:
-        raise TrnprofError(f"{path}: invalid neuron-monitor JSON (one report per line expected): {exc}") from None
-    if not reports or not all(isinstance(r, dict) for r in reports):
-        raise TrnprofError(f"{path}: not neuron-monitor reports (JSON objects with neuron_runtime_data)")
+        except msgspec.DecodeError as exc:
+            raise TrnprofError(f"{path}: invalid neuron-monitor JSON: {exc}") from None
+        return reports
+    reports = []
+    for number, line in enumerate(stripped.splitlines(), 1):
+        if line.strip():
+            try:
+                reports.append(msgspec.json.decode(line))
+            except msgspec.DecodeError as exc:
+                raise TrnprofError(f"{path}: line {number}: invalid neuron-monitor JSON "
+                                   f"(one report per line expected): {exc}") from None
     return reports
-
-
-def _number(value):
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-class _Out:
-    def __init__(self, base: int):
-        self.base = base
-        self.rows = {"rank": [], "ts": [], "name": [], "value": [], "unit": []}
-        self.meta = []        # (name, value JSON)
-        self.quarantine = []  # (index, reason, detail, JSON)
-        self.to = {"counters": 0, "meta": 0, "quarantine": 0}
-        self.cores: set[int] = set()
-
-    def add(self, rank: int, ts: int, name: str, value, unit: str) -> None:
-        value = _number(value)
-        if value is None:
-            return
-        for key, item in (("rank", rank), ("ts", ts), ("name", name), ("value", float(value)), ("unit", unit)):
-            self.rows[key].append(item)
 
 
 def _period_ns(report: dict) -> int:
     groups = []
-    for runtime in report.get("neuron_runtime_data") or []:
-        groups += list(((runtime or {}).get("report") or {}).values())
-    groups += list((report.get("system_data") or {}).values())
+    runtimes = report.get("neuron_runtime_data")
+    for runtime in runtimes if isinstance(runtimes, list) else []:
+        inner = runtime.get("report") if isinstance(runtime, dict) else None
+        groups += list(inner.values()) if isinstance(inner, dict) else []
+    system = report.get("system_data")
+    groups += list(system.values()) if isinstance(system, dict) else []
     for group in groups:
-        if isinstance(group, dict) and _number(group.get("period")):
-            return round(group["period"] * 1e9)
+        period = group.get("period") if isinstance(group, dict) else None
+        if isinstance(period, (int, float)) and not isinstance(period, bool) and 0 < period <= 86_400:
+            return round(period * 1e9)
     return 0
-
-
-def _core_counters(out: _Out, ts: int, group: dict) -> list[int]:
-    cores = []
-    for core, data in (group.get("neuroncores_in_use") or {}).items():
-        if not str(core).isdigit() or not isinstance(data, dict):
-            continue
-        rank = out.base + int(core)
-        cores.append(rank)
-        out.add(rank, ts, "nc.utilization", data.get("neuroncore_utilization"), "percent")
-        out.add(rank, ts, "nc.flops", data.get("flops"), "flop/s")
-        for sub, values in (data.get("v3d") or {}).items():
-            if isinstance(values, dict):
-                out.add(rank, ts, f"nc.{sub}.utilization", values.get("neuroncore_utilization"), "percent")
-    return cores
-
-
-def _memory(out: _Out, ts: int, group: dict, first: int | None) -> tuple[list[int], list]:
-    used = group.get("neuron_runtime_used_bytes") or {}
-    breakdown = used.get("usage_breakdown") or {}
-    cores = []
-    for core, data in (breakdown.get("neuroncore_memory_usage") or {}).items():
-        if not str(core).isdigit() or not isinstance(data, dict):
-            continue
-        rank = out.base + int(core)
-        cores.append(rank)
-        for category in HBM_CATEGORIES:
-            out.add(rank, ts, f"hbm.{category}", data.get(category), "bytes")
-        for category, value in data.items():
-            if category not in HBM_CATEGORIES:
-                out.add(rank, ts, f"hbm.{category}", value, "bytes")
-    owner = first if first is not None else (min(cores) if cores else out.base)
-    for category, value in (breakdown.get("host") or {}).items():
-        out.add(owner, ts, f"host_mem.{category}", value, "bytes")
-    return cores, group.get("loaded_models") or []
-
-
-def _execution(out: _Out, ts: int, group: dict, owner: int) -> None:
-    for outcome, n in (group.get("execution_summary") or {}).items():
-        out.add(owner, ts, f"exec.{outcome}", n, "count")
-    for kind, n in (group.get("error_summary") or {}).items():
-        out.add(owner, ts, f"exec.error.{kind}", n, "count")
-    for which, percentiles in (group.get("latency_stats") or {}).items():
-        for p, seconds in (percentiles or {}).items():
-            out.add(owner, ts, f"exec.{which}.{p}", seconds, "s")
 
 
 def read_monitor(path: Path, rank: int | None = None) -> Source:
     reports = _reports(path)
-    out = _Out(rank or 0)
+    if not isinstance(reports, list) or not reports:
+        raise TrnprofError(f"{path}: not neuron-monitor reports (JSON objects with neuron_runtime_data)")
+    out = Out(rank or 0)
     ts = 0
-    infos: dict[str, str] = {}
-    cores_per_device = None
     for index, report in enumerate(reports):
+        if not isinstance(report, dict):
+            out.quarantine_record(index, "malformed_report", "a report is a JSON object", report)
+            continue
         ts += _period_ns(report)
-        for key in INFO_KEYS:
-            if key not in report:
-                continue
-            value = json.dumps(report[key], sort_keys=True)
-            if isinstance(report[key], dict) and report[key].get("error"):
-                out.quarantine.append((index, "reported_error", f"{key}: {report[key]['error']}", value))
-                out.to["quarantine"] += 1
-                continue
-            out.to["meta"] += 1
-            if infos.get(key, value) != value:  # changed during the capture: keep each version
-                key = f"{key}[{index}]"
-            infos.setdefault(key, value)
-        hardware = report.get("neuron_hardware_info") or {}
-        cores_per_device = cores_per_device or _number(hardware.get("neuroncore_per_device_count"))
-        for runtime in report.get("neuron_runtime_data") or []:
-            _runtime(out, index, ts, runtime or {})
-        _system(out, index, ts, report.get("system_data") or {}, cores_per_device)
-    for key, value in infos.items():
-        out.meta.append((key, value))
-    return _source(path, out, reports, cores_per_device, rank)
+        if ts > MAX_TIME_NS:
+            raise TrnprofError(f"{path}: report {index}: the periods add up beyond {MAX_TIME_NS} ns")
+        _report(out, index, ts, report)
+    return finish(path, out, len(reports), rank)
 
 
-def _group_error(out: _Out, index: int, name: str, group) -> bool:
-    if isinstance(group, dict) and group.get("error"):
-        out.quarantine.append((index, "reported_error", f"{name}: {group['error']}", json.dumps(group)))
-        out.to["quarantine"] += 1
-        return True
-    return False
+def _report(out: Out, index: int, ts: int, report: dict) -> None:
+    for key, value in report.items():
+        if key in INFO_KEYS:
+            out.info(index, key, value)
+        elif key not in TOP_KEYS:
+            out.meta_record(f"{key}[{index}]", value)
+    hardware = report.get("neuron_hardware_info")
+    if isinstance(hardware, dict) and out.cores_per_device is None:
+        per_device = hardware.get("neuroncore_per_device_count")
+        if isinstance(per_device, int) and not isinstance(per_device, bool) and 0 < per_device <= 1024:
+            out.cores_per_device = per_device
+    runtimes = report.get("neuron_runtime_data")
+    if runtimes is not None and not isinstance(runtimes, list):
+        out.quarantine_record(index, "malformed_report", "neuron_runtime_data is not an array", runtimes)
+    for number, runtime in enumerate(runtimes if isinstance(runtimes, list) else []):
+        _runtime(out, index, ts, runtime, f"neuron_runtime_data[{number}]")
+    system = report.get("system_data")
+    if system is not None and not isinstance(system, dict):
+        out.quarantine_record(index, "malformed_report", "system_data is not an object", system)
+    elif system:
+        _system(out, index, ts, system)
 
 
-def _runtime(out: _Out, index: int, ts: int, runtime: dict) -> None:
-    report = runtime.get("report") or {}
-    if runtime.get("error"):
-        out.quarantine.append((index, "reported_error", f"runtime {runtime.get('pid')}: {runtime['error']}",
-                               json.dumps(runtime)))
-        out.to["quarantine"] += 1
+def _typed(out: Out, index: int, where: str, raw, kind):
+    """`raw` as `kind`, or None after quarantining it (an error it reports, or a bad shape)."""
+    try:
+        group = msgspec.convert(raw, kind)
+    except msgspec.ValidationError as exc:
+        out.quarantine_record(index, "bad_shape", problem(exc, where), raw)
+        return None
+    if getattr(group, "error", ""):
+        out.quarantine_record(index, "reported_error", f"{where.rsplit('.', 1)[-1]}: {group.error}", raw)
+        return None
+    return group
+
+
+def _core_rank(out: Out, index: int, where: str, raw, cores) -> list[int] | None:
+    """The ranks of the NeuronCore keys of a group, or None after quarantining it."""
+    ranks = []
+    for core in cores:
+        if not core.isdigit():
+            out.quarantine_record(index, "bad_core_index", f"{where}: NeuronCore index {core!r}", raw)
+            return None
+        if out.base + int(core) > MAX_RANK:
+            out.quarantine_record(index, "rank_out_of_range",
+                                  f"{where}: NeuronCore {core} + rank {out.base} exceeds {MAX_RANK}", raw)
+            return None
+        ranks.append(out.base + int(core))
+    return ranks
+
+
+def _runtime(out: Out, index: int, ts: int, raw, where: str) -> None:
+    runtime = _typed(out, index, where, raw, Runtime)
+    if runtime is None:
         return
-    cores = []
-    counters = report.get("neuroncore_counters")
-    if counters is not None and not _group_error(out, index, "neuroncore_counters", counters):
-        cores += _core_counters(out, ts, counters)
-        out.to["counters"] += 1
-    memory = report.get("memory_used")
-    if memory is not None and not _group_error(out, index, "memory_used", memory):
-        memory_cores, models = _memory(out, ts, memory, min(cores) if cores else None)
-        cores += memory_cores
-        out.to["counters"] += 1
-        if models:
-            out.meta.append((f"loaded_models[{index}]", json.dumps(models)))
+    args = {"report": index, "pid": runtime.pid, "neuron_runtime_tag": runtime.neuron_runtime_tag,
+            "address": runtime.address}
+    groups, cores = {}, []
+    for name, group in runtime.report.items():
+        kind = RUNTIME_GROUPS.get(name)
+        if kind is None:
+            out.quarantine_record(index, "unknown_group", f"{where}.report.{name}", group)
+            continue
+        typed = _typed(out, index, f"{where}.report.{name}", group, kind)
+        keys = _group_cores(typed)
+        ranks = None if typed is None else _core_rank(out, index, f"{where}.report.{name}", group, keys)
+        if ranks is not None:
+            groups[name] = (typed, dict(zip(keys, ranks)))
+            cores += ranks
     out.cores.update(cores)
     owner = min(cores) if cores else out.base
-    stats = report.get("execution_stats")
-    if stats is not None and not _group_error(out, index, "execution_stats", stats):
-        _execution(out, ts, stats, owner)
-        out.to["counters"] += 1
-    vcpu = report.get("neuron_runtime_vcpu_usage")
-    if vcpu is not None and not _group_error(out, index, "neuron_runtime_vcpu_usage", vcpu):
-        for key, value in (vcpu.get("vcpu_usage") or {}).items():
-            out.add(owner, ts, f"runtime.vcpu.{key}", value, "percent")
-        out.to["counters"] += 1
+    for name, (group, ranks) in groups.items():
+        out.emit_runtime(name, group, ranks, owner, ts, dict(args, period_s=group.period))
 
 
-def _system(out: _Out, index: int, ts: int, system: dict, cores_per_device) -> None:
-    first = out.base
-    hw = system.get("neuron_hw_counters")
-    if hw is not None and not _group_error(out, index, "neuron_hw_counters", hw):
-        for device in hw.get("neuron_devices") or []:
-            d = _number(device.get("neuron_device_index"))
-            owner = out.base + int(d) * int(cores_per_device or 1) if d is not None else first
-            for key, value in device.items():
-                if key != "neuron_device_index":
-                    out.add(owner, ts, f"ecc.{key}", value, "count")
-        out.to["counters"] += 1
-    vcpu = system.get("vcpu_usage")
-    if vcpu is not None and not _group_error(out, index, "vcpu_usage", vcpu):
-        for key, value in (vcpu.get("average_usage") or {}).items():
-            out.add(first, ts, f"host.vcpu.{key}", value, "percent")
-        out.add(first, ts, "host.context_switches", vcpu.get("context_switch_count"), "count")
-        if vcpu.get("usage_data"):
-            out.meta.append((f"vcpu_usage_data[{index}]", json.dumps(vcpu["usage_data"])))
-        out.to["counters"] += 1
-    memory = system.get("memory_info")
-    if memory is not None and not _group_error(out, index, "memory_info", memory):
-        for key, value in memory.items():
-            if key not in ("period", "error"):
-                out.add(first, ts, f"host.memory.{key}", value, "bytes")
-        out.to["counters"] += 1
+def _group_cores(group) -> list[str]:
+    if group is None:
+        return []
+    if hasattr(group, "neuroncores_in_use"):
+        return list(group.neuroncores_in_use)
+    if hasattr(group, "neuron_runtime_used_bytes"):
+        return list(group.neuron_runtime_used_bytes.usage_breakdown.neuroncore_memory_usage)
+    return []
 
 
-def _source(path: Path, out: _Out, reports: list, cores_per_device, rank_option) -> Source:
-    counters = conform(pa.table({k: pa.array(v, COUNTERS.field(k).type) for k, v in out.rows.items()}), "counters")
-    info = {k: json.loads(v) for k, v in out.meta if k in INFO_KEYS}
-    hardware = info.get("neuron_hardware_info", {})
-    instance = info.get("instance_info", {})
-    per_core = None
-    if _number(hardware.get("neuron_device_memory_size")) and cores_per_device:
-        per_core = int(hardware["neuron_device_memory_size"] // cores_per_device)
-    ranks = []
-    for r in sorted(out.cores | ({out.base} if counters.num_rows else set())):
-        core = r - out.base
-        ranks.append({"rank": r, "host": instance.get("instance_id"),
-                      "chip": core // int(cores_per_device) if cores_per_device else None,
-                      "core": core % int(cores_per_device) if cores_per_device else None,
-                      "instance_type": instance.get("instance_type"), "hbm_capacity_bytes": per_core})
-    meta = meta_rows([k for k, _ in out.meta], [None] * len(out.meta), [None] * len(out.meta),
-                     [v for _, v in out.meta], "neuron-monitor", None, path.name)
-    job = {k: v for k, v in (("instance_type", instance.get("instance_type")),
-                             ("neuron_device_type", hardware.get("neuron_device_type"))) if v}
-    counts = {"source_entries": sum(out.to.values()), "reports": len(reports), "to": dict(out.to),
-              "counter_rows": counters.num_rows,
-              "quarantine_reasons": {"reported_error": out.to["quarantine"]} if out.to["quarantine"] else {}}
-    return Source(path=path, format="neuron-monitor", counters=counters, extra={"ingest/meta": meta},
-                  quarantine=quarantine_table(out.quarantine, None, path.name), ranks=ranks, counts=counts,
-                  job=job, rank_from="--rank + NeuronCore index" if rank_option is not None else "NeuronCore index")
+def _system(out: Out, index: int, ts: int, system: dict) -> None:
+    for name, raw in system.items():
+        kind = SYSTEM_GROUPS.get(name)
+        if kind is None:
+            out.quarantine_record(index, "unknown_group", f"system_data.{name}", raw)
+            continue
+        group = _typed(out, index, f"system_data.{name}", raw, kind)
+        if group is None:
+            continue
+        owners = out.device_owners(group) if name == "neuron_hw_counters" else []
+        if owners is None:
+            out.quarantine_record(index, "bad_device_index", f"system_data.{name}: device index out of range", raw)
+            continue
+        out.emit_system(name, group, owners, ts, {"report": index, "period_s": group.period})

@@ -100,7 +100,11 @@ def index_md(rules: list[Rule]) -> str:
               "2. **Query.** The SQL runs in a sandbox: an in-memory DuckDB holding only the tables the rules "
               "read, materialised from the run, with external access off, extension loading off and the "
               "configuration locked; only a single SELECT is accepted, inside a rolled-back transaction, "
-              "and a per-rule time limit (`--timeout`) interrupts it. A failing or slow rule is reported under "
+              "and a per-rule time limit (`--timeout`) interrupts it. Each rule query also has a memory limit "
+              "(`--memory-limit`, default 2GB, on top of the tables copied in), spills only into the sandbox's "
+              "own temporary folder and may return at most 1,000,000 rows. Rule files are checked when loaded "
+              "on a connection locked the same way, so no rule can make trnprof install or load an extension, "
+              "read a file or reach the network. A failing, slow or oversized rule is reported under "
               "`errors`; the others still run, and `trnprof analyze --fail-on` exits 2 (the run was not fully judged). Parameters are bound as `$name`.",
               "3. **Findings.** Rows become one finding per rule and `pattern`, listing the ranks and steps "
               f"affected and the {EVIDENCE_ROWS} worst rows as evidence.", ""]

@@ -8,8 +8,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
-
 from trnprof import session
 from trnprof.api import Run, open_run
 from trnprof.stdlib import load_views
@@ -20,7 +18,7 @@ from .config import read_config
 from .document import SCHEMA, Document, NotEvaluated, RuleFailure
 from .loader import Rule, load_rules
 from .params import parse_assignments, resolve
-from .sandbox import Sandbox, SandboxError
+from .sandbox import DEFAULT_MEMORY_LIMIT, Sandbox, SandboxError, parse_size, parser
 from .selection import choose, split
 from .spec import ConfigFile, Probe
 
@@ -32,7 +30,7 @@ _CREATE_VIEW = re.compile(r"^\s*CREATE\s+VIEW\s+\w+\s+AS\s", re.IGNORECASE)
 def _dependencies() -> dict[str, set[str]]:
     """Each stdlib view, private helpers included -> the stdlib views it reads."""
     views = {view.name: view for view in load_views()}
-    return {name: {n for n in duckdb.get_table_names(_CREATE_VIEW.sub("", view.sql, count=1)) if n in views}
+    return {name: {n for n in parser().get_table_names(_CREATE_VIEW.sub("", view.sql, count=1)) if n in views}
             for name, view in views.items()}
 
 
@@ -95,10 +93,10 @@ def _bind(rule: Rule, params: dict) -> dict:
 
 
 def evaluate(run: Run, rules: list[Rule], params: dict[str, dict], *, timeout: float = DEFAULT_TIMEOUT_S,
-             threads: int | None = None) -> Document:
+             threads: int | None = None, memory_limit: str | int = DEFAULT_MEMORY_LIMIT) -> Document:
     """Run `rules` (already chosen) with their `params` over an open run."""
     started = time.perf_counter()
-    sandbox = Sandbox(collect_tables(run, _needed_tables(rules)), threads=threads)
+    sandbox = Sandbox(collect_tables(run, _needed_tables(rules)), threads=threads, memory_limit=memory_limit)
     try:
         n_steps, mean_step_ns, warmup = _context(sandbox)
         signals = {}
@@ -131,14 +129,15 @@ def evaluate(run: Run, rules: list[Rule], params: dict[str, dict], *, timeout: f
 
 @dataclass
 class Plan:
-    """What an analysis runs: the chosen rules, every rule's parameters and the time limit."""
+    """What an analysis runs: the chosen rules, every rule's parameters, the time and memory limits."""
     rules: list[Rule]
     params: dict[str, dict]
     timeout: float
+    memory_limit: str | int = DEFAULT_MEMORY_LIMIT
 
 
 def plan(*, select=(), ignore=(), set=None, rules=(), config: str | Path | ConfigFile | None = None,
-         timeout: float | None = None, builtin: bool = True) -> Plan:
+         timeout: float | None = None, builtin: bool = True, memory_limit: str | int | None = None) -> Plan:
     """Load and choose the rules and resolve their parameters; `config` (a YAML file, or one
     already read with `read_config`) gives options the arguments extend."""
     assignments = {}
@@ -148,22 +147,29 @@ def plan(*, select=(), ignore=(), set=None, rules=(), config: str | Path | Confi
         select, ignore = split(cfg.select) + split(select), split(cfg.ignore) + split(ignore)
         assignments.update(cfg.set)
         timeout = timeout if timeout is not None else cfg.timeout
+        memory_limit = memory_limit if memory_limit is not None else cfg.memory_limit
     assignments.update(parse_assignments(set or {}))
     all_rules = load_rules(rules, builtin=builtin)
     params = resolve(all_rules, assignments)
-    return Plan(choose(all_rules, select, ignore), params, DEFAULT_TIMEOUT_S if timeout is None else float(timeout))
+    memory_limit = DEFAULT_MEMORY_LIMIT if memory_limit is None else memory_limit
+    parse_size(memory_limit)  # a bad size is a usage error before any work
+    return Plan(choose(all_rules, select, ignore), params, DEFAULT_TIMEOUT_S if timeout is None else float(timeout),
+                memory_limit)
 
 
 def run_plan(run: str | Path | Run, chosen: Plan, *, threads: int | None = None) -> Document:
     """The findings document of `chosen` over a run (a path or an open `Run`)."""
     if isinstance(run, Run):
-        return evaluate(run, chosen.rules, chosen.params, timeout=chosen.timeout, threads=threads)
+        return evaluate(run, chosen.rules, chosen.params, timeout=chosen.timeout, threads=threads,
+                        memory_limit=chosen.memory_limit)
     with open_run(run, threads=threads) as opened:
-        return evaluate(opened, chosen.rules, chosen.params, timeout=chosen.timeout, threads=threads)
+        return evaluate(opened, chosen.rules, chosen.params, timeout=chosen.timeout, threads=threads,
+                        memory_limit=chosen.memory_limit)
 
 
 def analyze(run: str | Path | Run, *, select=(), ignore=(), set=None, rules=(), config=None,
-            timeout: float | None = None, threads: int | None = None, builtin: bool = True) -> Document:
+            timeout: float | None = None, threads: int | None = None, builtin: bool = True,
+            memory_limit: str | int | None = None) -> Document:
     """Analyze a run (a path or an open `Run`) and return the findings document.
 
     select / ignore: codes, code prefixes, names or packs; set: {"rule.param": value} or
@@ -171,5 +177,5 @@ def analyze(run: str | Path | Run, *, select=(), ignore=(), set=None, rules=(), 
     options the arguments extend. Given an open `Run`, the stdlib views the rules need are
     materialised in its session (later queries on it reuse them)."""
     chosen = plan(select=select, ignore=ignore, set=set, rules=rules, config=config, timeout=timeout,
-                  builtin=builtin)
+                  builtin=builtin, memory_limit=memory_limit)
     return run_plan(run, chosen, threads=threads)

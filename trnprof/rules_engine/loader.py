@@ -22,6 +22,7 @@ from trnprof.schema import TABLE_COLUMNS
 from trnprof.validation import dotted, explain
 
 from .catalog import readable_tables, signal_names
+from .sandbox import parser
 from .spec import Probe, RuleFile
 
 CODE = re.compile(r"^[A-Z]{2,3}[0-9]{3}$")
@@ -90,7 +91,7 @@ def rule_files(folder: Path) -> list[Path]:
 def _check_sql(path: Path, field: str, sql: str) -> frozenset[str]:
     """One SELECT over readable tables; returns the names it reads."""
     try:
-        statements = duckdb.extract_statements(sql)
+        statements = parser().extract_statements(sql)
     except duckdb.Error as exc:
         _fail(path, field, f"SQL does not parse: {str(exc).splitlines()[0]}", "fix the SQL syntax")
     if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
@@ -98,7 +99,10 @@ def _check_sql(path: Path, field: str, sql: str) -> frozenset[str]:
               "rules only read: write one query, no ';'-separated statements, no DDL, COPY, SET or ATTACH")
     try:
         # parameters stand in for values; the parser wants a value there to list the tables
-        tables = frozenset(duckdb.get_table_names(SQL_PARAM.sub("NULL", sql)))
+        tables = frozenset(parser().get_table_names(SQL_PARAM.sub("NULL", sql)))
+    except duckdb.PermissionException:
+        _fail(path, field, "reads a file or URL", "rules read only the run's tables and views: "
+              + ", ".join(readable_tables()))
     except duckdb.Error as exc:
         _fail(path, field, f"SQL does not parse: {str(exc).splitlines()[0]}", "fix the SQL syntax")
     unknown = sorted(tables - set(readable_tables()))
@@ -195,6 +199,8 @@ def load_rule_file(path: Path, pack: str | None = None) -> Rule:
         raw = yamlio.load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise RuleError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise RuleError(f"{path}: byte {exc.start}: not UTF-8 text (save the rule file as UTF-8)") from None
     except yamlio.YAMLError as exc:
         raise RuleError(f"{path}: {yamlio.describe_error(exc)}") from None
     if not isinstance(raw, dict):

@@ -8,18 +8,37 @@ Defence in depth, each layer enough on its own for the usual escapes:
    extension autoloading is off, and the configuration is locked so no setting can be changed;
 3. each query runs in a transaction that is rolled back.
 A query that runs past its time limit is interrupted from a timer (`connection.interrupt()`).
-See DuckDB's "Securing DuckDB" page for the settings.
+Memory: the sandbox has a memory limit (default 2 GB, `--memory-limit`), a private temporary
+folder for what DuckDB spills (removed on close, capped at twice the limit) and a cap on the rows
+a rule may return (the result is fetched in batches, so a huge result fails the rule before it
+fills memory). Rules run one at a time, so the limit is per rule; one that exceeds it fails
+alone with DuckDB's one-line "Out of Memory" error.
+The load-time checks (parsing a rule's SQL, listing the tables it reads) run on `parser()`, a
+connection locked the same way: no connection the engine opens can install or load an
+extension or reach the network. See DuckDB's "Securing DuckDB" page for the settings.
 """
 
 from __future__ import annotations
 
+import functools
+import re
+import shutil
+import tempfile
 import threading
 
 import duckdb
 import pandas as pd
 import pyarrow as pa
 
+from trnprof.errors import TrnprofError
+
+DEFAULT_MEMORY_LIMIT = "2GB"
+MAX_RESULT_ROWS = 1_000_000
+# set when a connection is made, before anything runs on it
+NO_EXTENSIONS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
+                 "allow_community_extensions": False, "python_enable_replacements": False}
 LOCKDOWN = (
+    "SET enable_progress_bar = false",  # a slow rule must not draw on the user's terminal
     "SET enable_external_access = false",
     "SET allow_community_extensions = false",
     "SET autoload_known_extensions = false",
@@ -28,14 +47,42 @@ LOCKDOWN = (
 )
 
 
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+def parse_size(text: str | int) -> int:
+    """'2GB', '512MiB', '1.5 GB' or a number of bytes -> bytes; one clear error otherwise."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        number, unit = text, ""
+    else:
+        match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
+        if not match or match.group(2).upper() not in _UNITS:
+            raise TrnprofError(f"memory limit {text!r}: write a size such as 2GB, 512MB or 1.5GiB")
+        number, unit = float(match.group(1)), match.group(2).upper()
+    size = int(number * _UNITS[unit])
+    if size < 16 * 2**20:
+        raise TrnprofError(f"memory limit {text!r}: at least 16MB (DuckDB needs some to run a query)")
+    return size
+
+
 class SandboxError(Exception):
     """A rule query that was refused, failed or timed out; the message says which."""
+
+
+@functools.cache
+def parser() -> duckdb.DuckDBPyConnection:
+    """An empty, locked connection for load-time checks (`extract_statements`, `get_table_names`),
+    instead of DuckDB's default connection (which may auto-install extensions)."""
+    con = duckdb.connect(":memory:", config=dict(NO_EXTENSIONS, enable_external_access=False,
+                                                 lock_configuration=True))
+    return con
 
 
 def check_select(sql: str) -> None:
     """Refuse anything but exactly one SELECT statement."""
     try:
-        statements = duckdb.extract_statements(sql)
+        statements = parser().extract_statements(sql)
     except duckdb.Error as exc:
         raise SandboxError(f"SQL does not parse: {_first_line(exc)}") from None
     if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
@@ -51,8 +98,11 @@ def _first_line(exc: Exception) -> str:
 class Sandbox:
     """Tables copied in, then locked; `query()` runs one SELECT with a time limit."""
 
-    def __init__(self, tables: dict[str, pa.Table], *, threads: int | None = None):
-        config = {"python_enable_replacements": False}
+    def __init__(self, tables: dict[str, pa.Table], *, threads: int | None = None,
+                 memory_limit: str | int = DEFAULT_MEMORY_LIMIT):
+        budget = parse_size(memory_limit)
+        self.temp = tempfile.mkdtemp(prefix="trnprof-sandbox-")
+        config = dict(NO_EXTENSIONS, temp_directory=self.temp, max_temp_directory_size=f"{2 * budget}B")
         if threads:
             config["threads"] = int(threads)
         self.con = duckdb.connect(":memory:", config=config)
@@ -60,6 +110,9 @@ class Sandbox:
             self.con.register("_sandbox_source", table)
             self.con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM _sandbox_source')
             self.con.unregister("_sandbox_source")
+        # the tables stay in memory: each rule gets `budget` on top of them
+        held = self.con.execute("SELECT SUM(memory_usage_bytes) FROM duckdb_memory()").fetchone()[0] or 0
+        self.con.execute(f"SET memory_limit = '{int(held) + budget}B'")
         for statement in LOCKDOWN:
             self.con.execute(statement)
         self.tables = tuple(tables)
@@ -71,7 +124,7 @@ class Sandbox:
         try:
             if timer:
                 timer.start()
-            result = self.con.execute(sql, params or None).df()
+            result = self._fetch(self.con.execute(sql, params or None))
         except duckdb.InterruptException:
             raise SandboxError(f"timed out after {timeout:g} s") from None
         except duckdb.Error as exc:
@@ -83,5 +136,23 @@ class Sandbox:
             self.con.execute("ROLLBACK")
         return result
 
+    @staticmethod
+    def _fetch(cursor) -> pd.DataFrame:
+        """The result in chunks, refused past MAX_RESULT_ROWS before it fills memory."""
+        chunks, rows = [], 0
+        while True:
+            chunk = cursor.fetch_df_chunk(32)  # 32 vectors of 2,048 rows
+            if chunks and chunk.empty:
+                break
+            rows += len(chunk)
+            if rows > MAX_RESULT_ROWS:
+                raise SandboxError(f"returned more than {MAX_RESULT_ROWS:,} rows (a rule returns findings, "
+                                   "not data: aggregate in SQL)")
+            chunks.append(chunk)
+            if chunk.empty:
+                break
+        return chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
+
     def close(self) -> None:
         self.con.close()
+        shutil.rmtree(self.temp, ignore_errors=True)

@@ -130,4 +130,5 @@ class ConfigFile(_Strict):
     ignore: list[str] = []
     set: dict[str, ParamValue] = {}
     timeout: float | None = None
+    memory_limit: str | int | None = None
     fail_on: Severity | None = None

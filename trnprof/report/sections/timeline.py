@@ -45,10 +45,14 @@ def build(run) -> Section:
     order = {r: i for i, (r, _) in enumerate(ranks)}
     lanes = frame[["rank", "lane", "row"]].drop_duplicates()
     rows = [r.row for r in sorted(lanes.itertuples(), key=lambda r: (order[r.rank], r.lane))]
+    # rows are ordered by a number in the data: names never go into the spec's sort (Vega-Lite
+    # compiles an explicit sort list into an expression, which a U+2028 in a name breaks)
+    frame["row_order"] = frame["row"].map({row: i for i, row in enumerate(rows)})
     kinds = [k for k in schema.EVENT_KINDS if k in set(frame["kind"])]
     section.chart = alt.Chart(frame).mark_bar(opacity=0.85).encode(
         x=alt.X("start:Q", title="time in step (ms)"), x2="end:Q",
-        y=alt.Y("row:N", title=None, sort=rows, axis=alt.Axis(labelLimit=320)),
+        y=alt.Y("row:N", title=None, sort=alt.EncodingSortField("row_order", op="min"),
+                axis=alt.Axis(labelLimit=320)),
         color=alt.Color("kind:N", scale=alt.Scale(domain=kinds, range=[KIND_COLORS.get(k, "#888") for k in kinds]),
                         legend=alt.Legend(orient="top", title=None)),
         tooltip=["name:N", "kind:N", "lane:N", "phase:N", "rank:Q",

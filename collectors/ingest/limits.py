@@ -1,0 +1,34 @@
+"""Integer ranges the canonical tables can hold, checked before any value reaches Arrow, so an
+out-of-range number in a source is one clear error (or a quarantine row), never a traceback."""
+
+from __future__ import annotations
+
+from trnprof.errors import TrnprofError
+
+MAX_RANK = (1 << 31) - 1   # ranks are int32 (the hive partition key)
+MAX_TIME_NS = 1 << 62      # as trnprof.runstore: ts + dur must fit in int64 with room for sums
+MAX_INT64 = (1 << 63) - 1
+
+
+def check_rank(value: int, where: str) -> int:
+    """`value` as a rank, or one error naming where it came from."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TrnprofError(f"{where}: a rank must be an integer, got {value!r}")
+    if not 0 <= value <= MAX_RANK:
+        raise TrnprofError(f"{where}: rank {value} is out of range (0 .. {MAX_RANK})")
+    return value
+
+
+def in_int64(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and -MAX_INT64 - 1 <= value <= MAX_INT64
+
+
+def finite_number(value) -> float | None:
+    """A JSON number as a finite float, else None (bools, strings, 1e400, NaN are not numbers here)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if number == number and abs(number) != float("inf") else None
