@@ -102,6 +102,15 @@ def to_store(names, stored: set[str]) -> list[str]:
     return [n for n in deps if n in wanted and n not in ROW_LEVEL]
 
 
+def sweeping(local: set[str]) -> set[str]:
+    """The rank-local views that read a row-level view (the interval sweep), directly or not."""
+    deps, found = dependencies(), set()
+    for name in deps:  # load order: what a view reads comes before it
+        if name in local and deps[name] & (ROW_LEVEL | found):
+            found.add(name)
+    return found - ROW_LEVEL
+
+
 def parse_bytes(text: str) -> int:
     """'1536MB', '1.5 GiB', '4GB' -> bytes (DuckDB's spellings)."""
     match = re.fullmatch(r"\s*([\d.]+)\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE)
@@ -217,6 +226,8 @@ def materialize(con, run: AttachedRun, names, *, memory_limit: str, progress: bo
         return
     local = local_views()
     batched = [n for n in todo if n in local]
+    if set(batched) & sweeping(local):  # the pass reads every file anyway: compute every local view
+        batched = to_store(local, run.stored)
     whole = [n for n in todo if n not in local]
     sizes = run.rank_bytes()
     batches = rank_batches(sizes, max(1, int(parse_bytes(memory_limit) * BATCH_SHARE))) if batched else []
