@@ -113,3 +113,16 @@ def test_the_pass_that_sweeps_stores_every_rank_local_view_and_a_cheap_query_no_
         run.sql("SELECT COUNT(*) FROM step_breakdown")
     (_, views), = _entries(run_path).items()
     assert set(views) == batches.local_views() - batches.ROW_LEVEL  # report and rules find them stored
+
+
+def test_the_staging_folder_of_a_process_that_died_is_removed(run_path):
+    with open_run(run_path) as run:
+        run.sql("SELECT COUNT(*) FROM steps")
+    (key, _), = _entries(run_path).items()
+    dead = run_path / FOLDER / key / ".step_breakdown.999999999.abc.tmp"  # no such process
+    alive = run_path / FOLDER / key / f".step_breakdown.{os.getpid()}.abc.tmp"  # another session's, at work
+    dead.mkdir()
+    alive.mkdir()
+    with open_run(run_path) as run:
+        run.sql("SELECT COUNT(*) FROM steps")
+    assert not dead.exists() and alive.exists()

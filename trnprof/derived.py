@@ -59,6 +59,24 @@ def run_fingerprint(run_dir: Path, files: list[Path]) -> str:
     return digest.hexdigest()[:16]
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
+
+
+def _remove_orphans(root: Path) -> None:
+    """Remove the staging folders of processes that died before committing them."""
+    for staging in root.glob(".*.tmp"):
+        parts = staging.name.split(".")
+        if len(parts) >= 4 and parts[-3].isdigit() and not _alive(int(parts[-3])):
+            shutil.rmtree(staging, ignore_errors=True)
+
+
 class Store:
     """The stored views of one attached run."""
 
@@ -67,6 +85,7 @@ class Store:
         self.root = self._writable(run_dir / FOLDER, key) or scratch / f"derived-{key}"
         self.root.mkdir(parents=True, exist_ok=True)
         self.persistent = self.root.parent.parent == run_dir
+        _remove_orphans(self.root)
 
     @staticmethod
     def _writable(folder: Path, key: str) -> Path | None:
@@ -81,7 +100,7 @@ class Store:
             probe.close()
         except OSError:
             return None
-        for stale in folder.glob(f"v*-*"):
+        for stale in folder.glob("v*-*"):
             if stale.name != key and stale.is_dir():
                 shutil.rmtree(stale, ignore_errors=True)
         return root
@@ -93,7 +112,7 @@ class Store:
 
     def staging(self, view: str) -> Path:
         """A fresh folder to write `view`'s files into before `commit`."""
-        return Path(tempfile.mkdtemp(prefix=f".{view}.", suffix=".tmp", dir=self.root))
+        return Path(tempfile.mkdtemp(prefix=f".{view}.{os.getpid()}.", suffix=".tmp", dir=self.root))
 
     def commit(self, view: str, staging: Path) -> str:
         """Move a complete staging folder into place; returns the stored files' glob. When
