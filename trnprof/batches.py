@@ -53,8 +53,8 @@ class AttachedRun:
     stored: set[str] = field(default_factory=set)
 
     def table_files(self, table: str, ranks: set[int] | None = None) -> list[Path]:
-        if table not in PARTITIONED_TABLES:
-            return [f for f in self.files if f.name == f"{table}.parquet" and f.parent == self.run_dir]
+        if table not in PARTITIONED_TABLES:  # one file, required: a missing one reads as an error
+            return [self.run_dir / f"{table}.parquet"]
         return [f for f in self.files if f.parent.parent.name == table and
                 (ranks is None or _rank_of(f) in ranks)]
 
