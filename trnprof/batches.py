@@ -236,8 +236,7 @@ def materialize(con, run: AttachedRun, names, *, memory_limit: str, progress: bo
     if progress and len(batches) > 1:
         bar = click.progressbar(length=steps, file=sys.stderr, label=f"computing views of {len(sizes):,} ranks")
     with bar if bar is not None else contextlib.nullcontext():
-        advance = bar.update if bar is not None else (lambda n=1: None)
-        advance = functools.partial(advance, 1)
+        advance = functools.partial(bar.update, 1) if bar is not None else (lambda: None)
         if batched:
             _store_local(con, run, batched, batches, advance)
         for name in whole:
