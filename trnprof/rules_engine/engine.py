@@ -58,7 +58,7 @@ def collect_tables(run: Run, names: set[str]) -> dict:
         if name == "run_job":
             tables[name] = run_job_table(run.manifest)
         else:
-            tables[name] = run.con.sql(f'SELECT * FROM "{name}"').to_arrow_table()
+            tables[name] = run.con.cursor().sql(f'SELECT * FROM "{name}"').to_arrow_reader()  # streamed into the sandbox
     return tables
 
 
