@@ -15,6 +15,7 @@ Targets (docs/performance.md): report <= 20 s and page <= 10 MB for 1,024 ranks.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,9 @@ from pathlib import Path
 
 from trnprof.collectors.trn1 import load_config, simulate
 from trnprof.manifest import read_manifest
+
+os.environ["TRNPROF_CACHE"] = "off"  # measure the computation, not the derived/ cache (bench_scale.py does)
+
 
 ROUNDS = 2
 TARGET_SECONDS = 20.0

@@ -14,6 +14,7 @@ Targets (docs/performance.md): all packs <= 15 s and <= 3x step_breakdown alone.
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -21,6 +22,8 @@ from pathlib import Path
 from trnprof.api import open_run
 from trnprof.collectors.synthetic import synthetic_run
 from trnprof.rules_engine import analyze
+
+os.environ["TRNPROF_CACHE"] = "off"  # measure the computation, not the derived/ cache (bench_scale.py does)
 
 
 def time_breakdown(path: Path) -> tuple[float, int]:

@@ -12,6 +12,7 @@ Targets (docs/performance.md): breakdown <= 4x sort, <= 10 s, peak RSS < 2 GB; `
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import resource
 import subprocess
@@ -22,6 +23,8 @@ from pathlib import Path
 
 from trnprof.api import open_run
 from trnprof.collectors.synthetic import synthetic_run
+
+os.environ["TRNPROF_CACHE"] = "off"  # measure the computation, not the derived/ cache (bench_scale.py does)
 
 
 QUERIES = {

@@ -14,6 +14,7 @@ from .manifest import read_manifest
 
 
 def _query(con: duckdb.DuckDBPyConnection, query: str, params=None) -> pd.DataFrame:
+    session.prepare(con, query)  # the stdlib views it reads, computed within the memory budget
     try:
         return con.execute(query, params).df() if params is not None else con.sql(query).df()
     except duckdb.Error as exc:

@@ -1,20 +1,50 @@
-"""DuckDB sessions over runs: the run's tables as views, then the SQL stdlib on top."""
+"""DuckDB sessions over runs: the run's tables as views, then the SQL stdlib on top.
+
+Each session has a memory budget (DuckDB spills to disk beyond it) and a private temporary
+folder for that spilling, removed with the session. Costly stdlib views are computed per batch
+of ranks and stored as Parquet (`batches.py`), in the run's `derived/` cache (`derived.py`)
+when the run folder can be written, so a later session of the same run reads them back.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+import weakref
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
+from . import batches
+from .derived import Store, data_files
 from .errors import TrnprofError, first_line
 from .schema import PARTITIONED_TABLES, TABLE_COLUMNS, duckdb_type
 from .stdlib import load_views
 
-# Views that many queries reuse and that are costly to recompute: `materialize()` turns them
-# into tables once per session (e.g. before running every rule of a pack).
+# The views the report and most rules read: `materialize()` computes them by default.
 MATERIALIZABLE = ("steps", "step_breakdown", "collectives")
+
+# DuckDB's memory budget per session: every sweep and join spills to disk beyond it instead of
+# growing the process (docs/performance.md: peak RSS of `analyze` at 44M events).
+DEFAULT_MEMORY_LIMIT = "1536MB"
+
+
+@dataclass
+class _Session:
+    scratch: Path  # private temporary folder: DuckDB's spill files, stored views of read-only runs
+    memory_limit: str
+    runs: dict[str, batches.AttachedRun] = field(default_factory=dict)  # schema -> attached run
+
+
+_SESSIONS: "weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, _Session]" = weakref.WeakKeyDictionary()
+_PROGRESS = {"enabled": False}
+
+
+def show_progress(enabled: bool = True) -> None:
+    """Draw a progress bar on stderr while views are computed over many batches (the CLI)."""
+    _PROGRESS["enabled"] = enabled
 
 
 def sql_string(text: str) -> str:
@@ -28,21 +58,20 @@ def _empty_select(table: str) -> str:
     return f"SELECT {columns} WHERE FALSE"
 
 
-def _table_select(con: duckdb.DuckDBPyConnection, run_dir: Path, table: str) -> str:
-    """The canonical columns of one table. A nullable column that the run's files lack (written
-    before the column existed) reads as nulls; a missing required column is an error."""
+def table_select(con: duckdb.DuckDBPyConnection, run_dir: Path, table: str, files: list[Path]) -> str:
+    """The canonical columns of one table read from `files`. A nullable column that the run's
+    files lack (written before the column existed) reads as nulls; a missing required column
+    is an error."""
+    if not files:
+        return _empty_select(table)
+    listed = "[" + ", ".join(sql_string(str(f)) for f in files) + "]"
     if table in PARTITIONED_TABLES:
-        sample = next((run_dir / table).glob("rank=*/*.parquet"), None)
-        if sample is None:
-            return _empty_select(table)
-        pattern = sql_string(str(run_dir / table / "rank=*" / "*.parquet"))
-        source = f"read_parquet({pattern}, hive_partitioning = true, hive_types = {{'rank': INTEGER}})"
+        source = f"read_parquet({listed}, hive_partitioning = true, hive_types = {{'rank': INTEGER}})"
     else:
-        sample = run_dir / f"{table}.parquet"
-        source = f"read_parquet({sql_string(str(sample))})"
+        source = f"read_parquet({listed})"
     # the run store writes every file of a table with one schema: one file tells its columns
-    present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM read_parquet({sql_string(str(sample))})").fetchall()}
-    present.add("rank") if table in PARTITIONED_TABLES else None
+    described = con.execute(f"DESCRIBE SELECT * FROM read_parquet({sql_string(str(files[0]))})").fetchall()
+    present = {row[0] for row in described} | ({"rank"} if table in PARTITIONED_TABLES else set())
     columns = []
     for name, typ, nullable, _ in TABLE_COLUMNS[table]:
         if name in present:
@@ -54,15 +83,30 @@ def _table_select(con: duckdb.DuckDBPyConnection, run_dir: Path, table: str) -> 
     return f"SELECT {', '.join(columns)} FROM {source}"
 
 
+def _session(con: duckdb.DuckDBPyConnection) -> _Session:
+    state = _SESSIONS.get(con)
+    if state is None:
+        raise TrnprofError("internal: this DuckDB connection was not made by trnprof.session.connect()")
+    return state
+
+
 def attach_run(con: duckdb.DuckDBPyConnection, run_dir: Path, schema: str = "main") -> None:
-    """Create `events`, `counters`, `ranks` and every stdlib view in `schema`."""
+    """Create `events`, `counters`, `ranks` and every stdlib view in `schema`; views the run's
+    cache already holds read their stored results."""
+    state = _session(con)
+    files = data_files(run_dir)
+    try:
+        store = Store(run_dir, files, state.scratch)
+    except OSError as exc:
+        raise TrnprofError(f"cannot read run {run_dir}: {exc.strerror or first_line(exc)}") from None
+    attached = batches.AttachedRun(run_dir, schema, files, store)
     if schema != "main":
         con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
     con.execute(f'SET schema = {sql_string(schema)}')
     try:
         for table in TABLE_COLUMNS:
             try:
-                con.execute(f"CREATE VIEW {table} AS {_table_select(con, run_dir, table)}")
+                con.execute(f"CREATE VIEW {table} AS {table_select(con, run_dir, table, attached.table_files(table))}")
             except duckdb.Error as exc:
                 raise TrnprofError(f"damaged run {run_dir}: cannot read its {table} table "
                                    f"({first_line(exc)}); re-create the run") from None
@@ -70,11 +114,10 @@ def attach_run(con: duckdb.DuckDBPyConnection, run_dir: Path, schema: str = "mai
             con.execute(view.sql)
     finally:
         con.execute("SET schema = 'main'")
-
-
-# DuckDB's memory budget per session: large sweeps spill to disk beyond it instead of growing
-# the process (bench/bench_stdlib.py: 10M events sweep in ~1.7 GB peak RSS at this setting).
-DEFAULT_MEMORY_LIMIT = "1536MB"
+    for view in load_views():
+        if store.files(view.name):
+            batches.read_stored(con, attached, view.name)
+    state.runs[schema] = attached
 
 
 def connect(threads: int | None = None, memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
@@ -84,8 +127,14 @@ def connect(threads: int | None = None, memory_limit: str | None = None) -> duck
     if threads:
         con.execute(f"SET threads = {int(threads)}")
     limit = memory_limit or os.environ.get("TRNPROF_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT)
-    con.execute(f"SET memory_limit = {sql_string(limit)}")
-    con.execute(f"SET temp_directory = {sql_string(os.path.join(tempfile.gettempdir(), 'trnprof-duckdb'))}")
+    try:
+        con.execute(f"SET memory_limit = {sql_string(limit)}")
+    except duckdb.Error:
+        raise TrnprofError(f"memory limit {limit!r} not understood: give a size such as 1536MB or 4GB") from None
+    scratch = Path(tempfile.mkdtemp(prefix="trnprof-"))  # mode 0700: private to this user
+    weakref.finalize(con, shutil.rmtree, scratch, True)
+    _SESSIONS[con] = _Session(scratch, limit)
+    con.execute(f"SET temp_directory = {sql_string(str(scratch / 'spill'))}")
     con.execute("SET preserve_insertion_order = false")
     con.execute("SET parquet_metadata_cache = true")  # a run has a file per rank: read footers once
     con.execute("SET enable_progress_bar = false")  # DuckDB draws it on stdout: it would corrupt --format json
@@ -93,14 +142,29 @@ def connect(threads: int | None = None, memory_limit: str | None = None) -> duck
 
 
 def materialize(con: duckdb.DuckDBPyConnection, names=MATERIALIZABLE, schema: str = "main") -> None:
-    """Replace the views `names` of `schema` by tables holding their rows (idempotent)."""
-    for name in names:
-        # fetchall, not fetchone: an unfinished result makes the connection's next query fail
-        kind = con.execute(
-            "SELECT table_type FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
-            [schema, name]).fetchall()
-        if not kind or kind[0][0] != "VIEW":
-            continue
-        con.execute(f'CREATE TABLE "{schema}"."_m_{name}" AS SELECT * FROM "{schema}"."{name}"')
-        con.execute(f'DROP VIEW "{schema}"."{name}"')
-        con.execute(f'ALTER TABLE "{schema}"."_m_{name}" RENAME TO "{name}"')
+    """Compute the stdlib views `names` of `schema` (and the views they read) once and store
+    them, so later queries read stored rows (idempotent). Views as large as the events
+    (`batches.ROW_LEVEL`) stay views."""
+    state = _session(con)
+    attached = state.runs.get(schema)
+    if attached is None:
+        raise TrnprofError(f"internal: no run attached in schema {schema!r}")
+    progress = _PROGRESS["enabled"]
+    batches.materialize(con, attached, names, memory_limit=state.memory_limit, progress=progress)
+
+
+def prepare(con: duckdb.DuckDBPyConnection, query: str) -> None:
+    """Compute and store the stdlib views `query` reads, so it runs within the memory budget."""
+    state = _session(con)
+    try:
+        tables = duckdb.get_table_names(query, qualified=True)
+    except duckdb.Error:
+        return  # the query itself reports the error
+    wanted: dict[str, set[str]] = {}
+    for table in tables:
+        parts = [p.strip('"') for p in table.split(".")]
+        schema, name = (parts[-2], parts[-1]) if len(parts) >= 2 else ("main", parts[-1])
+        if schema in state.runs:
+            wanted.setdefault(schema, set()).add(name)
+    for schema, names in wanted.items():
+        materialize(con, names, schema)

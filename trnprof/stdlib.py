@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
+
+import duckdb
 
 # Load order: a module may use the views of the modules before it.
 MODULES = ("steps", "intervals", "step_breakdown", "collectives", "memory", "rank_summary", "ops",
@@ -67,8 +70,22 @@ def parse_module(module: str, text: str) -> list[ViewDef]:
 
 def load_views() -> list[ViewDef]:
     """Every stdlib view, in load order."""
+    return list(_views())
+
+
+@lru_cache(maxsize=1)
+def _views() -> tuple[ViewDef, ...]:
     package = resources.files("trnprof") / "stdlib"
     views = []
     for module in MODULES:
         views.extend(parse_module(module, (package / f"{module}.sql").read_text(encoding="utf-8")))
-    return views
+    return tuple(views)
+
+
+@lru_cache(maxsize=1)
+def dependencies() -> dict[str, frozenset[str]]:
+    """Each stdlib view (in load order) -> the stdlib views and run tables its SQL reads."""
+    names = {view.name for view in _views()} | {"events", "counters", "ranks"}
+    return {view.name: frozenset(n for n in duckdb.get_table_names(_CREATE.sub("", view.sql.lstrip(), count=1))
+                                 if n in names)
+            for view in _views()}

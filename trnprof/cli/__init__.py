@@ -52,3 +52,5 @@ class _Group(click.Group):
 @click.version_option(__version__, prog_name="trnprof")
 def main():
     """trnprof: training-pipeline profiler and bottleneck analyzer for AWS Trainium."""
+    from .. import session
+    session.show_progress()  # long view computations draw a bar on stderr, like ingest and simulate

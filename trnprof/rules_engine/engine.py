@@ -54,7 +54,7 @@ def collect_tables(run: Run, names: set[str]) -> dict:
     session.materialize(run.con, _to_materialise(names))
     tables = {}
     for name in sorted(names):
-        tables[name] = run.con.sql(f'SELECT * FROM "{name}"').to_arrow_table()
+        tables[name] = run.con.cursor().sql(f'SELECT * FROM "{name}"').to_arrow_reader()  # streamed into the sandbox
     return tables
 
 

@@ -1,0 +1,34 @@
+"""DuckDB sessions: memory budget and a private folder to spill into."""
+
+import gc
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from trnprof import session
+from trnprof.errors import TrnprofError
+
+
+def test_each_session_spills_into_its_own_private_folder_removed_with_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    con = session.connect()
+    other = session.connect()
+    spill = Path(con.execute("SELECT current_setting('temp_directory')").fetchone()[0])
+    assert spill.is_absolute() and tmp_path not in spill.parents  # never the working folder
+    assert spill != Path(other.execute("SELECT current_setting('temp_directory')").fetchone()[0])
+    assert stat.S_IMODE(os.stat(spill.parent).st_mode) == 0o700
+    con.close()
+    del con
+    gc.collect()
+    assert not spill.parent.exists()
+    other.close()
+
+
+def test_the_memory_budget_is_set_and_a_bad_one_is_one_clear_error(monkeypatch):
+    monkeypatch.setenv("TRNPROF_MEMORY_LIMIT", "900MB")
+    con = session.connect()
+    assert con.execute("SELECT current_setting('memory_limit')").fetchone()[0] in ("858.3 MiB", "900.0 MB")
+    with pytest.raises(TrnprofError, match="memory limit 'lots' not understood"):
+        session.connect(memory_limit="lots")
