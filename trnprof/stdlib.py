@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 # Load order: a module may use the views of the modules before it.
-MODULES = ("steps", "intervals", "step_breakdown", "collectives", "memory", "rank_summary", "rules_support")
+MODULES = ("steps", "intervals", "step_breakdown", "collectives", "memory", "rank_summary", "rules_support",
+           "diff_support")
 
 _CREATE = re.compile(r"^CREATE VIEW\s+(\w+)\s+AS\b", re.IGNORECASE)
 _COLUMN = re.compile(r"^--\s*@column\s+(\w+)\s+(.*\S)\s*$")
