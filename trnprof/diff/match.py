@@ -65,7 +65,7 @@ def collectives(base: Side, new: Side) -> list[dict]:
     """Per collective op and size class: instances per step, median bus bandwidth and mean
     transfer time per instance in each run, and the bus bandwidth change."""
     b, n = _per_class(base), _per_class(new)
-    joined = b.join(n, how="outer", lsuffix="_base", rsuffix="_new")
+    joined = b.add_suffix("_base").join(n.add_suffix("_new"), how="outer")
     rows = []
     for (op, size), row in joined.sort_index().iterrows():
         bb, nb = row["busbw_median_base"], row["busbw_median_new"]

@@ -1,0 +1,72 @@
+"""Comparison with a baseline run (`trnprof report NEW --baseline BASE`): the steady-state step
+times of both runs side by side, the step breakdown delta and the top regressions by op, drawn
+from a `trnprof diff` document (the report computes nothing itself)."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from ...diff import tables
+from ..escape import text
+from ..section import Section
+
+COLORS = {"base": "#9ecae9", "new": "#4c78a8"}
+WIDTH = 420
+
+
+def _table(rows: list[dict]) -> str:
+    if not rows:
+        return "<p>none</p>"
+    head = "".join(f"<th>{text(c)}</th>" for c in rows[0])
+    body = "".join("<tr>" + "".join(f"<td>{text(v)}</td>" for v in row.values()) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _chart(document: dict) -> alt.Chart | None:
+    times = document["step_times_s"]
+    frame = pd.DataFrame([{"run": label, "ms": seconds * 1e3}
+                          for label in ("base", "new") for seconds in times[label]])
+    if frame.empty:
+        return None
+    color = alt.Color("run:N", scale=alt.Scale(domain=list(COLORS), range=list(COLORS.values())), legend=None)
+    x = alt.X("run:N", title=None, sort=["base", "new"])
+    y = alt.Y("ms:Q", title="step time (ms)", scale=alt.Scale(zero=False))
+    box = alt.Chart(frame).mark_boxplot(extent="min-max", opacity=0.5).encode(x=x, y=y, color=color)
+    points = alt.Chart(frame).mark_tick(thickness=2, size=30).encode(
+        x=x, y=y, color=color, tooltip=[alt.Tooltip("run:N"), alt.Tooltip("ms:Q", format=",.3f", title="step ms")])
+    return (box + points).properties(width=WIDTH, height=260)
+
+
+def _summary(document: dict) -> str:
+    step = document["step_time"]
+    parts = [f"Baseline {document['base']}: step time {tables.duration(step['base_s'])} -> "
+             f"{tables.duration(step['new_s'])} ({tables.percent(step['change'])}, {tables.verdict(step)}, "
+             f"p={step['p_value']:.2g}, {step['base_steps']} vs {step['new_steps']} steady steps)."]
+    if document.get("moved_by"):
+        parts.append(f"The step time moved with {tables.LABELS[document['moved_by']]}.")
+    found = document["findings"]
+    if found["new"]:
+        parts.append("New findings: " + ", ".join(found["new"]) + ".")
+    if found["resolved"]:
+        parts.append("Resolved findings: " + ", ".join(found["resolved"]) + ".")
+    html = f"<p>{text(' '.join(parts))}</p>"
+    if not document["comparable"]:
+        html += f'<p class="note">Not comparable: {text("; ".join(document["reasons"]))}.</p>'
+    html += "".join(f'<p class="muted">{text(note)}</p>' for note in document["notes"])
+    return html
+
+
+def build(document: dict) -> Section:
+    section = Section("comparison", "Comparison with the baseline",
+                      intro="Steady-state step times of the baseline and this run (each tick a step), the "
+                            "step breakdown delta per rank and step, and the ops that regressed most. "
+                            f"Significance: {document['test']}, alpha {document['alpha']:g}.")
+    section.chart = _chart(document)
+    if section.chart is None:
+        section.gaps.append("No steady-state steps in one of the runs, so there are no step times to compare.")
+    section.html = (_summary(document)
+                    + "<h3>Step breakdown per rank and step</h3>" + _table(tables.breakdown(document))
+                    + "<h3>Top regressions by op</h3>" + _table(tables.ops(document["top_regressions"]))
+                    + "<h3>Findings by rule</h3>" + _table(tables.findings(document)))
+    return section
