@@ -29,12 +29,16 @@ GROUP BY b.step;
 -- @column n      events
 -- @column dur    summed duration over ranks, ns
 CREATE VIEW steady_op_totals AS
-SELECT e.step, e.kind, e.name, regexp_replace(e.lane, '(tid|pid)-[0-9]+', '\1-*') AS lane,
-       COUNT(*) AS n, SUM(e.dur) AS dur
-FROM events AS e
-JOIN step_phases AS p ON p.step = e.step
-WHERE NOT p.warmup AND e.kind <> 'step'
-GROUP BY e.step, e.kind, e.name, regexp_replace(e.lane, '(tid|pid)-[0-9]+', '\1-*');
+WITH by_lane AS (
+    SELECT e.step, e.kind, e.name, e.lane, COUNT(*) AS n, SUM(e.dur) AS dur
+    FROM events AS e
+    JOIN step_phases AS p ON p.step = e.step
+    WHERE NOT p.warmup AND e.kind <> 'step'
+    GROUP BY e.step, e.kind, e.name, e.lane
+)
+SELECT step, kind, name, regexp_replace(lane, '(tid|pid)-[0-9]+', '\1-*') AS lane, SUM(n) AS n, SUM(dur) AS dur
+FROM by_lane
+GROUP BY step, kind, name, regexp_replace(lane, '(tid|pid)-[0-9]+', '\1-*');
 
 -- Collectives of the steady-state steps by op and size class: the class is the power of two at
 -- or below the message size (bytes as `collectives` counts them), so 3 MiB and 3.5 MiB messages
