@@ -121,3 +121,16 @@ def test_bad_input_is_one_line_and_exit_2(runs, cli, tmp_path):
     bad_gate = cli("diff", runs["seed1"], runs["seed2"], "--fail-if", "step_time>5")
     assert bad_gate.exit_code == 2 and "give a unit" in bad_gate.stderr
     assert len(bad_gate.stderr.strip().splitlines()) == 1
+
+
+def test_a_rules_config_applies_to_both_runs(runs, cli, tmp_path):
+    config = tmp_path / "rules.yaml"
+    config.write_text("ignore: [scale]\n")
+    result = cli("diff", runs["seed1"], runs["straggler"], "--config", config, "--format", "json",
+                 "--fail-if", "new_findings>=medium")
+    document = json.loads(result.output)
+    assert "scale.straggler" not in document["findings"]["new"] and result.exit_code == 0
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("ignore: [scale\n")
+    failed = cli("diff", runs["seed1"], runs["straggler"], "--config", bad)
+    assert failed.exit_code == 2 and failed.stderr.startswith(f"error: config {bad}: not valid YAML")

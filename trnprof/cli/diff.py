@@ -17,6 +17,7 @@ from ..diff.render import to_markdown, to_text
 from ..diff.stats import DEFAULT_ALPHA
 from ..errors import TrnprofError
 from ..jsonplain import to_json
+from ..rules_engine.config import read_config
 
 EXIT_TRIPPED = 1
 EXIT_ERROR = 2
@@ -57,9 +58,9 @@ def command(base, new, fmt, gates, strict, alpha, top, config, threads):
     Exit codes: 0 no gate tripped, 1 a --fail-if gate tripped, 2 usage or input error (also
     when gates are given and the runs are not comparable)."""
     for gate in gates:
-        parse_gate(gate)  # a bad expression fails before any work
-    document = diff(base, new, alpha=alpha, top=top, threads=threads,
-                    analyze_options={"config": config} if config else None)
+        parse_gate(gate)  # a bad expression or config fails before any work
+    options = {"config": read_config(config)} if config else None
+    document = diff(base, new, alpha=alpha, top=top, threads=threads, analyze_options=options)
     _check_gateable(document, gates)
     results = evaluate_gates(gates, document, strict=strict)
     if fmt == "json":
