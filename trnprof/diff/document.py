@@ -8,7 +8,7 @@ from pathlib import Path
 from ..api import Run
 from ..errors import TrnprofError
 from . import SCHEMA, comparable, findings, headline, match
-from .load import Side, load_side
+from .load import Side, load_sides
 from .stats import DEFAULT_ALPHA
 
 TOP_OPS = 10
@@ -45,6 +45,6 @@ def diff(base: str | Path | Run, new: str | Path | Run, *, alpha: float = DEFAUL
     again); analyze_options: keyword arguments for `analyze` (select, ignore, set, config ...)."""
     if not 0 < alpha < 1:
         raise TrnprofError(f"alpha {alpha}: give a significance level between 0 and 1, e.g. 0.01")
-    base_side = load_side(base, findings=base_findings, analyze_options=analyze_options, threads=threads)
-    new_side = load_side(new, findings=new_findings, analyze_options=analyze_options, threads=threads)
-    return build(base_side, new_side, alpha=alpha, top=top)
+    sides = load_sides(base, new, base_findings=base_findings, new_findings=new_findings,
+                       analyze_options=analyze_options, threads=threads)
+    return build(*sides, alpha=alpha, top=top)

@@ -1,12 +1,13 @@
 """What diff needs of one run, read from its stdlib views and the rule engine's findings.
 
-`load_side` opens the run (or takes an open `Run`), runs `analyze` on it first (which
-materialises step_breakdown, collectives, step_phases ... in the run's session), then reads the
+`load_sides` opens both runs (or takes open `Run`s) and reads each in its own session: `analyze`
+first (which materialises step_breakdown, collectives, step_phases ... in the session), then the
 diff_support views over those materialised tables, so the views are computed once per run.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,10 +68,19 @@ def _read(run: Run, findings: dict | None, analyze_options: dict) -> Side:
         findings=document)
 
 
-def load_side(run: str | Path | Run, *, findings: dict | None = None, analyze_options: dict | None = None,
-              threads: int | None = None) -> Side:
-    """Read one side of a comparison; `findings` skips the rules (a document already computed)."""
-    if isinstance(run, Run):
-        return _read(run, findings, analyze_options or {})
-    with open_run(run, threads=threads) as opened:
-        return _read(opened, findings, analyze_options or {})
+def load_sides(base: str | Path | Run, new: str | Path | Run, *, base_findings: dict | None = None,
+               new_findings: dict | None = None, analyze_options: dict | None = None,
+               threads: int | None = None) -> tuple[Side, Side]:
+    """Both sides, read at the same time in two sessions: much of the work (the interval sweep,
+    single rule queries) runs on one core, so the two runs overlap on a multi-core machine. Both
+    runs are opened first, so an unreadable run fails before any work."""
+    opened = [run if isinstance(run, Run) else open_run(run, threads=threads) for run in (base, new)]
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            futures = [pool.submit(_read, run, found, analyze_options or {})
+                       for run, found in zip(opened, (base_findings, new_findings))]
+            return futures[0].result(), futures[1].result()
+    finally:
+        for run, given in zip(opened, (base, new)):
+            if run is not given:
+                run.close()
