@@ -7,7 +7,9 @@ import re
 import pytest
 
 import trnprof
+from tests.test_report_browser import ARTIFACTS, COUNT_MARKS, browser, open_page  # noqa: F401  (browser: fixture)
 from trnprof.collectors.synthetic import synthetic_run
+from trnprof.report import write_report
 from trnprof.report.sections import comparison
 
 
@@ -53,3 +55,17 @@ def test_a_missing_baseline_is_one_line_and_exit_2(sample_run, tmp_path, cli):
     result = cli("report", sample_run, "--baseline", tmp_path / "nope", "-o", tmp_path / "r.html")
     assert result.exit_code == 2 and result.stderr.startswith("error: run not found")
     assert not (tmp_path / "r.html").exists()
+
+
+
+def test_the_comparison_chart_draws_in_a_browser(browser, baseline, sample_run, tmp_path):
+    out = tmp_path / "report.html"
+    write_report(sample_run, out, baseline=baseline)
+    seen = open_page(browser, out)
+    assert seen["console"] == [] and seen["requests"] == [out.resolve().as_uri()]
+    document = trnprof.diff(baseline, sample_run)
+    steps = len(document["step_times_s"]["base"]) + len(document["step_times_s"]["new"])
+    # one tick per step plus the two box plots' marks
+    assert seen["page"].evaluate(COUNT_MARKS, "chart-comparison") > steps
+    ARTIFACTS.mkdir(exist_ok=True)
+    seen["page"].locator("#comparison").screenshot(path=str(ARTIFACTS / "diff-comparison.png"))

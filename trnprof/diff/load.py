@@ -38,11 +38,6 @@ class Side:
     def job(self) -> dict:
         return self.manifest.get("job") or {}
 
-    @property
-    def rank_steps(self) -> int:
-        """Sum over steady steps of the ranks that recorded them: the per-rank, per-step unit."""
-        return int(self.breakdown["ranks"].sum()) if len(self.breakdown) else 0
-
     def throughput(self, step_s: float | None) -> dict | None:
         return _throughput(self.job, step_s)
 
@@ -71,11 +66,16 @@ def _read(run: Run, findings: dict | None, analyze_options: dict) -> Side:
 def load_sides(base: str | Path | Run, new: str | Path | Run, *, base_findings: dict | None = None,
                new_findings: dict | None = None, analyze_options: dict | None = None,
                threads: int | None = None) -> tuple[Side, Side]:
-    """Both sides, read at the same time in two sessions: much of the work (the interval sweep,
-    single rule queries) runs on one core, so the two runs overlap on a multi-core machine. Both
-    runs are opened first, so an unreadable run fails before any work."""
-    opened = [run if isinstance(run, Run) else open_run(run, threads=threads) for run in (base, new)]
+    """Both sides, read at the same time in two sessions, so that whatever part of one run's
+    reading leaves a core idle (Python between rule queries, single-threaded query phases) can
+    serve the other. Both runs are opened first, so an unreadable run fails before any work."""
+    opened = []
     try:
+        for run in (base, new):
+            opened.append(run if isinstance(run, Run) else open_run(run, threads=threads))
+        if opened[0] is opened[1]:  # one session cannot serve two threads
+            side = _read(opened[0], base_findings, analyze_options or {})
+            return side, side
         with ThreadPoolExecutor(max_workers=2) as pool:
             futures = [pool.submit(_read, run, found, analyze_options or {})
                        for run, found in zip(opened, (base_findings, new_findings))]

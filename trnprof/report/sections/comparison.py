@@ -30,7 +30,7 @@ def _chart(document: dict) -> alt.Chart | None:
     if frame.empty:
         return None
     color = alt.Color("run:N", scale=alt.Scale(domain=list(COLORS), range=list(COLORS.values())), legend=None)
-    x = alt.X("run:N", title=None, sort=["base", "new"])
+    x = alt.X("run:N", title=None, sort=["base", "new"], axis=alt.Axis(labelAngle=0))
     y = alt.Y("ms:Q", title="step time (ms)", scale=alt.Scale(zero=False))
     box = alt.Chart(frame).mark_boxplot(extent="min-max", opacity=0.5).encode(x=x, y=y, color=color)
     points = alt.Chart(frame).mark_tick(thickness=2, size=30).encode(
@@ -43,6 +43,9 @@ def _summary(document: dict) -> str:
     parts = [f"Baseline {document['base']}: step time {tables.duration(step['base_s'])} -> "
              f"{tables.duration(step['new_s'])} ({tables.percent(step['change'])}, {tables.verdict(step)}, "
              f"p={step['p_value']:.2g}, {step['base_steps']} vs {step['new_steps']} steady steps)."]
+    if step["min_p_value"] >= document["alpha"]:
+        parts.append(f"With {step['base_steps']} and {step['new_steps']} steady steps no change can be significant "
+                     f"at alpha {document['alpha']:g}: record more steps.")
     if document.get("moved_by"):
         parts.append(f"The step time moved with {tables.LABELS[document['moved_by']]}.")
     found = document["findings"]
