@@ -5,6 +5,7 @@ compare per rank; different models are not comparable."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -64,7 +65,8 @@ def test_a_straggler_is_a_significant_regression(straggler):
 def test_the_step_time_gate_exits_1_on_the_straggler(runs, cli):
     result = cli("diff", runs["seed1"], runs["straggler"], "--fail-if", "step_time>+5%", "--fail-if", "step_time>+50%")
     assert result.exit_code == 1
-    assert "TRIPPED  step_time>+5%" in result.output and "passed   step_time>+50%" in result.output
+    assert re.search(r"TRIPPED  step_time>\+5%  value \+\d\.\d%", result.output)
+    assert "passed   step_time>+50%" in result.output
 
 
 def test_the_reverse_diff_is_an_improvement_that_trips_nothing(runs, cli):
@@ -84,8 +86,8 @@ def test_json_holds_the_documented_contract(runs, cli):
     assert [row["category"] for row in document["breakdown"]] == ["compute", "exposed_comm", "input_wait", "other", "idle"]
     assert {"name", "base_s", "new_s", "change"} <= set(document["top_regressions"][0])
     assert set(document["findings"]) >= {"new", "resolved", "changed"}
-    assert document["gates"] == [{"gate": "new_findings>=medium", "value": "medium", "tripped": True,
-                                  "significant": None}]
+    assert document["gates"] == [{"gate": "new_findings>=medium", "kind": "severity", "value": "medium",
+                                  "tripped": True, "significant": None}]
     assert result.exit_code == 1
 
 

@@ -88,7 +88,7 @@ def _findings_gate(gate: Gate, document: dict) -> dict:
     else:
         value = len(details)
         tripped = OPS[gate.op](value, gate.threshold)
-    return {"gate": gate.text, "value": value, "tripped": bool(tripped), "significant": None}
+    return {"gate": gate.text, "kind": gate.kind, "value": value, "tripped": bool(tripped), "significant": None}
 
 
 def evaluate(gate: Gate, document: dict, *, strict: bool = False) -> dict:
@@ -106,7 +106,7 @@ def evaluate(gate: Gate, document: dict, *, strict: bool = False) -> dict:
                            + (" (the job metadata lacks samples per step or FLOPs)" if gate.metric in RATES else
                               " (no steady-state steps)"))
     passed = OPS[gate.op](value, gate.threshold)
-    return {"gate": gate.text, "value": value, "significant": entry["significant"],
+    return {"gate": gate.text, "kind": gate.kind, "value": value, "significant": entry["significant"],
             "tripped": bool(passed and (entry["significant"] or strict)),
             "past_threshold": bool(passed)}
 

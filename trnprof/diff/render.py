@@ -20,8 +20,9 @@ def _summary(document: dict) -> list[str]:
 
 def _gate_line(result: dict) -> str:
     state = "TRIPPED" if result["tripped"] else "passed"
-    value = result["value"]
-    shown = f"{value:+.4g}" if isinstance(value, float) else str(value)
+    value, kind = result["value"], result.get("kind")
+    shown = (tables.percent(value) if kind == "relative" else tables.signed_duration(value) + "/step"
+             if kind == "absolute" else str(value))
     extra = ""
     if result.get("past_threshold") and not result["tripped"]:
         extra = " (past the threshold but within noise)"
