@@ -1,9 +1,10 @@
 """trnprof: a training-pipeline profiler and bottleneck analyzer for AWS Trainium (Trn1/Trn1n)."""
 
 from ._version import __version__
+from . import diff  # the package is callable: trnprof.diff(base, new) is trnprof.api.diff
 from .api import Run, open_run, open_runs
 from .errors import TrnprofError
 from .manifest import new_manifest
 from .runstore import write_run
 
-__all__ = ["Run", "TrnprofError", "__version__", "new_manifest", "open_run", "open_runs", "write_run"]
+__all__ = ["Run", "TrnprofError", "__version__", "diff", "new_manifest", "open_run", "open_runs", "write_run"]

@@ -110,3 +110,10 @@ class RunSet:
 def open_runs(runs: dict[str, str | Path]) -> RunSet:
     """Open several runs side by side, each under its label as a SQL schema."""
     return RunSet(runs)
+
+
+def diff(base: str | Path | Run, new: str | Path | Run, **options) -> dict:
+    """Compare run `new` against run `base` (paths or open runs): the `trnprof diff --format json`
+    document. Options: alpha, top, base_findings, new_findings, analyze_options, threads."""
+    from .diff.document import diff as run_diff
+    return run_diff(base, new, **options)

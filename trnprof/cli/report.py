@@ -21,13 +21,16 @@ def _size(n: int) -> str:
 @click.option("--no-analyze", is_flag=True, help="Do not run the rules; the page says findings were not computed.")
 @click.option("--png", "png_dir", type=click.Path(path_type=str),
               help="Also write each chart to this folder as PNG and SVG (for docs and tickets).")
+@click.option("--baseline", type=click.Path(path_type=str),
+              help="Add a comparison with this run (as `trnprof diff BASELINE RUN` compares them).")
 @options.threads
-def command(run, out, findings, no_analyze, png_dir, threads):
+def command(run, out, findings, no_analyze, png_dir, baseline, threads):
     """Write the HTML report of RUN: summary, findings, step breakdown, timeline, collectives,
     memory, stragglers and input pipeline, in one file that makes no network request."""
     if findings and no_analyze:
         raise click.UsageError("--findings and --no-analyze exclude each other")
-    result = write_report(run, out, findings=findings, analyze=not no_analyze, png_dir=png_dir, threads=threads)
+    result = write_report(run, out, findings=findings, analyze=not no_analyze, png_dir=png_dir, threads=threads,
+                          baseline=baseline)
     click.echo(f"wrote {result['path']} ({_size(result['bytes'])}, {len(result['charts'])} charts"
                + (f", {result['findings']} findings)" if result["findings"] is not None else ", findings not computed)"))
     for section, reason in result["empty"].items():

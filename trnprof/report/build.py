@@ -16,7 +16,8 @@ from ..errors import TrnprofError
 from ..rules_engine.document import Document
 from . import export, findings as findings_mod, vega
 from .page import render
-from .sections import breakdown, collectives, findings_table, header, input_pipeline, memory, stragglers, timeline
+from .sections import (breakdown, collectives, comparison, findings_table, header, input_pipeline, memory,
+                       stragglers, timeline)
 
 CHART_SECTIONS = (breakdown, timeline, collectives, memory, stragglers, input_pipeline)
 
@@ -60,12 +61,14 @@ def _write_atomically(path: Path, content: str) -> None:
         raise
 
 
-def write_report(run, out, *, findings=None, analyze: bool = True, png_dir=None, threads: int | None = None) -> dict:
+def write_report(run, out, *, findings=None, analyze: bool = True, png_dir=None, threads: int | None = None,
+                 baseline=None) -> dict:
     """Write the HTML report of `run` to `out`.
 
     findings: a saved `trnprof analyze --format json` file to use instead of running the rules;
     analyze=False with no file: no findings (the page says so). png_dir: also write every chart
-    there as PNG and SVG. Returns what was written: path, bytes, charts, sections without data."""
+    there as PNG and SVG. baseline: a run to compare with (adds the comparison section of
+    `trnprof diff`). Returns what was written: path, bytes, charts, sections without data."""
     out = Path(out)
     _check_output(out)
     vega.javascript_bundle()  # fail before any work when the JavaScript cannot be inlined
@@ -73,6 +76,9 @@ def write_report(run, out, *, findings=None, analyze: bool = True, png_dir=None,
         opened.materialize()  # the views the report and the rules share, computed once
         document, origin = _findings(opened, findings, analyze)
         sections = [header.build(opened, document), findings_table.build(document, origin)]
+        if baseline is not None:
+            from ..diff.document import diff
+            sections.append(comparison.build(diff(baseline, opened, new_findings=document)))
         sections += [module.build(opened) for module in CHART_SECTIONS]
         manifest = opened.manifest
     specs = {s.id: _spec(s.chart) for s in sections if s.chart is not None}

@@ -1,0 +1,75 @@
+"""`trnprof diff BASE NEW`: compare two runs and gate on regressions.
+
+Exit codes: 0 when no gate trips (or none is given), 1 when a --fail-if gate trips, 2 on a
+usage or input error, when the runs are not comparable and gates were given, and when a rule
+failed on either run under a new_findings gate (the findings could not be fully compared).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..diff import diff, evaluate_gates
+from ..diff.gates import parse_gate
+from ..diff.render import to_markdown, to_text
+from ..diff.stats import DEFAULT_ALPHA
+from ..errors import TrnprofError
+from ..jsonplain import to_json
+from ..rules_engine.config import read_config
+
+EXIT_TRIPPED = 1
+EXIT_ERROR = 2
+
+
+def _check_gateable(document: dict, gates: tuple[str, ...]) -> None:
+    if not gates:
+        return
+    if not document["comparable"]:
+        raise TrnprofError("the runs are not comparable (" + "; ".join(document["reasons"])
+                           + "), so --fail-if cannot judge them")
+    errors = document["findings"]["errors"]
+    failed = [e["name"] for side in ("base", "new") for e in errors[side]]
+    if failed and any(parse_gate(g).metric == "new_findings" for g in gates):
+        raise TrnprofError(f"rule(s) {', '.join(sorted(set(failed)))} failed, so new_findings gates cannot "
+                           "judge the runs")
+
+
+@click.command("diff")
+@click.argument("base", type=click.Path(path_type=str))
+@click.argument("new", type=click.Path(path_type=str))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.option("--fail-if", "gates", multiple=True, metavar="EXPR",
+              help='Exit 1 when EXPR holds and the change is significant, e.g. "step_time>+5%", '
+                   '"throughput<-3%", "exposed_comm>+10ms", "new_findings>=medium"; repeatable.')
+@click.option("--strict", is_flag=True, help="Gates trip on the change alone, significant or not.")
+@click.option("--alpha", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True), default=DEFAULT_ALPHA,
+              show_default=True, help="Significance level of the Mann-Whitney test over steady-state steps.")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Ops listed as top regressions and improvements.")
+@click.option("--config", type=click.Path(path_type=str), help="Rules config (YAML) for the findings of both runs.")
+@click.option("--threads", type=click.IntRange(min=1), help="DuckDB threads.")
+def command(base, new, fmt, gates, strict, alpha, top, config, threads):
+    """Compare run NEW against run BASE: step time, throughput and MFU with their significance
+    over steady-state steps, the step breakdown, top regressions by op, collectives, memory, and
+    findings new and resolved.
+
+    Exit codes: 0 no gate tripped, 1 a --fail-if gate tripped, 2 usage or input error (also
+    when gates are given and the runs are not comparable)."""
+    for gate in gates:
+        parse_gate(gate)  # a bad expression or config fails before any work
+    options = {"config": read_config(config)} if config else None
+    document = diff(base, new, alpha=alpha, top=top, threads=threads, analyze_options=options)
+    _check_gateable(document, gates)
+    results = evaluate_gates(gates, document, strict=strict)
+    if fmt == "json":
+        click.echo(to_json({**document, "gates": results, "strict": strict}))
+    elif fmt == "markdown":
+        click.echo(to_markdown(document, results), nl=False)
+    else:
+        click.echo(to_text(document, results))
+    if not document["comparable"]:
+        click.echo("warning: the runs are not comparable: " + "; ".join(document["reasons"]), err=True)
+    if any(result["tripped"] for result in results):
+        sys.exit(EXIT_TRIPPED)

@@ -1,0 +1,85 @@
+"""What diff needs of one run, read from its stdlib views and the rule engine's findings.
+
+`load_sides` opens both runs (or takes open `Run`s) and reads each in its own session: `analyze`
+first (which materialises step_breakdown, collectives, step_phases ... in the session), then the
+diff_support views over those materialised tables, so the views are computed once per run.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ..api import Run, open_run
+from ..info import _mfu, _throughput
+from ..rules_engine import analyze
+from ..rules_engine.document import Document
+
+BUCKETS = ("compute", "exposed_comm", "input_wait", "other", "idle")
+
+
+@dataclass
+class Side:
+    """One run of a comparison: its facts, steady-state per-step series and findings."""
+    path: str
+    manifest: dict
+    world_size: int
+    step_times: pd.Series          # steady-state step time (slowest rank), ns, indexed by step
+    warmup_steps: list[int]
+    breakdown: pd.DataFrame        # steady_step_means: per step, buckets averaged over ranks, ns
+    ops: pd.DataFrame              # steady_op_totals
+    collectives: pd.DataFrame      # steady_collective_classes
+    memory: pd.DataFrame           # peak_memory_categories
+    mfu: float | None              # the stdlib `mfu` view: steady-state MFU
+    findings: Document             # analyze()'s document
+
+    @property
+    def job(self) -> dict:
+        return self.manifest.get("job") or {}
+
+    def throughput(self, step_s: float | None) -> dict | None:
+        return _throughput(self.job, step_s)
+
+
+def _read(run: Run, findings: Document | None, analyze_options: dict) -> Side:
+    document = findings if findings is not None else analyze(run, **analyze_options)
+    phases = run.sql("SELECT step, dur, warmup FROM step_phases ORDER BY step")
+    steady = phases[~phases["warmup"].astype(bool)]
+    world = run.manifest.get("world_size")
+    if world is None:
+        world = int(run.sql("SELECT COUNT(*) AS n FROM ranks").iloc[0, 0])
+    return Side(
+        path=str(run.path), manifest=run.manifest, world_size=int(world),
+        step_times=pd.Series(steady["dur"].astype(float).to_numpy(), index=steady["step"].astype(int).to_numpy()),
+        warmup_steps=[int(s) for s in phases.loc[phases["warmup"].astype(bool), "step"]],
+        breakdown=run.sql("SELECT * FROM steady_step_means ORDER BY step"),
+        ops=run.sql("SELECT * FROM steady_op_totals"),
+        collectives=run.sql("SELECT * FROM steady_collective_classes"),
+        memory=run.sql("SELECT * FROM peak_memory_categories ORDER BY category"),
+        mfu=_mfu(run), findings=document)
+
+
+def load_sides(base: str | Path | Run, new: str | Path | Run, *, base_findings: Document | None = None,
+               new_findings: Document | None = None, analyze_options: dict | None = None,
+               threads: int | None = None) -> tuple[Side, Side]:
+    """Both sides, read at the same time in two sessions, so that whatever part of one run's
+    reading leaves a core idle (Python between rule queries, single-threaded query phases) can
+    serve the other. Both runs are opened first, so an unreadable run fails before any work."""
+    opened = []
+    try:
+        for run in (base, new):
+            opened.append(run if isinstance(run, Run) else open_run(run, threads=threads))
+        if opened[0] is opened[1]:  # one session cannot serve two threads
+            side = _read(opened[0], base_findings, analyze_options or {})
+            return side, side
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            futures = [pool.submit(_read, run, found, analyze_options or {})
+                       for run, found in zip(opened, (base_findings, new_findings))]
+            return futures[0].result(), futures[1].result()
+    finally:
+        for run, given in zip(opened, (base, new)):
+            if run is not given:
+                run.close()
