@@ -91,10 +91,10 @@ def test_a_rule_past_its_memory_limit_fails_alone_with_one_line(tmp_path, sample
                                        "FROM steps, range(3000000) t(r)"))
     document = analyze(sample_run, rules=[tmp_path], select=["testpack"], builtin=False, memory_limit="64MB",
                        threads=1)
-    errors = {e["name"]: e["error"] for e in document["errors"]}
+    errors = {e.name: e.error for e in document.errors}
     assert list(errors) == ["testpack.hog"]
     assert "Out of Memory" in errors["testpack.hog"] and "\n" not in errors["testpack.hog"]
-    assert [f["name"] for f in document["findings"]] == ["testpack.ok"]
+    assert [f.name for f in document.findings] == ["testpack.ok"]
 
 
 def test_a_result_past_the_row_cap_fails_the_rule():

@@ -32,7 +32,7 @@ DOCUMENTS = _documents()
 
 MUTATIONS = {
     "ts_text": lambda e, r: e.update(ts=str(e.get("ts"))),
-    "ts_negative": lambda e, r: e.update(ts=-abs(e.get("ts") or 1) * 1e9),
+    "ts_negative": lambda e, r: e.update(ts=-1e9 * r),
     "ts_huge": lambda e, r: e.update(ts=1e300),
     "ts_drop": lambda e, r: e.pop("ts", None),
     "dur_negative": lambda e, r: e.update(dur=-r),

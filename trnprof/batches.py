@@ -90,8 +90,18 @@ def local_views() -> set[str]:
     return local - set(TABLE_COLUMNS)
 
 
+def _reads_partitions(deps: dict[str, set[str]]) -> set[str]:
+    """The views that read the events or counters, directly or not: the ones worth storing (the
+    others read only small tables such as `ranks` and stay plain views)."""
+    found = set()
+    for name, reads in deps.items():  # load order: what a view reads comes before it
+        if reads & (set(PARTITIONED_TABLES) | found):
+            found.add(name)
+    return found
+
+
 def to_store(names, stored: set[str]) -> list[str]:
-    """`names` and every stdlib view they read, in load order, less row-level and stored ones."""
+    """`names` and every stdlib view they read, in load order, less row-level, stored and cheap ones."""
     deps = dependencies()
     wanted, todo = set(), [n for n in names if n in deps]
     while todo:
@@ -99,7 +109,8 @@ def to_store(names, stored: set[str]) -> list[str]:
         if name not in wanted and name not in stored:
             wanted.add(name)
             todo += [d for d in deps[name] if d in deps]
-    return [n for n in deps if n in wanted and n not in ROW_LEVEL]
+    heavy = _reads_partitions(deps)
+    return [n for n in deps if n in wanted and n in heavy and n not in ROW_LEVEL]
 
 
 def sweeping(local: set[str]) -> set[str]:
