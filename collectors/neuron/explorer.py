@@ -189,9 +189,9 @@ def _instructions(con, source: str, columns: list[str], rank: int, file: Path) -
 
 def _collectives(con, source: str, columns: list[str], rank: int, file: Path) -> pa.Table:
     _require("CcOp", columns, ("start_ts", "operation"), file)
-    ops = [row[0] for row in con.sql(f"SELECT DISTINCT operation FROM {source}").fetchall()]
+    ops = [row[0] for row in con.sql(f"SELECT DISTINCT CAST(operation AS VARCHAR) FROM {source}").fetchall()]
     mapping = "CASE " + " ".join(
-        f"WHEN operation = {_literal(op)} THEN {_literal(normalize_op(op))}" for op in ops if op is not None
+        f"WHEN CAST(operation AS VARCHAR) = {_literal(op)} THEN {_literal(normalize_op(op))}" for op in ops if op is not None
     ) + " END" if ops else "NULL"
     p2p = ", ".join(_literal(op) for op in P2P_OPS)
     size = "GREATEST(input_size, output_size)" if {"input_size", "output_size"} <= set(columns) else "NULL"
@@ -204,7 +204,7 @@ def _collectives(con, source: str, columns: list[str], rank: int, file: Path) ->
         WITH ops AS (SELECT *, {mapping} AS coll_op FROM {source})
         SELECT {rank} AS rank, start_ts AS ts, {_duration(columns)} AS dur,
                CASE WHEN coll_op IN ({p2p}) THEN 'p2p' ELSE 'collective' END AS kind,
-               operation AS name, 'nc/cc' AS lane, {size} AS bytes, coll_op, {group} AS coll_group,
+               CAST(operation AS VARCHAR) AS name, 'nc/cc' AS lane, {size} AS bytes, coll_op, {group} AS coll_group,
                {seq} AS coll_seq, {ranks} AS coll_ranks, {_args(columns, mapped)} AS args
         FROM ops""", EVENTS)
 
@@ -216,11 +216,12 @@ def _literal(value) -> str:
 def _system_events(con, source: str, columns: list[str], rank: int, file: Path) -> pa.Table:
     _require("SystemProfileEvents", columns, ("name", "start_ts"), file)
     core = "nc_idx" if "nc_idx" in columns else "NULL"
-    origin = "trace_event_source" if "trace_event_source" in columns else "NULL"
+    origin = "CAST(trace_event_source AS VARCHAR)" if "trace_event_source" in columns else "NULL"
     thread = "thread_id" if "thread_id" in columns else "NULL"
     mapped = {"name", "start_ts", "end_ts", "duration_ns"}
     rows = con.sql(f"""
-        SELECT {rank} + COALESCE({core}, 0) AS rank, start_ts AS ts, {_duration(columns)} AS dur, name,
+        SELECT {rank} + COALESCE({core}, 0) AS rank, start_ts AS ts, {_duration(columns)} AS dur,
+               CAST(name AS VARCHAR) AS name,
                {origin} AS origin, {thread} AS thread, {_args(columns, mapped)} AS args
         FROM {source}""").to_arrow_table()
     kinds, lanes = [], []
