@@ -12,16 +12,18 @@ Target (issue 11): diff <= 2x analyze of one run.
 
 from __future__ import annotations
 
-import argparse
-import tempfile
+import os
 import time
 from pathlib import Path
 
+import synthetic_runs
+
 from trnprof.api import open_run
-from trnprof.collectors.synthetic import synthetic_run
 from trnprof.diff.document import build
 from trnprof.diff.load import load_sides
 from trnprof.rules_engine import analyze
+
+os.environ["TRNPROF_CACHE"] = "off"  # measure the computation, not the derived/ cache
 
 
 def time_analyze(path: Path) -> float:
@@ -36,31 +38,14 @@ def time_diff(base: Path, new: Path) -> tuple[float, float, dict]:
     start = time.perf_counter()
     sides = load_sides(base, new)
     document = build(*sides)
-    return time.perf_counter() - start, sum(side.findings["seconds"] for side in sides), document
-
-
-def _run(folder: Path, name: str, args, **faults) -> Path:
-    path = folder / f"{name}-{args.ranks}x{args.steps}x{args.ops}x{args.collectives}"
-    if not path.exists():
-        start = time.perf_counter()
-        synthetic_run(path, ranks=args.ranks, steps=args.steps, ops_per_step=args.ops,
-                      collectives_per_step=args.collectives, **faults)
-        print(f"built {path} in {time.perf_counter() - start:.1f} s")
-    return path
+    return time.perf_counter() - start, sum(side.findings.seconds for side in sides), document
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ranks", type=int, default=1024)
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--ops", type=int, default=960, help="compute ops per rank and step")
-    parser.add_argument("--collectives", type=int, default=16, help="collectives per rank and step")
-    parser.add_argument("--keep", type=Path, help="folder to build (or reuse) the runs in")
-    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds; the fastest of each counts")
-    args = parser.parse_args()
-    folder = args.keep or Path(tempfile.mkdtemp(prefix="trnprof-bench-diff-"))
-    base = _run(folder, "base", args, seed=0)
-    new = _run(folder, "new", args, seed=1, slow_rank=7)
+    args = synthetic_runs.parser(__doc__.splitlines()[0]).parse_args()
+    folder = synthetic_runs.folder(args, "trnprof-bench-diff-")
+    base = synthetic_runs.build(folder, "base", args, seed=0)
+    new = synthetic_runs.build(folder, "new", args, seed=1, slow_rank=7)
     with open_run(base) as run:
         events = run.con.execute("SELECT COUNT(*) FROM events").fetchone()[0]
     analyses, diffs = [], []

@@ -13,14 +13,13 @@ Targets (docs/performance.md): all packs <= 15 s and <= 3x step_breakdown alone.
 
 from __future__ import annotations
 
-import argparse
 import os
-import tempfile
 import time
 from pathlib import Path
 
+import synthetic_runs
+
 from trnprof.api import open_run
-from trnprof.collectors.synthetic import synthetic_run
 from trnprof.rules_engine import analyze
 
 os.environ["TRNPROF_CACHE"] = "off"  # measure the computation, not the derived/ cache (bench_scale.py does)
@@ -43,21 +42,8 @@ def time_rules(path: Path) -> tuple[float, dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ranks", type=int, default=1024)
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--ops", type=int, default=960, help="compute ops per rank and step")
-    parser.add_argument("--collectives", type=int, default=16, help="collectives per rank and step")
-    parser.add_argument("--keep", type=Path, help="folder to build (or reuse) the run in")
-    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds; the fastest of each counts")
-    args = parser.parse_args()
-    folder = args.keep or Path(tempfile.mkdtemp(prefix="trnprof-bench-rules-"))
-    path = folder / f"synthetic-{args.ranks}x{args.steps}x{args.ops}x{args.collectives}"
-    if not path.exists():
-        start = time.perf_counter()
-        synthetic_run(path, ranks=args.ranks, steps=args.steps, ops_per_step=args.ops,
-                      collectives_per_step=args.collectives, slow_rank=7)
-        print(f"built {path} in {time.perf_counter() - start:.1f} s")
+    args = synthetic_runs.parser(__doc__.splitlines()[0]).parse_args()
+    path = synthetic_runs.build(synthetic_runs.folder(args, "trnprof-bench-rules-"), "synthetic", args, slow_rank=7)
     breakdowns, rule_times = [], []
     for _ in range(args.rounds):  # alternate, so both see the same machine load
         seconds, events = time_breakdown(path)

@@ -103,28 +103,26 @@ def test_fuzzed_neuron_monitor(data, edits):
             assert record["reports"] == len(reports)
 
 
-@FUZZ
-@given(data=st.data(), edits=st.integers(1, 4))
-def test_fuzzed_system_profile(data, edits):
-    document = copy.deepcopy(PROFILE)
+def _fuzz_json(document: dict, data, edits: int, filename: str) -> None:
+    document = copy.deepcopy(document)
     for _ in range(edits):
         mutate(document, data)
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "system_profile.json"
+        path = Path(folder) / filename
         path.write_text(json.dumps(document))
         outcome(path, Path(folder))
+
+
+@FUZZ
+@given(data=st.data(), edits=st.integers(1, 4))
+def test_fuzzed_system_profile(data, edits):
+    _fuzz_json(PROFILE, data, edits, "system_profile.json")
 
 
 @FUZZ
 @given(data=st.data(), edits=st.integers(1, 4))
 def test_fuzzed_kineto(data, edits):
-    document = copy.deepcopy(KINETO)
-    for _ in range(edits):
-        mutate(document, data)
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "trace.json"
-        path.write_text(json.dumps(document))
-        outcome(path, Path(folder))
+    _fuzz_json(KINETO, data, edits, "trace.json")
 
 
 EXPLORER_VALUES = st.sampled_from([pa.array(["x"]), pa.array([None], pa.int64()), pa.array([2 ** 62 + 1]),
