@@ -154,13 +154,21 @@ def _add_gradient_sync(out: EventBatch, b: _Batch, vocab: Vocabulary) -> None:
     n = len(buckets)
     if job.dp <= 1 or not n:
         return
-    arrive = np.moveaxis(b.times.dp_arrive[:, b.dp_index, b.tp_index, :n], 1, 0)
-    done = np.moveaxis(b.times.dp_end[:, b.dp_index, b.tp_index, :n], 1, 0)
-    out.add(ts=arrive, dur=done - arrive, kind="collective", lane="nc/cc/dp", phase="bwd",
-            name=np.array([f"grad_bucket_{j}.{plan.dp_op}" for j in range(n)], dtype=object),
-            nbytes=np.array([bucket.nbytes for bucket in buckets]), coll_op=plan.dp_op,
+    _add_dp_collectives(out, b, vocab, b.times.dp_arrive, b.times.dp_end, phase="bwd",
+                        names=[f"grad_bucket_{j}.{plan.dp_op}" for j in range(n)],
+                        nbytes=np.array([bucket.nbytes for bucket in buckets]), coll_op=plan.dp_op)
+
+
+def _add_dp_collectives(out: EventBatch, b: _Batch, vocab: Vocabulary, arrive_at, end_at, *, phase: str,
+                        names: list[str], nbytes, coll_op: str) -> None:
+    """One data-parallel collective per name and step, from the timeline's arrival and end times."""
+    n = len(names)
+    arrive = np.moveaxis(arrive_at[:, b.dp_index, b.tp_index, :n], 1, 0)
+    done = np.moveaxis(end_at[:, b.dp_index, b.tp_index, :n], 1, 0)
+    out.add(ts=arrive, dur=done - arrive, kind="collective", lane="nc/cc/dp", phase=phase,
+            name=np.array(names, dtype=object), nbytes=nbytes, coll_op=coll_op,
             coll_group=vocab.ids(b.layout.dp_group_name(b.ranks))[:, None, None],
-            coll_seq=b.steps * n + np.arange(n), coll_ranks=job.dp)
+            coll_seq=b.steps * n + np.arange(n), coll_ranks=b.tl.plan.job.dp)
 
 
 def _add_optimizer(out: EventBatch, b: _Batch, vocab: Vocabulary) -> None:
@@ -178,13 +186,9 @@ def _add_optimizer(out: EventBatch, b: _Batch, vocab: Vocabulary) -> None:
     n_ag = int(np.count_nonzero(plan.ag_bytes[b.stage])) if plan.ag_bytes.size else 0
     if job.dp <= 1 or not n_ag:
         return
-    arrive = np.moveaxis(b.times.ag_arrive[:, b.dp_index, b.tp_index, :n_ag], 1, 0)
-    done = np.moveaxis(b.times.ag_end[:, b.dp_index, b.tp_index, :n_ag], 1, 0)
-    out.add(ts=arrive, dur=done - arrive, kind="collective", lane="nc/cc/dp", phase="opt",
-            name=np.array([f"param_bucket_{j}.all_gather" for j in range(n_ag)], dtype=object),
-            nbytes=plan.ag_bytes[b.stage, :n_ag], coll_op="all_gather",
-            coll_group=vocab.ids(b.layout.dp_group_name(b.ranks))[:, None, None],
-            coll_seq=b.steps * n_ag + np.arange(n_ag), coll_ranks=job.dp)
+    _add_dp_collectives(out, b, vocab, b.times.ag_arrive, b.times.ag_end, phase="opt",
+                        names=[f"param_bucket_{j}.all_gather" for j in range(n_ag)],
+                        nbytes=plan.ag_bytes[b.stage, :n_ag], coll_op="all_gather")
 
 
 def _add_oom(out: EventBatch, b: _Batch, oom) -> None:
