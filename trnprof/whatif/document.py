@@ -66,6 +66,7 @@ def _class_fit(job: Job, measured: Measured, start: Params) -> tuple[FitResult, 
 
 
 def _breakdown_fit(job: Job, measured: Measured, start: Params) -> FitResult:
+    """Fit on the steady step's compute and exposed communication (measured.breakdown)."""
     cats = [c for c in ("compute", "communication") if measured.breakdown[c] > 0]
     seen = np.array([measured.breakdown[c] for c in cats])
 
@@ -92,7 +93,8 @@ def _trust(result: FitResult, step_residual: float, method: str) -> tuple[bool, 
 
 
 def _breakdown(measured: Measured, fitted: Modelled, predicted: Modelled) -> dict:
-    return {cat: {"baseline_s": measured.breakdown[cat], "fitted_s": fitted.breakdown[cat],
+    seen = measured.breakdown or {}
+    return {cat: {"baseline_s": seen.get(cat), "fitted_s": fitted.breakdown[cat],
                   "predicted_s": predicted.breakdown[cat],
                   "delta_s": predicted.breakdown[cat] - fitted.breakdown[cat]}
             for cat in ("compute", "communication", "idle")}
@@ -120,6 +122,8 @@ class Prepared:
         self.measured = measure(run, self.job.tp, self.job.dp)
         start = default_params()
         class_fit = _class_fit(self.job, self.measured, start)
+        if class_fit is None and self.measured.breakdown is None:
+            self.measured = measure(run, self.job.tp, self.job.dp, need_breakdown=True)
         self.method = "event classes" if class_fit else "breakdown"
         self.result, self.keys = class_fit if class_fit else (_breakdown_fit(self.job, self.measured, start), [])
         self.fitted = model(self.job, self.result.params)

@@ -20,13 +20,17 @@ from trnprof.errors import TrnprofError
 
 NS = 1e-9
 MAX_SAMPLE = 512   # ranks read at most, when the ranks table has no layout to sample by
+# Above this many ranks the measured breakdown (an interval sweep over every rank's events) is
+# only reported when the run's derived/ cache already holds step_breakdown (`trnprof analyze`
+# or `info` computed it): the fit does not need it, and it would take most of the time budget.
+BREAKDOWN_RANKS = 256
 
 
 @dataclass
 class Measured:
     step_time_s: float                 # median steady step (slowest rank), s
     steps: int                         # steady steps measured
-    breakdown: dict[str, float]        # mean over ranks and steady steps, s
+    breakdown: dict[str, float] | None  # mean over ranks and steady steps, s (None: not computed)
     classes: dict[tuple, float]        # (stage, kind, name, phase) -> median seconds per event
     counts: dict[tuple, int]           # events behind each class
     sampled_ranks: int
@@ -48,6 +52,16 @@ def breakdown(run: Run) -> dict[str, float]:
     row = df.iloc[0]
     return {"compute": float(row["compute"] or 0) * NS, "communication": float(row["comm"] or 0) * NS,
             "idle": float(row["idle"] or 0) * NS}
+
+
+def breakdown_ready(run: Run) -> bool:
+    """Whether the run's step_breakdown is cheap: a small run, or already stored."""
+    from trnprof import session
+    if int(run.manifest.get("world_size") or 0) <= BREAKDOWN_RANKS:
+        return True
+    attached = session._session(run.con).runs.get("main")
+    return attached is not None and ("step_breakdown" in attached.stored
+                                     or attached.store.files("step_breakdown") is not None)
 
 
 def sample_ranks(run: Run, tp: int, dp: int) -> list[int]:
@@ -89,8 +103,9 @@ def event_classes(run: Run, ranks: list[int]) -> tuple[dict, dict]:
     return ({k: float(d) * NS for k, d in zip(keys, df["dur"])}, {k: int(n) for k, n in zip(keys, df["n"])})
 
 
-def measure(run: Run, tp: int, dp: int) -> Measured:
+def measure(run: Run, tp: int, dp: int, *, need_breakdown: bool = False) -> Measured:
     step, steps = steady_step(run)
+    parts = breakdown(run) if need_breakdown or breakdown_ready(run) else None
     ranks = sample_ranks(run, tp, dp)
     classes, counts = event_classes(run, ranks)
-    return Measured(step, steps, breakdown(run), classes, counts, len(ranks))
+    return Measured(step, steps, parts, classes, counts, len(ranks))
