@@ -28,12 +28,11 @@ from trnprof.collectors.trn1.params import Params, default_params
 from trnprof.collectors.trn1.predict import peak_flops
 from trnprof.errors import TrnprofError
 
-from . import describe as D
+from . import SCHEMA, describe as D
 from .fit import FitResult, least_squares
 from .measure import Measured, measure
 from .model import Modelled, model
 
-SCHEMA = "trnprof.whatif/1"
 MIN_CLASSES = 3          # fewer matched event classes: fit the step breakdown instead
 TRUST_RMS = 0.15         # a class off by more than ~15 % on average: the model does not fit the run
 TRUST_STEP = 0.15        # the fitted step more than ~15 % off the measured one: idem
@@ -65,26 +64,43 @@ def _class_fit(job: Job, measured: Measured, start: Params) -> tuple[FitResult, 
     return least_squares(residuals, start, np.ones(len(keys))), keys
 
 
+def _device_speed(start: Params, params: Params) -> Params:
+    """One device-speed knob carried by tensor_efficiency: the per-op overhead shrinks and the
+    HBM efficiency grows in the same proportion (capped at 1)."""
+    scale = params.tensor_efficiency / start.tensor_efficiency
+    return params.replace(op_overhead_us=start.op_overhead_us / scale,
+                          hbm_efficiency=min(1.0, start.hbm_efficiency * scale))
+
+
 def _breakdown_fit(job: Job, measured: Measured, start: Params) -> FitResult:
-    """Fit on the steady step's compute and exposed communication (measured.breakdown)."""
+    """Fit on the steady step's compute and exposed communication (measured.breakdown): one
+    device-speed scale and the network efficiency (op names unknown to the model say no more)."""
     cats = [c for c in ("compute", "communication") if measured.breakdown[c] > 0]
     seen = np.array([measured.breakdown[c] for c in cats])
 
     def residuals(params: Params) -> np.ndarray:
-        got = model(job, params).breakdown
+        got = model(job, _device_speed(start, params)).breakdown
         return np.log(np.maximum([got[c] for c in cats], 1e-12) / seen)
 
     result = least_squares(residuals, start, np.ones(len(cats)), names=("tensor_efficiency", "network_efficiency"))
-    result.notes.append("op names unknown to the model: fitted on compute and exposed communication per step")
+    result.params = _device_speed(start, result.params)
+    if "tensor_efficiency" in result.identified:
+        result.identified += ["op_overhead_us", "hbm_efficiency"]
+    result.notes.append("op names unknown to the model: fitted on compute and exposed communication per step, "
+                        "with one device-speed scale (tensor efficiency, op overhead and HBM efficiency together)")
     return result
 
 
 def _trust(result: FitResult, step_residual: float, method: str) -> tuple[bool, str | None]:
+    if "tensor_efficiency" in result.at_bound and result.params.tensor_efficiency > 0.5:
+        return False, ("the run computes faster than the described Trn1 job could at full tensor-engine "
+                       "efficiency: the description (model, layout, batch) does not match the trace")
     if result.at_bound:
         return False, (f"the fit pushed {', '.join(result.at_bound)} to the edge of its physical range: "
                        "the run does not behave like the described Trn1 job")
     if result.rms > TRUST_RMS:
-        return False, f"event classes differ from the model by {result.rms:.0%} (RMS) after the fit"
+        what = "event classes" if method == "event classes" else "compute and communication per step"
+        return False, f"{what} differ from the model by {result.rms:.0%} (RMS) after the fit"
     if abs(step_residual) > TRUST_STEP:
         return False, f"the fitted model's step is {np.expm1(step_residual):+.0%} off the measured step"
     if method == "breakdown" and not result.identified:
@@ -140,6 +156,10 @@ class Prepared:
                 "classes": len(r.residuals), "sampled_ranks": self.measured.sampled_ranks,
                 "fits": self.fits, "reason": self.reason, "notes": r.notes}
 
+    def band_of(self, step: float) -> dict:
+        """The uncertainty band around a predicted step, from the fit's residual."""
+        return {"low_s": step * float(np.exp(-self.band)), "high_s": step * float(np.exp(self.band))}
+
     def predict(self, changes: dict) -> tuple[Job, Modelled]:
         job = D.job_of(D.changed(self.description, changes), "the changed job")
         return job, model(job, self.result.params)
@@ -157,7 +177,7 @@ def _document(prep: Prepared, changes: dict, seconds: float) -> dict:
         "fit": prep.fit_section(),
         "fitted": _numbers(prep.job, fitted["step_time_s"], fitted["hbm_peak_bytes"]),
         "predicted": {**_numbers(job, step, pred["hbm_peak_bytes"]), "fits": pred["fits"],
-                      "band": {"low_s": step * float(np.exp(-prep.band)), "high_s": step * float(np.exp(prep.band))},
+                      "band": prep.band_of(step),
                       "change_fraction": step / fitted["step_time_s"] - 1},
         "breakdown": _breakdown(prep.measured, prep.fitted, predicted),
         "seconds": time.perf_counter() - seconds,
