@@ -145,13 +145,18 @@ def gain_line(finding) -> str | None:
         return None
     if projected.get("gain_fraction") is None:
         return f"fix this -> not projected: {projected.get('reason')}"
-    change = ", ".join(_flat(projected["change"]))
+    change = change_text(projected["change"])
     band = projected.get("band") or {}
     spread = ""
     if band:
         spread = f", {band['low_s'] * 1e3:.4g}..{band['high_s'] * 1e3:.4g} ms"
     return (f"fix this -> {-projected['gain_fraction']:+.1%} step time "
             f"({change}: {projected['step_time_s'] * 1e3:.4g} ms{spread})")
+
+
+def change_text(change: dict) -> str:
+    """`input.workers=2, faults=[]`: a change as the --set keys that make it."""
+    return ", ".join(_flat(change))
 
 
 def _flat(change: dict, prefix: str = "") -> list[str]:
