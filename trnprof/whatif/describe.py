@@ -130,6 +130,7 @@ def describe(manifest: dict, config_file=None, overrides: dict | None = None) ->
             raise TrnprofError(f"--config {config_file}: section {section!r} cannot be given "
                                "(the fit finds the free parameters; the run is what was measured)")
     if base is None:
+        given = _merge(_recorded_cluster(manifest, given), given)
         given, overrides = _take_needed(given, overrides)
         missing = _missing(given)
         if missing:
@@ -155,12 +156,21 @@ def job_of(description: dict, what: str) -> Job:
         raise TrnprofError(f"{what}: {exc}") from None
 
 
-def check_trn1(manifest: dict) -> None:
-    """A run recorded on other hardware cannot be fitted to the Trn1 model unless described."""
-    instance = (manifest.get("job") or {}).get("instance_type")
-    if manifest.get("source", {}).get("collector") == COLLECTOR and instance not in INSTANCES:
-        raise TrnprofError(f"run's instance type {instance!r} is not a Trn1 instance "
-                           f"({', '.join(INSTANCES)}); whatif models Trn1 jobs only")
+def _recorded_cluster(manifest: dict, given: dict) -> dict:
+    """The instance and node count an ingested run's metadata states, when a Trn1 one; a run
+    recorded on other hardware is one error unless the user describes the Trn1 job."""
+    job = manifest.get("job") or {}
+    instance = job.get("instance_type")
+    if instance is None:
+        return {}
+    if instance not in INSTANCES:
+        if (given.get("cluster") or {}).get("instance") is None:
+            raise TrnprofError(f"run was recorded on {instance}, not a Trn1 instance ({', '.join(INSTANCES)}): "
+                               "whatif models Trn1 jobs; to ask what the job would do on Trn1, describe it "
+                               "with --config (cluster.instance, model, parallel, batch)")
+        return {}
+    nodes = job.get("nodes")
+    return {"cluster": {"instance": instance, **({"nodes": int(nodes)} if isinstance(nodes, int) else {})}}
 
 
 def plain_config(job: Job) -> dict:

@@ -132,7 +132,6 @@ class Prepared:
 
     def __init__(self, run: Run, config_file=None, describe_overrides=None):
         self.run = run
-        D.check_trn1(run.manifest)
         self.description, self.pending = D.describe(run.manifest, config_file, describe_overrides or {})
         self.job = D.job_of(self.description, "the run's job")
         self.measured = measure(run, self.job.tp, self.job.dp)
@@ -145,6 +144,10 @@ class Prepared:
         self.fitted = model(self.job, self.result.params)
         self.step_residual = float(np.log(self.fitted.predictions["step_time_s"] / self.measured.step_time_s))
         self.fits, self.reason = _trust(self.result, self.step_residual, self.method)
+        world = run.manifest.get("world_size")
+        if world and world != self.job.world:
+            self.result.notes.append(f"the described job has {self.job.world} ranks, the run {world}: "
+                                     "the fit compares per-rank step times")
         self.band = abs(self.step_residual) + BAND_SIGMAS * self.result.rms
         self.baseline_hbm = _measured_hbm(run)
 

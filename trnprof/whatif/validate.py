@@ -56,19 +56,36 @@ def measured_step(config_sets: list[str], where: Path, steps: int) -> float:
         return steady_step(run)[0]
 
 
-def case(job: list[str], change: list[str], perturbation: str = "A", *, faults: str | None = None,
-         steps: int = 5, workdir: Path | None = None) -> dict:
-    """One row of the table: the predicted and the simulated step of job + change."""
+def simulate_job(job: list[str], perturbation: str, where: Path, *, faults: str | None = None,
+                 steps: int = 5) -> Path:
+    """Job A under a perturbation (and with `faults`), simulated into `where`."""
+    sets = job + perturbed(perturbation) + ([f"faults=[{faults}]"] if faults else [])
+    simulate(load_config(overrides=[expand(s) for s in sets] + [f"run.steps={steps}"]), where, overwrite=True)
+    return where
+
+
+def truth_sets(job: list[str], change: list[str], perturbation: str, faults: str | None) -> list[str]:
+    """Job A + change under the same perturbation; `faults=[]` removes A's faults."""
+    removes = "faults=[]" in change
+    return job + perturbed(perturbation) + ([f"faults=[{faults}]"] if faults and not removes else []) + \
+        [c for c in change if c != "faults=[]"]
+
+
+def compare(run: Path, job: list[str], change: list[str], perturbation: str = "A", *, faults: str | None = None,
+            steps: int = 5, workdir: Path | None = None) -> dict:
+    """One row of the table: whatif on `run` (job A simulated) against simulating A + change."""
+    document = whatif(run, change)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        calib = perturbed(perturbation)
-        base_sets = job + calib + ([f"faults=[{faults}]"] if faults else [])
-        simulate(load_config(overrides=[expand(s) for s in base_sets] + [f"run.steps={steps}"]),
-                 Path(tmp) / "a", overwrite=True)
-        document = whatif(Path(tmp) / "a", change)
-        truth_sets = job + calib + ([f"faults=[{faults}]"] if faults and change != ["faults=[]"] else []) + \
-            [c for c in change if c != "faults=[]"]
-        truth = measured_step(truth_sets, Path(tmp) / "b", steps)
+        truth = measured_step(truth_sets(job, change, perturbation, faults), Path(tmp) / "b", steps)
     predicted = document["predicted"]["step_time_s"]
     return {"change": " ".join(change), "predicted_s": predicted, "simulated_s": truth,
             "error": predicted / truth - 1, "band": document["predicted"]["band"], "fits": document["fit"]["fits"],
             "whatif_s": document["seconds"]}
+
+
+def case(job: list[str], change: list[str], perturbation: str = "A", *, faults: str | None = None,
+         steps: int = 5, workdir: Path | None = None) -> dict:
+    """Simulate A, then `compare`."""
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        run = simulate_job(job, perturbation, Path(tmp) / "a", faults=faults, steps=steps)
+        return compare(run, job, change, perturbation, faults=faults, steps=steps, workdir=workdir)
