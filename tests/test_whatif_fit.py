@@ -41,6 +41,13 @@ def test_without_inter_node_traffic_the_network_is_not_identified(tmp_path):
     doc = whatif(run, ["workers=2"])
     assert "network_efficiency" in doc["fit"]["fixed"]
     assert doc["fit"]["params"]["network_efficiency"] == default_params().network_efficiency
+    # a change that puts traffic on EFA: the band spans the network's plausible range, and the
+    # simulated truth (network efficiency x0.7, unknown to the fit) lies inside it
+    doc = whatif(run, ["nodes=2"])
+    band = doc["predicted"]["band"]
+    truth = measured_step(truth_sets(job, ["nodes=2"], "A", None), tmp_path / "two", 5)
+    assert band["low_s"] <= truth <= band["high_s"]
+    assert band["high_s"] / band["low_s"] > 1.2   # it says how unsure it is
 
 
 def test_band_contains_the_simulated_step_and_numbers_agree(run_a, tmp_path):

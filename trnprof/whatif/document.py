@@ -8,7 +8,8 @@ The document (`--format json`, `trnprof.whatif(run, overrides)`):
           classes, fits, reason}
     fitted: {step_time_s, throughput, mfu, hbm_peak_bytes}      the model at the fitted values
     predicted: {step_time_s, throughput, mfu, hbm_peak_bytes, fits, band {low_s, high_s},
-                change_fraction}
+                change_fraction}     band: the prediction over the plausible range of every
+                                     parameter the run cannot show, widened by the fit's residual
     breakdown: {category: {baseline_s, fitted_s, predicted_s, delta_s}}
 `predicted.fits` is whether the changed job fits in HBM (as the simulator's `fits`);
 `fit.fits` is whether the model fits the run well enough to trust the prediction.
@@ -24,7 +25,7 @@ import numpy as np
 from trnprof.api import Run, open_run
 from trnprof.collectors.trn1 import architecture as A
 from trnprof.collectors.trn1.job import Job
-from trnprof.collectors.trn1.params import Params, default_params
+from trnprof.collectors.trn1.params import BOUNDS, Params, default_params
 from trnprof.collectors.trn1.predict import peak_flops
 from trnprof.errors import TrnprofError
 
@@ -159,9 +160,16 @@ class Prepared:
                 "classes": len(r.residuals), "sampled_ranks": self.measured.sampled_ranks,
                 "fits": self.fits, "reason": self.reason, "notes": r.notes}
 
-    def band_of(self, step: float) -> dict:
-        """The uncertainty band around a predicted step, from the fit's residual."""
-        return {"low_s": step * float(np.exp(-self.band)), "high_s": step * float(np.exp(self.band))}
+    def band_of(self, job: Job, step: float) -> dict:
+        """The uncertainty band around a predicted step: the span of the prediction over the
+        plausible range (params.BOUNDS) of every parameter the run could not show, widened by the
+        fit's residual (|step residual| + 2 x the classes' RMS, log scale)."""
+        low = high = step
+        for name in self.fit_section()["fixed"]:
+            for bound in BOUNDS[name]:
+                seconds = model(job, self.result.params.replace(**{name: bound})).predictions["step_time_s"]
+                low, high = min(low, seconds), max(high, seconds)
+        return {"low_s": low * float(np.exp(-self.band)), "high_s": high * float(np.exp(self.band))}
 
     def predict(self, changes: dict) -> tuple[Job, Modelled]:
         job = D.job_of(D.changed(self.description, changes), "the changed job")
@@ -180,7 +188,7 @@ def _document(prep: Prepared, changes: dict, seconds: float) -> dict:
         "fit": prep.fit_section(),
         "fitted": _numbers(prep.job, fitted["step_time_s"], fitted["hbm_peak_bytes"]),
         "predicted": {**_numbers(job, step, pred["hbm_peak_bytes"]), "fits": pred["fits"],
-                      "band": prep.band_of(step),
+                      "band": prep.band_of(job, step),
                       "change_fraction": step / fitted["step_time_s"] - 1},
         "breakdown": _breakdown(prep.measured, prep.fitted, predicted),
         "seconds": time.perf_counter() - seconds,

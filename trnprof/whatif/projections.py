@@ -105,10 +105,10 @@ def _empty(reason: str, change: dict | None = None) -> dict:
 
 
 def _price(prep: Prepared, change: dict) -> dict:
-    _, predicted = prep.predict(change)
+    job, predicted = prep.predict(change)
     step = predicted.predictions["step_time_s"]
     fitted = prep.fitted.predictions["step_time_s"]
-    band = prep.band_of(step)
+    band = prep.band_of(job, step)
     return {"change": change, "step_time_s": step, "gain_fraction": 1 - step / fitted, "band": band, "reason": None}
 
 

@@ -41,6 +41,8 @@ def to_text(doc: dict) -> str:
              f"fit        {fit['method']}: {fit['classes']} classes, residual {residual['classes_rms']:.1%} RMS per "
              f"class, fitted step {residual['step']:+.1%} vs measured",
              _params(fit)]
+    if fit["fixed"]:
+        lines.append(f"           the run cannot show {', '.join(fit['fixed'])}: the band spans its plausible range")
     if not fit["fits"]:
         lines.append(f"warning    the model does not fit this run: {fit['reason']}; the prediction is not to be trusted")
     lines += ["", f"{'':<10} {'step':>10}  {'throughput':>19} {'MFU':>7}  {'HBM peak':>10}",
