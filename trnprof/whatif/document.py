@@ -32,7 +32,7 @@ from trnprof.errors import TrnprofError
 from . import SCHEMA, describe as D
 from .fit import FitResult, least_squares
 from .measure import Measured, measure
-from .model import Modelled, model
+from .model import Modelled, classes_of, model
 
 MIN_CLASSES = 3          # fewer matched event classes: fit the step breakdown instead
 TRUST_RMS = 0.15         # a class off by more than ~15 % on average: the model does not fit the run
@@ -53,13 +53,13 @@ def _numbers(job: Job, seconds: float, hbm: int | None) -> dict:
 
 
 def _class_fit(job: Job, measured: Measured, start: Params) -> tuple[FitResult, list] | None:
-    keys = [k for k in model(job, start).classes if measured.classes.get(k, 0) > 0]
+    keys = [k for k in classes_of(job, start) if measured.classes.get(k, 0) > 0]
     if len(keys) < MIN_CLASSES:
         return None
     seen = np.array([measured.classes[k] for k in keys])
 
     def residuals(params: Params) -> np.ndarray:
-        got = model(job, params).classes
+        got = classes_of(job, params)
         return np.log(np.maximum([got.get(k, 0.0) for k in keys], 1e-12) / seen)
 
     return least_squares(residuals, start, np.ones(len(keys))), keys

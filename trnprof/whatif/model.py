@@ -35,12 +35,11 @@ def plan_of(job: Job, params: Params) -> tuple[Plan, object]:
 
 def _template_classes(out: dict, stage: int, template, phase: str) -> None:
     cols = template.cols
-    for i, name in enumerate(cols["name"]):
-        kind = cols["kind"][i]
-        # compute runs at the rank's pace (per-rank coefficient); a TP collective's own time is
-        # its transfer (fixed coefficient), the rest is waiting for the slowest member
-        seconds = cols["dur_per_rank"][i] if kind == "compute" else cols["dur_fixed"][i]
-        out.setdefault((stage, kind, str(name), phase), []).append(float(seconds))
+    # compute runs at the rank's pace (per-rank coefficient); a TP collective's own time is its
+    # transfer (fixed coefficient), the rest is waiting for the slowest member
+    seconds = np.where(cols["kind"] == "compute", cols["dur_per_rank"], cols["dur_fixed"]).tolist()
+    for name, kind, value in zip(cols["name"].tolist(), cols["kind"].tolist(), seconds):
+        out.setdefault((stage, kind, name, phase), []).append(value)
 
 
 def event_classes(plan: Plan) -> dict[Key, float]:
@@ -58,7 +57,7 @@ def event_classes(plan: Plan) -> dict[Key, float]:
         for j in range(plan.ag_cost.shape[-1] if plan.ag_cost.size else 0):
             lists.setdefault((s, "collective", f"param_bucket_{j}.all_gather", "opt"), []).append(
                 float(np.max(plan.ag_cost[s, :, j])))
-    return {key: float(np.mean(v)) for key, v in lists.items()}
+    return {key: sum(v) / len(v) for key, v in lists.items()}
 
 
 def step_breakdown(plan: Plan, preds: dict) -> dict[str, float]:
@@ -76,3 +75,8 @@ def model(job: Job, params: Params) -> Modelled:
     plan, fx = plan_of(job, params)
     preds = predictions(job, plan, fx)
     return Modelled(plan, event_classes(plan), preds, step_breakdown(plan, preds))
+
+
+def classes_of(job: Job, params: Params) -> dict[Key, float]:
+    """Only the event classes (the fit's residuals need no timeline)."""
+    return event_classes(plan_of(job, params)[0])
