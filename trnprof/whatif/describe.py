@@ -13,8 +13,9 @@ one is one error line naming every key still needed.
 from __future__ import annotations
 
 import copy
+import json
 
-from trnprof.collectors.trn1.config import _merge, _normalise, convert, parse_override, read_config_file, to_dict
+from trnprof.collectors.trn1.config import _merge, _normalise, convert, parse_override, read_config_file
 from trnprof.collectors.trn1.hardware import INSTANCES
 from trnprof.collectors.trn1.job import Job, resolve
 from trnprof.errors import TrnprofError
@@ -74,7 +75,6 @@ def parse_overrides(overrides) -> dict:
 
 
 def _yaml_value(value) -> str:
-    import json
     return json.dumps(value)  # JSON is YAML: numbers, booleans, lists and mappings round-trip
 
 
@@ -171,7 +171,3 @@ def _recorded_cluster(manifest: dict, given: dict) -> dict:
         return {}
     nodes = job.get("nodes")
     return {"cluster": {"instance": instance, **({"nodes": int(nodes)} if isinstance(nodes, int) else {})}}
-
-
-def plain_config(job: Job) -> dict:
-    return to_dict(job.config)

@@ -27,7 +27,6 @@ from trnprof.collectors.trn1 import architecture as A
 from trnprof.collectors.trn1.job import Job
 from trnprof.collectors.trn1.params import BOUNDS, Params, default_params
 from trnprof.collectors.trn1.predict import peak_flops
-from trnprof.errors import TrnprofError
 
 from . import SCHEMA, describe as D
 from .fit import FitResult, least_squares
@@ -208,9 +207,3 @@ def whatif(run: str | Path | Run, overrides=(), *, config: str | Path | None = N
     finally:
         if opened is not run:
             opened.close()
-
-
-def check_fitted(document: dict) -> None:
-    """Raise when the document's fit is not to be trusted (for callers that need a number)."""
-    if not document["fit"]["fits"]:
-        raise TrnprofError(f"the model does not fit run {document['run']}: {document['fit']['reason']}")
