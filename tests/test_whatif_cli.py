@@ -84,3 +84,9 @@ def test_config_cannot_set_the_calibration(run_a, tmp_path):
     config.write_text("calibration: {tensor_efficiency: 0.9}\n")
     result = _invoke(run_a, "--config", config)
     assert result.exit_code == 2 and "cannot be given" in result.output
+
+
+def test_output_into_a_missing_folder_is_one_line(run_a, tmp_path):
+    result = _invoke(run_a, "--set", "tp=2", "-o", tmp_path / "no" / "w.json")
+    assert result.exit_code == 2 and "does not exist" in result.output
+    assert not (tmp_path / "no").exists()

@@ -7,11 +7,17 @@ from pathlib import Path
 
 import click
 
+from ..errors import TrnprofError
 from ..jsonplain import to_json
 from ..whatif import whatif
 from ..whatif.describe import ALIASES
 from ..whatif.render import to_text
 from . import _options as options
+
+
+def _check_output(out: str | None) -> None:
+    if out and not Path(out).parent.is_dir():
+        raise TrnprofError(f"cannot write {out}: folder {Path(out).parent} does not exist")
 
 
 def _write(text: str, out: str) -> None:
@@ -40,6 +46,7 @@ def command(run, config_file, assignments, fmt, out, threads):
 
     Exit codes: 0 done, 2 usage or input error (an unknown key, a bad value, a run that is not a
     Trn1 job and no description of one)."""
+    _check_output(out)  # before the work
     document = whatif(run, list(assignments), config=config_file, threads=threads)
     text = to_json(document) if fmt == "json" else to_text(document)
     if out:
