@@ -134,6 +134,8 @@ class Prepared:
         self.run = run
         self.description, self.pending = D.describe(run.manifest, config_file, describe_overrides or {})
         self.job = D.job_of(self.description, "the run's job")
+        if self.pending:   # a bad change fails before any reading or fitting
+            D.job_of(D.changed(self.description, self.pending), "the changed job")
         self.measured = measure(run, self.job.tp, self.job.dp)
         start = default_params()
         class_fit = _class_fit(self.job, self.measured, start)
