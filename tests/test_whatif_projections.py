@@ -2,6 +2,7 @@
 analyze's JSON, text and Markdown, and the report's "What the fixes are worth" section."""
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,25 +16,31 @@ from trnprof.report.build import write_report
 from trnprof.rules_engine import analyze
 from trnprof.whatif.measure import steady_step
 
-DEMO = Path(__file__).parent.parent / "sample_traces" / "tiny-slow-loader"
+SAMPLE = Path(__file__).parent.parent / "sample_traces" / "tiny-slow-loader"
 
 
 @pytest.fixture(scope="module")
-def demo_doc():
-    return analyze(DEMO)
+def demo(tmp_path_factory):
+    """A copy of the demo run: analysing it stores derived views in the run folder."""
+    return Path(shutil.copytree(SAMPLE, tmp_path_factory.mktemp("demo") / "run"))
+
+
+@pytest.fixture(scope="module")
+def demo_doc(demo):
+    return analyze(demo)
 
 
 def _finding(document, name):
     return next(f for f in document.findings if f.name == name)
 
 
-def test_starvation_fix_is_priced_and_the_price_is_right(demo_doc, tmp_path):
+def test_starvation_fix_is_priced_and_the_price_is_right(demo, demo_doc, tmp_path):
     projected = _finding(demo_doc, "input.starvation").projected
     assert projected["reason"] is None
     assert projected["change"] == {"input": {"workers": 2}}
     assert 0 < projected["gain_fraction"] < 1
     # the simulator, running the fixed job, agrees within the validation tolerance
-    config = load_config(path=json.loads((DEMO / "trnprof.json").read_text())["config"],
+    config = load_config(path=json.loads((demo / "trnprof.json").read_text())["config"],
                          overrides=["input.workers=2", "run.steps=5"])
     simulate(config, tmp_path / "fixed")
     with open_run(tmp_path / "fixed") as run:
@@ -52,14 +59,14 @@ def test_rules_without_a_config_fix_get_no_projection(demo_doc):
     assert _finding(demo_doc, "compute.low_mfu").projected is None
 
 
-def test_analyze_outputs_carry_the_projection():
+def test_analyze_outputs_carry_the_projection(demo):
     runner = CliRunner()
-    doc = json.loads(runner.invoke(main, ["analyze", str(DEMO), "--format", "json"]).output)
+    doc = json.loads(runner.invoke(main, ["analyze", str(demo), "--format", "json"]).output)
     starved = next(f for f in doc["findings"] if f["name"] == "input.starvation")
     assert set(starved["projected"]) == {"change", "step_time_s", "gain_fraction", "band", "reason"}
-    text = runner.invoke(main, ["analyze", str(DEMO)]).output
+    text = runner.invoke(main, ["analyze", str(demo)]).output
     assert "fix this -> -" in text and "% step time (input.workers=2" in text
-    markdown = runner.invoke(main, ["analyze", str(DEMO), "--format", "markdown"]).output
+    markdown = runner.invoke(main, ["analyze", str(demo), "--format", "markdown"]).output
     assert "**What the fix is worth:** fix this -> -" in markdown
 
 
@@ -74,8 +81,8 @@ def test_ingested_run_without_a_description_says_so(tmp_path):
         assert p["gain_fraction"] is None and "the trace cannot tell the job" in p["reason"]
 
 
-def test_report_section_draws_the_priced_fixes(tmp_path):
-    write_report(DEMO, tmp_path / "r.html")
+def test_report_section_draws_the_priced_fixes(demo, tmp_path):
+    write_report(demo, tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
     start = page.index('id="fixes"')
     section = page[start:page.index("</section>", start)]
