@@ -2,9 +2,10 @@
 
 from ._version import __version__
 from . import diff  # the package is callable: trnprof.diff(base, new) is trnprof.api.diff
+from . import whatif  # callable like diff: trnprof.whatif(run, overrides) is trnprof.api.whatif
 from .api import Run, open_run, open_runs
 from .errors import TrnprofError
 from .manifest import new_manifest
 from .runstore import write_run
 
-__all__ = ["Run", "TrnprofError", "__version__", "diff", "new_manifest", "open_run", "open_runs", "write_run"]
+__all__ = ["Run", "TrnprofError", "__version__", "diff", "new_manifest", "open_run", "open_runs", "whatif", "write_run"]

@@ -117,3 +117,11 @@ def diff(base: str | Path | Run, new: str | Path | Run, **options) -> dict:
     document. Options: alpha, top, base_findings, new_findings, analyze_options, threads."""
     from .diff.document import diff as run_diff
     return run_diff(base, new, **options)
+
+
+def whatif(run: str | Path | Run, overrides=(), **options) -> dict:
+    """Fit the execution model to `run` (a path or an open run) and predict the job with
+    `overrides` ("tp=16", "parallel.tp=16", ... or a mapping): the `trnprof whatif --format json`
+    document. Options: config (a YAML job description), threads."""
+    from .whatif.document import whatif as run_whatif
+    return run_whatif(run, overrides, **options)

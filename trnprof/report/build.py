@@ -16,7 +16,7 @@ from ..errors import TrnprofError
 from ..rules_engine.document import Document
 from . import export, findings as findings_mod, vega
 from .page import render
-from .sections import (breakdown, collectives, comparison, findings_table, header, input_pipeline, memory,
+from .sections import (breakdown, collectives, comparison, findings_table, fixes_worth, header, input_pipeline, memory,
                        stragglers, timeline)
 
 CHART_SECTIONS = (breakdown, timeline, collectives, memory, stragglers, input_pipeline)
@@ -75,7 +75,8 @@ def write_report(run, out, *, findings=None, analyze: bool = True, png_dir=None,
     with open_run(run, threads=threads) as opened:
         opened.materialize()  # the views the report and the rules share, computed once
         document, origin = _findings(opened, findings, analyze)
-        sections = [header.build(opened, document), findings_table.build(document, origin)]
+        sections = [header.build(opened, document), findings_table.build(document, origin),
+                    fixes_worth.build(document)]
         if baseline is not None:
             from ..diff.document import diff
             sections.append(comparison.build(diff(baseline, opened, new_findings=document)))

@@ -35,6 +35,9 @@ class Finding(msgspec.Struct, omit_defaults=True):
     impact: Impact
     evidence: list[dict[str, Any]]   # the worst rows of the rule's query, plain JSON values
     pattern: str | None = None       # set when the rule splits its rows into several findings
+    # what fixing it is worth, by the what-if model: {change, step_time_s, gain_fraction, band,
+    # reason} (trnprof/whatif/projections.py, docs/whatif.md); None when not projected
+    projected: dict[str, Any] | None = None
 
 
 class NotEvaluated(msgspec.Struct):

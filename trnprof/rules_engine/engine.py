@@ -160,11 +160,18 @@ def plan(*, select=(), ignore=(), set=None, rules=(), config: str | Path | Confi
 def run_plan(run: str | Path | Run, chosen: Plan, *, threads: int | None = None) -> Document:
     """The findings document of `chosen` over a run (a path or an open `Run`)."""
     if isinstance(run, Run):
-        return evaluate(run, chosen.rules, chosen.params, timeout=chosen.timeout, threads=threads,
-                        memory_limit=chosen.memory_limit)
+        return _projected(run, evaluate(run, chosen.rules, chosen.params, timeout=chosen.timeout, threads=threads,
+                                        memory_limit=chosen.memory_limit))
     with open_run(run, threads=threads) as opened:
-        return evaluate(opened, chosen.rules, chosen.params, timeout=chosen.timeout, threads=threads,
-                        memory_limit=chosen.memory_limit)
+        return _projected(opened, evaluate(opened, chosen.rules, chosen.params, timeout=chosen.timeout,
+                                           threads=threads, memory_limit=chosen.memory_limit))
+
+
+def _projected(run: Run, document: Document) -> Document:
+    """What each finding's fix is worth, by the what-if model fitted to the run (trnprof.whatif)."""
+    from ..whatif.projections import project
+    project(run, document.findings)
+    return document
 
 
 def analyze(run: str | Path | Run, *, select=(), ignore=(), set=None, rules=(), config=None,

@@ -8,6 +8,7 @@ from trnprof.textfmt import compact, duration, markdown_table
 
 from .document import Document, Finding
 from .spec import SEVERITIES
+from ..whatif.projections import gain_line
 
 
 def _cost(finding: Finding) -> str:
@@ -50,6 +51,8 @@ def to_text(document: Document, *, width: int = 100) -> str:
         if _where(finding):
             lines.append(" " * 8 + _where(finding))
         lines.append(wrap("fix: " + finding.recommendation))
+        if gain_line(finding):
+            lines.append(wrap(gain_line(finding)))
     if document.not_evaluated:
         lines += ["", f"not evaluated ({len(document.not_evaluated)}):"]
         lines += [f"  {item.name}: {item.reason}" for item in document.not_evaluated]
@@ -79,6 +82,8 @@ def to_markdown(document: Document) -> str:
         lines += ["", f"## {finding.code} {finding.name}{suffix}: {finding.title}", "",
                   f"**{finding.severity}**, {_cost(finding)}.", "", finding.message, "",
                   f"**How to fix:** {finding.recommendation}", ""]
+        if gain_line(finding):
+            lines += [f"**What the fix is worth:** {gain_line(finding)}", ""]
         if finding.evidence:
             lines += ["Evidence (worst rows):", ""] + _table(finding.evidence)
     if document.not_evaluated:

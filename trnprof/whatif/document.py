@@ -1,0 +1,211 @@
+"""`trnprof whatif`: fit the execution model to a measured run, then predict the run changed.
+
+The document (`--format json`, `trnprof.whatif(run, overrides)`):
+    schema, run, change            the overrides, as a nested config mapping
+    job: {baseline, predicted}     the layout of both jobs (nodes, tp, pp, dp, micro, global, ...)
+    baseline: {step_time_s, throughput {value, unit}, mfu, hbm_peak_bytes, steps}   measured
+    fit: {method, params {name: value}, identified, fixed, residual {classes_rms, step},
+          classes, fits, reason}
+    fitted: {step_time_s, throughput, mfu, hbm_peak_bytes}      the model at the fitted values
+    predicted: {step_time_s, throughput, mfu, hbm_peak_bytes, fits, band {low_s, high_s},
+                change_fraction}     band: the prediction over the plausible range of every
+                                     parameter the run cannot show, widened by the fit's residual
+    breakdown: {category: {baseline_s, fitted_s, predicted_s, delta_s}}
+`predicted.fits` is whether the changed job fits in HBM (as the simulator's `fits`);
+`fit.fits` is whether the model fits the run well enough to trust the prediction.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from trnprof.api import Run, open_run
+from trnprof.collectors.trn1 import architecture as A
+from trnprof.collectors.trn1.job import Job
+from trnprof.collectors.trn1.params import BOUNDS, Params, default_params
+from trnprof.collectors.trn1.predict import peak_flops
+
+from . import SCHEMA, describe as D
+from .fit import FitResult, least_squares
+from .measure import Measured, measure
+from .model import Modelled, classes_of, model
+
+MIN_CLASSES = 3          # fewer matched event classes: fit the step breakdown instead
+TRUST_RMS = 0.15         # a class off by more than ~15 % on average: the model does not fit the run
+TRUST_STEP = 0.15        # the fitted step more than ~15 % off the measured one: idem
+BAND_SIGMAS = 2.0        # band half-width: |step residual| + 2 x the classes' RMS (log scale)
+
+
+def _job_summary(job: Job) -> dict:
+    return {"instance": job.instance.name, "nodes": job.nodes, "world": job.world, "tp": job.tp, "pp": job.pp,
+            "dp": job.dp, "micro_batch": job.micro, "global_batch": job.global_batch,
+            "microbatches": job.microbatches, "zero1": job.zero1, "precision": job.dtypes.matmul,
+            "seq_len": job.arch.seq_len, "model": job.arch.name}
+
+
+def _numbers(job: Job, seconds: float, hbm: int | None) -> dict:
+    return {"step_time_s": seconds, "throughput": {"value": job.global_batch / seconds, "unit": job.arch.unit},
+            "mfu": A.model_flops_per_step(job) / (seconds * peak_flops(job)), "hbm_peak_bytes": hbm}
+
+
+def _class_fit(job: Job, measured: Measured, start: Params) -> tuple[FitResult, list] | None:
+    keys = [k for k in classes_of(job, start) if measured.classes.get(k, 0) > 0]
+    if len(keys) < MIN_CLASSES:
+        return None
+    seen = np.array([measured.classes[k] for k in keys])
+
+    def residuals(params: Params) -> np.ndarray:
+        got = classes_of(job, params)
+        return np.log(np.maximum([got.get(k, 0.0) for k in keys], 1e-12) / seen)
+
+    return least_squares(residuals, start, np.ones(len(keys))), keys
+
+
+def _device_speed(start: Params, params: Params) -> Params:
+    """One device-speed knob carried by tensor_efficiency: the per-op overhead shrinks and the
+    HBM efficiency grows in the same proportion (capped at 1)."""
+    scale = params.tensor_efficiency / start.tensor_efficiency
+    return params.replace(op_overhead_us=start.op_overhead_us / scale,
+                          hbm_efficiency=min(1.0, start.hbm_efficiency * scale))
+
+
+def _breakdown_fit(job: Job, measured: Measured, start: Params) -> FitResult:
+    """Fit on the steady step's compute and exposed communication (measured.breakdown): one
+    device-speed scale and the network efficiency (op names unknown to the model say no more)."""
+    cats = [c for c in ("compute", "communication") if measured.breakdown[c] > 0]
+    seen = np.array([measured.breakdown[c] for c in cats])
+
+    def residuals(params: Params) -> np.ndarray:
+        got = model(job, _device_speed(start, params)).breakdown
+        return np.log(np.maximum([got[c] for c in cats], 1e-12) / seen)
+
+    result = least_squares(residuals, start, np.ones(len(cats)), names=("tensor_efficiency", "network_efficiency"))
+    result.params = _device_speed(start, result.params)
+    if "tensor_efficiency" in result.identified:
+        result.identified += ["op_overhead_us", "hbm_efficiency"]
+    result.notes.append("op names unknown to the model: fitted on compute and exposed communication per step, "
+                        "with one device-speed scale (tensor efficiency, op overhead and HBM efficiency together)")
+    return result
+
+
+def _trust(result: FitResult, step_residual: float, method: str) -> tuple[bool, str | None]:
+    if "tensor_efficiency" in result.at_bound and result.params.tensor_efficiency > 0.5:
+        return False, ("the run computes faster than the described Trn1 job could at full tensor-engine "
+                       "efficiency: the description (model, layout, batch) does not match the trace")
+    if result.at_bound:
+        return False, (f"the fit pushed {', '.join(result.at_bound)} to the edge of its physical range: "
+                       "the run does not behave like the described Trn1 job")
+    if result.rms > TRUST_RMS:
+        what = "event classes" if method == "event classes" else "compute and communication per step"
+        return False, f"{what} differ from the model by {result.rms:.0%} (RMS) after the fit"
+    if abs(step_residual) > TRUST_STEP:
+        return False, f"the fitted model's step is {np.expm1(step_residual):+.0%} off the measured step"
+    if method == "breakdown" and not result.identified:
+        return False, "the run's breakdown says nothing the model's parameters can explain"
+    return True, None
+
+
+def _breakdown(measured: Measured, fitted: Modelled, predicted: Modelled) -> dict:
+    seen = measured.breakdown or {}
+    return {cat: {"baseline_s": seen.get(cat), "fitted_s": fitted.breakdown[cat],
+                  "predicted_s": predicted.breakdown[cat],
+                  "delta_s": predicted.breakdown[cat] - fitted.breakdown[cat]}
+            for cat in ("compute", "communication", "idle")}
+
+
+def _measured_hbm(run: Run) -> int | None:
+    df = run.sql("SELECT MAX(peak_bytes) AS peak FROM memory_peak") if _has_counters(run) else None
+    if df is None or df.empty or df["peak"].isna().all():
+        return None
+    return int(df["peak"].iloc[0])
+
+
+def _has_counters(run: Run) -> bool:
+    return int(run.sql("SELECT COUNT(*) AS n FROM counters")["n"].iloc[0]) > 0
+
+
+class Prepared:
+    """A run fitted once: predictions for any number of changes reuse the fit."""
+
+    def __init__(self, run: Run, config_file=None, describe_overrides=None):
+        self.run = run
+        self.description, self.pending = D.describe(run.manifest, config_file, describe_overrides or {})
+        self.job = D.job_of(self.description, "the run's job")
+        if self.pending:   # a bad change fails before any reading or fitting
+            D.job_of(D.changed(self.description, self.pending), "the changed job")
+        self.measured = measure(run, self.job.tp, self.job.dp)
+        start = default_params()
+        class_fit = _class_fit(self.job, self.measured, start)
+        if class_fit is None and self.measured.breakdown is None:
+            self.measured = measure(run, self.job.tp, self.job.dp, need_breakdown=True)
+        self.method = "event classes" if class_fit else "breakdown"
+        self.result, self.keys = class_fit if class_fit else (_breakdown_fit(self.job, self.measured, start), [])
+        self.fitted = model(self.job, self.result.params)
+        self.step_residual = float(np.log(self.fitted.predictions["step_time_s"] / self.measured.step_time_s))
+        self.fits, self.reason = _trust(self.result, self.step_residual, self.method)
+        world = run.manifest.get("world_size")
+        if world and world != self.job.world:
+            self.result.notes.append(f"the described job has {self.job.world} ranks, the run {world}: "
+                                     "the fit compares per-rank step times")
+        self.band = abs(self.step_residual) + BAND_SIGMAS * self.result.rms
+        self.baseline_hbm = _measured_hbm(run)
+
+    def fit_section(self) -> dict:
+        r = self.result
+        return {"method": self.method, "params": self.result.params.as_dict(), "identified": r.identified,
+                "fixed": [n for n in self.result.params.as_dict() if n not in r.identified],
+                "residual": {"classes_rms": r.rms, "step": float(np.expm1(self.step_residual))},
+                "classes": len(r.residuals), "sampled_ranks": self.measured.sampled_ranks,
+                "fits": self.fits, "reason": self.reason, "notes": r.notes}
+
+    def band_of(self, job: Job, step: float) -> dict:
+        """The uncertainty band around a predicted step: the span of the prediction over the
+        plausible range (params.BOUNDS) of every parameter the run could not show, widened by the
+        fit's residual (|step residual| + 2 x the classes' RMS, log scale)."""
+        low = high = step
+        for name in self.fit_section()["fixed"]:
+            for bound in BOUNDS[name]:
+                seconds = model(job, self.result.params.replace(**{name: bound})).predictions["step_time_s"]
+                low, high = min(low, seconds), max(high, seconds)
+        return {"low_s": low * float(np.exp(-self.band)), "high_s": high * float(np.exp(self.band))}
+
+    def predict(self, changes: dict) -> tuple[Job, Modelled]:
+        job = D.job_of(D.changed(self.description, changes), "the changed job")
+        return job, model(job, self.result.params)
+
+
+def _document(prep: Prepared, changes: dict, seconds: float) -> dict:
+    job, predicted = prep.predict(changes)
+    pred = predicted.predictions
+    step = pred["step_time_s"]
+    fitted = prep.fitted.predictions
+    return {
+        "schema": SCHEMA, "run": str(prep.run.path), "change": changes,
+        "job": {"baseline": _job_summary(prep.job), "predicted": _job_summary(job)},
+        "baseline": {**_numbers(prep.job, prep.measured.step_time_s, prep.baseline_hbm), "steps": prep.measured.steps},
+        "fit": prep.fit_section(),
+        "fitted": _numbers(prep.job, fitted["step_time_s"], fitted["hbm_peak_bytes"]),
+        "predicted": {**_numbers(job, step, pred["hbm_peak_bytes"]), "fits": pred["fits"],
+                      "band": prep.band_of(job, step),
+                      "change_fraction": step / fitted["step_time_s"] - 1},
+        "breakdown": _breakdown(prep.measured, prep.fitted, predicted),
+        "seconds": time.perf_counter() - seconds,
+    }
+
+
+def whatif(run: str | Path | Run, overrides=(), *, config: str | Path | None = None,
+           threads: int | None = None) -> dict:
+    """Fit the model to `run` and predict it with `overrides` (key=value strings such as
+    "tp=16" or "parallel.tp=16", or a mapping): the `trnprof whatif --format json` document."""
+    started = time.perf_counter()
+    changes = D.parse_overrides(overrides)
+    opened = run if isinstance(run, Run) else open_run(run, threads=threads)
+    try:
+        prep = Prepared(opened, config, changes)
+        return _document(prep, prep.pending, started)
+    finally:
+        if opened is not run:
+            opened.close()

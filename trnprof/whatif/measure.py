@@ -1,0 +1,111 @@
+"""What the run measured in its steady state, read from the stdlib views: the step time, the
+step's breakdown, and the median duration of every event class (per pipeline stage, kind, op
+name and phase) that the model also predicts.
+
+Event classes are read on a sample of ranks — per pipeline stage, one whole tensor-parallel
+group and one whole data-parallel group (so every collective in the sample has all its members
+and its transfer time is its shortest member's duration, as the `collectives` view defines it)
+— which keeps a 1,024-rank run's read to a few percent of its events. Medians over ranks and
+steps make one straggler or one noisy step not move a class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from trnprof.api import Run
+from trnprof.errors import TrnprofError
+
+NS = 1e-9
+MAX_SAMPLE = 512   # ranks read at most, when the ranks table has no layout to sample by
+# Above this many ranks the measured breakdown (an interval sweep over every rank's events) is
+# only reported when the run's derived/ cache already holds step_breakdown (`trnprof analyze`
+# or `info` computed it): the fit does not need it, and it would take most of the time budget.
+BREAKDOWN_RANKS = 256
+
+
+@dataclass
+class Measured:
+    step_time_s: float                 # median steady step (slowest rank), s
+    steps: int                         # steady steps measured
+    breakdown: dict[str, float] | None  # mean over ranks and steady steps, s (None: not computed)
+    classes: dict[tuple, float]        # (stage, kind, name, phase) -> median seconds per event
+    counts: dict[tuple, int]           # events behind each class
+    sampled_ranks: int
+
+
+def steady_step(run: Run) -> tuple[float, int]:
+    df = run.sql("SELECT dur FROM step_phases WHERE NOT warmup")
+    if df.empty:
+        raise TrnprofError(f"run {run.path}: no steady-state steps to fit (the run has no step events after "
+                           "warm-up)")
+    return float(df["dur"].median()) * NS, len(df)
+
+
+def breakdown(run: Run) -> dict[str, float]:
+    """Mean seconds per rank and steady step; communication is the exposed part, idle counts
+    input waits, exposed transfers and compiles (the device did none of its own work)."""
+    df = run.sql("SELECT AVG(compute) AS compute, AVG(exposed_comm) AS comm, "
+                 "AVG(input_wait + other + idle) AS idle FROM steady_breakdown")
+    row = df.iloc[0]
+    return {"compute": float(row["compute"] or 0) * NS, "communication": float(row["comm"] or 0) * NS,
+            "idle": float(row["idle"] or 0) * NS}
+
+
+def breakdown_ready(run: Run) -> bool:
+    """Whether the run's step_breakdown is cheap: a small run, or already stored."""
+    from trnprof import session
+    if int(run.manifest.get("world_size") or 0) <= BREAKDOWN_RANKS:
+        return True
+    attached = session._session(run.con).runs.get("main")
+    return attached is not None and ("step_breakdown" in attached.stored
+                                     or attached.store.files("step_breakdown") is not None)
+
+
+def sample_ranks(run: Run, tp: int, dp: int) -> list[int]:
+    """Per stage: the TP group of data-parallel rank 0 and the DP group of tensor rank 0."""
+    ranks = run.sql("SELECT rank, tp_rank, dp_rank, pp_rank FROM ranks")
+    if ranks.empty or ranks[["tp_rank", "dp_rank"]].isna().any().any():
+        return sorted(ranks["rank"].astype(int))[:MAX_SAMPLE] if not ranks.empty else []
+    pick = (ranks["dp_rank"] == 0) | (ranks["tp_rank"] == 0)
+    return sorted(int(r) for r in ranks.loc[pick, "rank"])
+
+
+def event_classes(run: Run, ranks: list[int]) -> tuple[dict, dict]:
+    """(stage, kind, name, phase) -> median seconds, and -> events: compute ops per event;
+    collectives per instance, as the shortest member's duration (its transfer time)."""
+    if not ranks:
+        return {}, {}
+    listed = ", ".join(str(r) for r in ranks)
+    query = f"""
+    WITH steady AS (SELECT step FROM step_phases WHERE NOT warmup),
+    sampled AS (SELECT rank, COALESCE(pp_rank, 0) AS stage FROM ranks WHERE rank IN ({listed})),
+    picked AS (
+        SELECT s.stage, e.kind, e.name, COALESCE(e.phase, '') AS phase, e.dur, e.coll_group, e.coll_seq,
+               e.coll_ranks
+        FROM events AS e JOIN sampled AS s ON s.rank = e.rank
+        WHERE e.rank IN ({listed}) AND e.kind IN ('compute', 'collective')
+          AND e.step IN (SELECT step FROM steady)
+    ),
+    instances AS (
+        SELECT stage, kind, name, phase, dur FROM picked WHERE kind = 'compute' OR coll_seq IS NULL
+        UNION ALL
+        SELECT MIN(stage), 'collective', MIN(name), MIN(phase), MIN(dur) FROM picked
+        WHERE kind = 'collective' AND coll_seq IS NOT NULL GROUP BY coll_group, coll_seq
+        HAVING COUNT(*) >= COALESCE(MAX(coll_ranks), 0)   -- every member sampled
+    )
+    SELECT stage, kind, name, phase, MEDIAN(dur) AS dur, COUNT(*) AS n FROM instances
+    GROUP BY stage, kind, name, phase"""
+    df: pd.DataFrame = run.sql(query)
+    keys = list(zip(df["stage"].astype(int), df["kind"], df["name"], df["phase"]))
+    return ({k: float(d) * NS for k, d in zip(keys, df["dur"])}, {k: int(n) for k, n in zip(keys, df["n"])})
+
+
+def measure(run: Run, tp: int, dp: int, *, need_breakdown: bool = False) -> Measured:
+    step, steps = steady_step(run)
+    parts = breakdown(run) if need_breakdown or breakdown_ready(run) else None
+    ranks = sample_ranks(run, tp, dp)
+    classes, counts = event_classes(run, ranks)
+    return Measured(step, steps, parts, classes, counts, len(ranks))

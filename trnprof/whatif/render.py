@@ -1,0 +1,58 @@
+"""The what-if document as text for the terminal."""
+
+from __future__ import annotations
+
+from trnprof.textfmt import duration
+
+
+def _bytes(value) -> str:
+    return "unknown" if value is None else f"{value / 2 ** 30:.2f} GiB"
+
+
+def _row(label: str, numbers: dict) -> str:
+    throughput = numbers["throughput"]
+    return (f"{label:<10} {duration(numbers['step_time_s']):>10}  {throughput['value']:>12,.1f} {throughput['unit']:<6}"
+            f" {numbers['mfu']:>6.1%}  {_bytes(numbers['hbm_peak_bytes']):>10}")
+
+
+def _change(change: dict, prefix: str = "") -> list[str]:
+    out = []
+    for key, value in change.items():
+        if isinstance(value, dict):
+            out += _change(value, f"{prefix}{key}.")
+        else:
+            out.append(f"{prefix}{key}={value}")
+    return out
+
+
+def _params(fit: dict) -> str:
+    parts = []
+    for name, value in fit["params"].items():
+        mark = "" if name in fit["identified"] else " (not identified: shipped value)"
+        parts.append(f"  {name:<20} {value:.4g}{mark}")
+    return "\n".join(parts)
+
+
+def to_text(doc: dict) -> str:
+    fit, pred = doc["fit"], doc["predicted"]
+    residual = fit["residual"]
+    lines = [f"run        {doc['run']}",
+             f"change     {', '.join(_change(doc['change'])) or '(none: the fitted baseline)'}",
+             f"fit        {fit['method']}: {fit['classes']} classes, residual {residual['classes_rms']:.1%} RMS per "
+             f"class, fitted step {residual['step']:+.1%} vs measured",
+             _params(fit)]
+    if fit["fixed"]:
+        lines.append(f"           the run cannot show {', '.join(fit['fixed'])}: the band spans its plausible range")
+    if not fit["fits"]:
+        lines.append(f"warning    the model does not fit this run: {fit['reason']}; the prediction is not to be trusted")
+    lines += ["", f"{'':<10} {'step':>10}  {'throughput':>19} {'MFU':>7}  {'HBM peak':>10}",
+              _row("baseline", doc["baseline"]), _row("fitted", doc["fitted"]), _row("predicted", pred),
+              "", f"predicted step {duration(pred['step_time_s'])} ({pred['change_fraction']:+.1%} vs fitted), "
+                  f"band {duration(pred['band']['low_s'])} .. {duration(pred['band']['high_s'])}; "
+                  f"HBM {'fits' if pred['fits'] else 'does NOT fit'}",
+              "", f"{'category':<14} {'baseline':>10} {'fitted':>10} {'predicted':>10} {'delta':>10}"]
+    for cat, row in doc["breakdown"].items():
+        base = duration(row["baseline_s"]) if row["baseline_s"] is not None else "-"
+        lines.append(f"{cat:<14} {base:>10} {duration(row['fitted_s']):>10} {duration(row['predicted_s']):>10} "
+                     f"{'+' if row['delta_s'] >= 0 else '-'}{duration(abs(row['delta_s'])):>9}")
+    return "\n".join(lines)
