@@ -10,7 +10,11 @@ Sources, first found wins:
 bytes = max(In msg nelems, Out msg nelems) x dtype size: the nccl-tests "size" the stdlib's bus
 bandwidth factors assume (= In for all-reduce, the gathered output for all-gather, the scattered
 input for reduce-scatter); without nelems, the first input tensor's elements (`Input Dims`) x
-its `Input type` size. coll_seq only from an explicit sequence number (`Seq` / `seq`).
+its `Input type` size. coll_seq from an explicit sequence number (`Seq` / `seq`), else, for the
+work spans of ProcessGroupGloo (`gloo:all_reduce` on its worker thread: no group, no sequence
+number), from their order in the step when the trace names a single process group
+(`number_gloo_work`): a process group runs its collectives in the order every rank issues them,
+so the n-th gloo collective of step s is the same instance on every rank.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .classify import P2P_OPS, dtype_bytes, normalize_op
+from .steps import assign_steps
 
 COLUMNS = ("coll_op", "coll_group", "coll_seq", "coll_ranks", "bytes", "kind")
 
@@ -121,3 +126,35 @@ def collective_columns(colls: pd.DataFrame, launches: pd.DataFrame, records: pd.
             "kind": "p2p" if op in P2P_OPS else "collective",
         })
     return pd.DataFrame(rows, columns=("idx",) + COLUMNS)
+
+
+GLOO_WORK = "gloo:"
+STEP_STRIDE = 1 << 20  # coll_seq of a numbered gloo span: step x STEP_STRIDE + its position in the step
+
+
+def number_gloo_work(columns: pd.DataFrame, frame: pd.DataFrame, group: tuple[str, int] | None,
+                     steps) -> pd.DataFrame:
+    """`columns` (collective_columns' result) with group, group size and sequence number for the
+    unnumbered gloo work spans of `frame` (idx, name, ts) that fall in a step, given the trace's
+    one process group (name, size) and its step windows (ts, dur, step: pyarrow or pandas)."""
+    if group is None or steps is None or not len(steps) or columns.empty:
+        return columns
+    ts, dur, number = (np.asarray(steps[c], dtype=np.int64) for c in ("ts", "dur", "step"))
+    spans = frame[["idx", "name", "ts"]].merge(columns[["idx", "coll_group", "coll_seq"]], on="idx")
+    spans = spans[spans["name"].astype(str).str.startswith(GLOO_WORK) & spans["coll_group"].isna()
+                  & spans["coll_seq"].isna()]
+    if spans.empty:
+        return columns
+    step, outside = assign_steps(spans["ts"].to_numpy(np.int64), ts, ts + dur, number)
+    spans = spans.assign(step=step)[~outside].sort_values(["step", "ts", "idx"], kind="stable")
+    position = spans.groupby("step").cumcount()
+    spans = spans[(position < STEP_STRIDE) & (spans["step"] >= 0)]
+    seq = dict(zip(spans["idx"], spans["step"].astype(np.int64) * STEP_STRIDE + position[spans.index]))
+    columns = columns.copy()
+    chosen = columns["idx"].isin(seq.keys())
+    columns["coll_seq"] = columns["coll_seq"].astype(object)
+    columns.loc[chosen, "coll_seq"] = columns.loc[chosen, "idx"].map(seq)
+    columns.loc[chosen, "coll_group"] = group[0]
+    columns["coll_ranks"] = columns["coll_ranks"].astype(object)
+    columns.loc[chosen & columns["coll_ranks"].isna(), "coll_ranks"] = group[1]
+    return columns

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from trnprof.schema import EVENTS
 
 from . import classify
-from .collectives import collective_columns
+from .collectives import collective_columns, number_gloo_work
 from .partial import PARTIAL, plain
 from .steps import assign_steps
 from trnprof.collectors.ingest.tables import rebuild_event
@@ -38,8 +38,9 @@ class FileFacts:
 
 
 def settle_held(held: pa.Table, margs: pd.DataFrame, launches: pa.Table, records: pa.Table,
-                cpu_only: bool) -> pa.Table:
-    """Final rows of the held-back collective candidates (PARTIAL schema)."""
+                cpu_only: bool, process_group: tuple[str, int] | None = None, steps: pa.Table | None = None) -> pa.Table:
+    """Final rows of the held-back collective candidates (PARTIAL schema); with the trace's one
+    process group and its step windows, gloo work spans are numbered (`number_gloo_work`)."""
     held = plain(held)
     kind = held["kind"]
     if cpu_only:
@@ -55,7 +56,8 @@ def settle_held(held: pa.Table, margs: pd.DataFrame, launches: pa.Table, records
     if not record_frame.empty and not margs.empty:
         record_frame = record_frame.merge(margs, on="idx", how="left")
     launch_frame = launches.to_pandas() if launches.num_rows else pd.DataFrame()
-    result = collective_columns(frame, launch_frame, record_frame).set_index("idx")
+    result = collective_columns(frame, launch_frame, record_frame)
+    result = number_gloo_work(result, frame, process_group, steps).set_index("idx")
     idx = held["idx"].to_pylist()
 
     def column(name, typ, fallback):

@@ -272,7 +272,8 @@ class TraceFile:
             yield batch
         if held is not None:
             found = pa.concat_tables(launches) if launches else pa.table({"correlation": pa.array([], pa.int64())})
-            yield settle_held(held, margs, found, pa.concat_tables(self._records), self.facts.cpu_only)
+            yield settle_held(held, margs, found, pa.concat_tables(self._records), self.facts.cpu_only,
+                              self.info.process_group, self.facts.steps)
 
     def _finish_counts(self) -> None:
         by_source = Counter(self._by_source)
