@@ -56,10 +56,14 @@ def test_analyze_a_missing_run_exits_2(cli, tmp_path):
     assert result.exit_code == 2 and result.stderr.startswith("error: run not found")
 
 
+# binds (a misspelt column is a load error, see test_rules_authoring.py) but fails on the run's rows
+FAILS_AT_RUN_TIME = "SELECT rank, step, CAST('x' || CAST(rank AS VARCHAR) AS INTEGER) AS broken FROM steps"
+
+
 def test_analyze_with_a_user_pack_and_a_config_file(cli, busy_run, tmp_path):  # noqa: F811
     write_rule(tmp_path / "mine", rule_dict(sql="SELECT rank, step, dur AS lost_ns FROM steps WHERE rank = 2",
                                             message="rank {rank} is slow", severity="high"))
-    write_rule(tmp_path / "mine", rule_dict(code="TS002", name="testpack.broken", sql="SELECT nope FROM steps"))
+    write_rule(tmp_path / "mine", rule_dict(code="TS002", name="testpack.broken", sql=FAILS_AT_RUN_TIME))
     config = tmp_path / "trnprof.yaml"
     config.write_text("rules: [mine]\nselect: [testpack]\nfail_on: high\n")
     result = cli("analyze", busy_run, "--config", config, "--format", "json")
@@ -73,7 +77,7 @@ def test_analyze_with_a_user_pack_and_a_config_file(cli, busy_run, tmp_path):  #
 
 @pytest.mark.parametrize("args, code", [([], 0), (["--fail-on", "high"], 2), (["--fail-on", "low"], 2)])
 def test_a_failed_rule_exits_2_under_fail_on(cli, busy_run, tmp_path, args, code):  # noqa: F811
-    write_rule(tmp_path / "mine", rule_dict(code="TS002", name="testpack.broken", sql="SELECT nope FROM steps"))
+    write_rule(tmp_path / "mine", rule_dict(code="TS002", name="testpack.broken", sql=FAILS_AT_RUN_TIME))
     result = cli("analyze", busy_run, "--rules", tmp_path / "mine", "--select", "testpack", *args)
     assert result.exit_code == code
     assert "warning: rule testpack.broken failed" in result.stderr

@@ -104,7 +104,9 @@ def test_a_failing_or_slow_rule_is_reported_and_the_others_run(tmp_path, sample_
     pack = tmp_path / "rules"
     write_rule(pack, rule_dict(code="TS001", name="testpack.ok",
                                sql="SELECT rank, step, dur AS lost_ns FROM steps", message="ok {ranks}"))
-    write_rule(pack, rule_dict(code="TS002", name="testpack.broken", sql="SELECT rank, nonexistent FROM steps"))
+    # binds (a misspelt column is a load error: test_rules_authoring.py) but fails on the run's rows
+    write_rule(pack, rule_dict(code="TS002", name="testpack.broken",
+                               sql="SELECT rank, CAST('nonexistent' || CAST(rank AS VARCHAR) AS INTEGER) AS n FROM steps"))
     write_rule(pack, rule_dict(code="TS003", name="testpack.forever",
                                sql="SELECT COUNT(*) AS n FROM steps a, steps b, steps c, steps d, steps e, "
                                    "steps f, steps g, steps h, steps i"))

@@ -6,8 +6,9 @@ Kinds: GPU kernels are `compute`, communication kernels `collective` (`p2p` for 
 work (`cpu_op`, `cuda_runtime`, `cuda_driver`, `python_function`, ...) is `host`; annotations,
 GPU-side annotations, syncs and unknown categories are `annotation` (never device time).
 CPU-only traces (no kernel, memcpy or memset at all): the CPU is the device, so `cpu_op` is
-`compute` and `c10d::*` collectives are `collective` (`kinds` returns both variants; the file's
-end decides which applies).
+`compute` and `c10d::*` collectives and `record_param_comms` (the record around a collective
+call, with its `Collective name`, `In msg nelems`, `dtype`, `Seq` args in some PyTorch versions)
+are `collective` (`kinds` returns both variants; the file's end decides which applies).
 Lanes: `gpu/stream-N` for GPU-side events (`gpuD/stream-N` when a file holds several devices),
 `host/tid-N` for host threads, `trace/<pid>` for the profiler's own non-numeric pids.
 """
@@ -34,7 +35,7 @@ INPUT_NAME = r"enumerate\(DataLoader\)|DataLoader\w*(Iter)?\w*\.__next__|MpDevic
 # NCCL / RCCL (ROCm builds keep the nccl names) / HCCL communication kernels.
 COMM_KERNEL = r"(?i)^(void\s+)?(nccl|rccl|hccl)"
 GLOO_NAME = r"^gloo:"
-C10D_NAME = r"^c10d::"
+C10D_NAME = r"^c10d::|^record_param_comms$"
 
 P2P_OPS = ("send", "recv", "send_recv")
 

@@ -2,7 +2,9 @@
 
 `[memory]` (profile_memory=True) carries the allocator totals after each allocation / free:
 - `hbm.allocated` = `Total Allocated`, `hbm.allocator_cache` = `Total Reserved` - allocated
-  (additive device-memory categories: together they are what the caching allocator holds);
+  (additive device-memory categories: together they are what the caching allocator holds;
+  no cache row where `Total Reserved` is below `Total Allocated`, as on CPU, whose allocator
+  reports 0 reserved);
 - `alloc.device_delta` = `Bytes` (the allocation, negative for a free; not a residency);
 - CPU allocations (`Device Type` 0) become `host.allocated`, `host.allocator_cache`,
   `alloc.host_delta`.
@@ -61,7 +63,8 @@ def memory_counters(rows: pa.Table, margs: pa.Table, ranks: np.ndarray) -> tuple
         out["value"].append(values[mask])
 
     add(good, ("host.allocated", "hbm.allocated"), allocated)
-    for mask, names, values in ((good & ~np.isnan(reserved), ("host.allocator_cache", "hbm.allocator_cache"),
+    cached = good & ~np.isnan(reserved) & (reserved >= allocated)  # CPU: Total Reserved is 0, no cache
+    for mask, names, values in ((cached, ("host.allocator_cache", "hbm.allocator_cache"),
                                  reserved - allocated),
                                 (good & ~np.isnan(delta), ("alloc.host_delta", "alloc.device_delta"), delta)):
         add(mask, names, values)

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from trnprof.schema import EVENTS
 
 from . import classify
-from .collectives import collective_columns
+from .collectives import collective_columns, number_gloo_work
 from .partial import PARTIAL, plain
 from .steps import assign_steps
 from trnprof.collectors.ingest.tables import rebuild_event
@@ -35,11 +35,16 @@ class FileFacts:
     single_device: bool
     steps: pa.Table | None            # None: steps are already in the rows
     moved_to_quarantine: list = field(default_factory=list)  # (idx, reason, detail, event, src)
+    process_group: tuple[str, int] | None = None  # the trace's one process group (name, size), if one
+    refused_payloads: int = 0         # collectives whose size args were impossible (collectives.py)
 
 
 def settle_held(held: pa.Table, margs: pd.DataFrame, launches: pa.Table, records: pa.Table,
-                cpu_only: bool) -> pa.Table:
-    """Final rows of the held-back collective candidates (PARTIAL schema)."""
+                facts: FileFacts) -> pa.Table:
+    """Final rows of the held-back collective candidates (PARTIAL schema); with the trace's one
+    process group and its step windows, gloo work spans are numbered (`number_gloo_work`).
+    Counts the refused payloads in `facts`."""
+    cpu_only = facts.cpu_only
     held = plain(held)
     kind = held["kind"]
     if cpu_only:
@@ -55,7 +60,9 @@ def settle_held(held: pa.Table, margs: pd.DataFrame, launches: pa.Table, records
     if not record_frame.empty and not margs.empty:
         record_frame = record_frame.merge(margs, on="idx", how="left")
     launch_frame = launches.to_pandas() if launches.num_rows else pd.DataFrame()
-    result = collective_columns(frame, launch_frame, record_frame).set_index("idx")
+    result = collective_columns(frame, launch_frame, record_frame)
+    facts.refused_payloads += int(result["payload_refused"].sum())
+    result = number_gloo_work(result, frame, facts.process_group, facts.steps).set_index("idx")
     idx = held["idx"].to_pylist()
 
     def column(name, typ, fallback):

@@ -27,6 +27,7 @@ class TraceInfo:
     devices: list = field(default_factory=list)
     host: str | None = None
     export: dict | None = None
+    process_group: tuple[str, int] | None = None  # (name, size) when distributedInfo lists exactly one
 
 
 def _int(value, what: str, path: Path) -> int | None:
@@ -35,6 +36,19 @@ def _int(value, what: str, path: Path) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TrnprofError(f"{path}: {what} must be an integer, got {value!r}")
     return value
+
+
+def _only_group(config) -> tuple[str, int] | None:
+    """The job's one process group from `distributedInfo.pg_config` (`pg_name`, `pg_size`); None
+    when there are several (which one a collective used is then unknown) or the entry is malformed."""
+    if not isinstance(config, list) or len(config) != 1 or not isinstance(config[0], dict):
+        return None
+    name, size = config[0].get("pg_name"), config[0].get("pg_size")
+    if not isinstance(name, (str, int)) or isinstance(name, bool) or not 0 < len(str(name)) <= 64:
+        return None
+    if not isinstance(size, int) or isinstance(size, bool) or not 0 < size <= MAX_RANK + 1:
+        return None
+    return str(name), size
 
 
 def parse_header(header: dict[str, bytes], path: Path) -> TraceInfo:
@@ -48,6 +62,7 @@ def parse_header(header: dict[str, bytes], path: Path) -> TraceInfo:
         info.rank = _int(dist.get("rank"), "distributedInfo.rank", path)
         info.world_size = _int(dist.get("world_size"), "distributedInfo.world_size", path)
         info.backend = dist.get("backend") if isinstance(dist.get("backend"), str) else None
+        info.process_group = _only_group(dist.get("pg_config"))
         if info.rank is not None:
             check_rank(info.rank, f"{path}: distributedInfo.rank")
         if info.world_size is not None and not 0 < info.world_size <= MAX_RANK + 1:

@@ -89,7 +89,7 @@ class TraceFile:
                              "step": pa.array([], pa.int64())})
         self.facts = FileFacts(
             rank=self.rank, base_ns=self.info.base_ns, cpu_only=self._export is None and not self._device_work,
-            single_device=self._export is None and len(self._devices) <= 1,
+            single_device=self._export is None and len(self._devices) <= 1, process_group=self.info.process_group,
             steps=None if self._export is not None else (pa.concat_tables(self._steps) if self._steps else no_steps))
         self.quarantine = None
         self.counts = None
@@ -272,7 +272,7 @@ class TraceFile:
             yield batch
         if held is not None:
             found = pa.concat_tables(launches) if launches else pa.table({"correlation": pa.array([], pa.int64())})
-            yield settle_held(held, margs, found, pa.concat_tables(self._records), self.facts.cpu_only)
+            yield settle_held(held, margs, found, pa.concat_tables(self._records), self.facts)
 
     def _finish_counts(self) -> None:
         by_source = Counter(self._by_source)
@@ -289,6 +289,8 @@ class TraceFile:
         reasons = Counter(r[1] for r in self._quarantine)
         self.counts = {"source_entries": self._entries, "to": totals, "counter_rows": self.counters.num_rows,
                        "by_source": nested, "quarantine_reasons": dict(sorted(reasons.items()))}
+        if self.facts.refused_payloads:  # kept as events, without bytes: see collectives.py
+            self.counts["ignored_args"] = {"collective_payload": self.facts.refused_payloads}
 
     @property
     def rank_row(self) -> dict:

@@ -14,7 +14,8 @@ from . import _options as options
 @click.argument("sql")
 @options.output_format("table", "csv", "json")
 def command(run, sql, fmt):
-    """Run SQL over RUN's tables (events, counters, ranks) and the stdlib views.
+    """Run SQL over RUN's tables (events, counters, ranks), the session tables run_job (the
+    manifest's job metadata) and hardware (the Trainium hardware table), and the stdlib views.
 
     Example: trnprof query RUN "SELECT rank, AVG(idle) FROM step_breakdown GROUP BY rank"
     """

@@ -9,7 +9,7 @@ import click
 
 from ..errors import TrnprofError
 from ..rules_engine import docs as rule_docs
-from ..rules_engine.loader import load_folder, load_rule_file, load_rules
+from ..rules_engine.loader import builtin_dir, check_binding, check_unique, load_folder, load_rule_file, load_rules
 from ..rules_engine.scaffold import new_rule
 from ..rules_engine.testing import test_rules
 from ..jsonplain import to_json
@@ -56,7 +56,9 @@ def show(name, rule_dirs):
               help="Time limit per rule query, seconds.")
 def test(path, timeout):
     """Run the test cases of the rules in PATH (a rule file, a pack folder or a folder of packs;
-    default: the built-in packs). Exit 1 when a case fails."""
+    default: the built-in packs). Their SQL must bind against the stdlib's columns, and their
+    codes and names must not clash with each other or the built-in rules (as `analyze` requires).
+    Exit 1 when a case fails."""
     if path is None:
         rules = load_rules()
     elif Path(path).is_file():
@@ -65,6 +67,9 @@ def test(path, timeout):
         rules = load_folder(Path(path))
     if not rules:
         raise TrnprofError(f"no rule files under {path}")
+    rules = [check_binding(rule) for rule in rules]
+    tested = {rule.path.resolve() for rule in rules}
+    check_unique([r for r in load_folder(builtin_dir()) if r.path.resolve() not in tested] + rules)
     results = test_rules(rules, timeout=timeout)
     for result in results:
         mark = "ok  " if result.ok else "FAIL"

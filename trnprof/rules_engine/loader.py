@@ -21,9 +21,10 @@ from trnprof.errors import TrnprofError
 from trnprof.schema import TABLE_COLUMNS
 from trnprof.validation import dotted, explain
 
+from .binding import bind_problem
 from .catalog import readable_tables, signal_names
 from .sandbox import parser
-from .spec import Probe, RuleFile
+from .spec import Param, Probe, RuleFile
 
 CODE = re.compile(r"^[A-Z]{2,3}[0-9]{3}$")
 NAME = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")
@@ -194,6 +195,32 @@ def validate(path: Path, spec: RuleFile, pack: str | None) -> Rule:
     return Rule(spec, path, frozenset(tables), used)
 
 
+def check_binding(rule: Rule) -> Rule:
+    """The rule's SQL and probes bind against the columns of the tables and stdlib views (see
+    `binding.py`): a misspelt column is one error naming the file, the field and the column."""
+    queries = [("sql", rule.spec.sql, {name: rule.defaults()[name] for name in rule.sql_params})]
+    queries += [(f"requires[{i}].sql", need.sql, {}) for i, need in enumerate(rule.spec.requires)
+                if isinstance(need, Probe)]
+    for field, sql, params in queries:
+        problem = bind_problem(sql, params)
+        if problem:
+            _fail(rule.path, field, problem.removeprefix("Binder Error: "),
+                  "name only columns of the tables and views it reads: see docs/stdlib.md")
+    return rule
+
+
+def _param_problem(path: Path, raw: dict) -> None:
+    """msgspec names no key inside `params` (`$.params[...]`): find the parameter and its field."""
+    params = raw.get("params")
+    for name, value in (params.items() if isinstance(params, dict) else ()):
+        try:
+            msgspec.convert(value, Param)
+        except msgspec.ValidationError as exc:
+            where, problem = explain(exc)
+            _fail(path, dotted(["params", str(name)] + where), problem,
+                  f"a parameter has exactly {', '.join(Param.__struct_fields__)}")
+
+
 def load_rule_file(path: Path, pack: str | None = None) -> Rule:
     try:
         raw = yamlio.load(path.read_text(encoding="utf-8"))
@@ -209,6 +236,8 @@ def load_rule_file(path: Path, pack: str | None = None) -> Rule:
         spec = msgspec.convert(raw, RuleFile)
     except msgspec.ValidationError as exc:
         where, problem = explain(exc)
+        if where == ["params"]:
+            _param_problem(path, raw)
         raise RuleError(f"{path}: {dotted(where) or 'file'}: {problem} (see the rule format in docs/rules/index.md)") from None
     return validate(path, spec, pack)
 
@@ -219,10 +248,16 @@ def load_folder(folder: Path) -> list[Rule]:
 
 
 def load_rules(folders=(), *, builtin: bool = True) -> list[Rule]:
-    """Built-in rules plus the rules of `folders`; codes and names must be unique."""
+    """Built-in rules plus the rules of `folders`; codes and names must be unique. The rules of
+    `folders` are bound against the stdlib's columns (the built-in ones are, by their tests)."""
     rules = load_folder(builtin_dir()) if builtin else []
     for folder in folders:
-        rules += load_folder(Path(folder))
+        rules += [check_binding(rule) for rule in load_folder(Path(folder))]
+    return check_unique(rules)
+
+
+def check_unique(rules: list[Rule]) -> list[Rule]:
+    """`rules` sorted by pack and code, once every code and name is used by one rule only."""
     seen: dict[str, Rule] = {}
     for rule in rules:
         for key in (rule.code, rule.name):

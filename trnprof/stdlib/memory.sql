@@ -64,3 +64,33 @@ WITH peak AS (
 SELECT p.rank, p.ts, m.category, m.bytes, p.peak_bytes, p.capacity_bytes
 FROM peak AS p
 JOIN memory_timeline AS m ON m.rank = p.rank AND m.ts = p.ts;
+
+-- Peak of every memory counter of each rank in each step, for rules that follow memory over
+-- steps (memory.growth): device memory in total (`hbm`: all hbm.* categories, with the rank's
+-- capacity), each device category (`hbm.<category>`), and each host-memory counter in bytes
+-- (`host.allocated` from the PyTorch profiler's [memory] events, neuron-monitor's
+-- `host.memory.memory_used_bytes`, `host_mem.<category>`, `runtime.memory.host`; capacities,
+-- named `*total*`, are left out).
+-- @column rank            global rank
+-- @column step            training step
+-- @column counter         `hbm` (device total), a device category `hbm.<category>` or a host counter name
+-- @column domain          `device` or `host`
+-- @column peak_bytes      largest value sampled in the step, bytes
+-- @column capacity_bytes  device memory the rank may use, for device counters; null for host counters and when unknown
+CREATE VIEW memory_counter_steps AS
+WITH samples AS (
+    SELECT rank, ts, 'hbm' AS counter, 'device' AS domain, bytes, capacity_bytes FROM memory_totals
+    UNION ALL
+    SELECT m.rank, m.ts, 'hbm.' || m.category, 'device', m.bytes, r.hbm_capacity_bytes
+    FROM memory_timeline AS m LEFT JOIN ranks AS r ON r.rank = m.rank
+    UNION ALL
+    SELECT rank, ts, name, 'host', value, CAST(NULL AS DOUBLE)
+    FROM counters
+    WHERE unit = 'bytes' AND (name LIKE 'host.%' OR name LIKE 'host_mem.%' OR name = 'runtime.memory.host')
+      AND name NOT LIKE '%total%'
+)
+SELECT s.rank, s.step, m.counter, MIN(m.domain) AS domain, MAX(m.bytes) AS peak_bytes,
+       MAX(m.capacity_bytes) AS capacity_bytes
+FROM steps AS s
+JOIN samples AS m ON m.rank = s.rank AND m.ts >= s.ts AND m.ts < s.end_ts
+GROUP BY s.rank, s.step, m.counter;
