@@ -19,7 +19,8 @@ def _document(change=0.08, significant=True, exposed_delta=0.012, new=(), throug
                        "significant": significant} if throughput else None,
         "mfu": None,
         "breakdown": [bucket("compute", 0.0), bucket("exposed_comm", exposed_delta), bucket("input_wait", 0.0),
-                      bucket("other", 0.0), bucket("idle", 0.0)],
+                      bucket("host", 0.0), bucket("transfer_exposed", 0.0), bucket("compile", 0.0),
+                      bucket("idle", 0.0)],
         "findings": {"new_details": [{"name": n, "severity": s} for n, s in new]},
     }
 

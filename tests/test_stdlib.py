@@ -51,15 +51,21 @@ def test_step_breakdown_buckets_on_a_hand_made_step(tmp_path):
         {"rank": 0, "ts": 0, "dur": 100, "kind": "input", "name": "next", "lane": "host/loader"},
         {"rank": 0, "ts": 100, "dur": 500, "kind": "compute", "name": "mm", "lane": "nc/tensor"},
         {**_coll(0, 400, 400, seq=1)},                      # 200 hidden, 200 exposed
-        {"rank": 0, "ts": 850, "dur": 50, "kind": "host", "name": "py", "lane": "host/main"},  # not device time
+        {"rank": 0, "ts": 850, "dur": 50, "kind": "host", "name": "py", "lane": "host/main"},  # device idle
+        {"rank": 0, "ts": 150, "dur": 100, "kind": "host", "name": "launch", "lane": "host/main"},  # under compute
+        {"rank": 0, "ts": 50, "dur": 100, "kind": "host", "name": "next", "lane": "host/main"},  # 50 under input
+        {"rank": 0, "ts": 880, "dur": 40, "kind": "transfer", "name": "h2d", "lane": "dma/h2d"},  # 20 under host
     ]
     with open_run(write_inline_run(tmp_path / "r", events)) as run:
         row = run.step_breakdown.iloc[0]
         summary = run.rank_summary.iloc[0]
-    assert (row.compute, row.collective, row.exposed_comm, row.overlapped_comm, row.input_wait, row.idle) == \
-        (500, 400, 200, 200, 100, 200)
+    assert (row.compute, row.collective, row.exposed_comm, row.overlapped_comm, row.input_wait, row.host,
+            row.transfer_exposed, row.compile, row.idle) == (500, 400, 200, 200, 100, 50, 20, 0, 130)
+    categories = ("compute", "exposed_comm", "input_wait", "host", "transfer_exposed", "compile", "idle")
+    assert sum(row[c] for c in categories) == row.dur
     assert row.overlap_ratio == pytest.approx(0.5)
-    assert summary.compute_share == pytest.approx(0.5) and summary.idle_share == pytest.approx(0.2)
+    assert summary.compute_share == pytest.approx(0.5) and summary.idle_share == pytest.approx(0.13)
+    assert summary.host_share == pytest.approx(0.05)
 
 
 def test_memory_views_add_categories_and_compare_with_capacity(tmp_path):
