@@ -3,7 +3,7 @@ import pytest
 from trnprof import open_run
 from trnprof.stdlib import load_views, parse_module
 
-from .conftest import write_inline_run
+from .conftest import REPO, write_inline_run
 
 
 def test_every_public_view_and_column_is_documented(sample_run):
@@ -109,3 +109,27 @@ def test_bus_bandwidth_is_null_when_the_group_size_is_unknown(tmp_path):
     with open_run(write_inline_run(tmp_path / "r", events)) as run:
         row = run.collectives.iloc[0]
     assert row.algbw > 0 and row.busbw != row.busbw  # NaN: unknown, not 0
+
+
+CATEGORIES = ("compute", "exposed_comm", "input_wait", "host", "transfer_exposed", "compile", "idle")
+
+
+@pytest.mark.parametrize("name", ["synthetic-8rank", "tiny-slow-loader"])
+def test_the_categories_sum_to_the_step_on_the_shipped_runs(name):
+    with open_run(REPO / "sample_traces" / name) as run:
+        frame = run.step_breakdown
+        host_events = run.sql("SELECT COUNT(*) AS n FROM events WHERE kind = 'host'")["n"][0]
+    assert len(frame) and (frame[list(CATEGORIES)] >= 0).all().all()
+    assert (frame[list(CATEGORIES)].sum(axis=1) == frame["dur"]).all()
+    # the simulated job's first graph launch of each step runs while the device waits for it
+    assert (frame["host"] > 0).any() == (host_events > 0)
+
+
+def test_the_categories_sum_to_the_step_on_the_ddp_traces(cli, tmp_path):
+    source = REPO / "tests" / "data" / "kineto_ddp" / "base"
+    assert cli("ingest", source, "-o", tmp_path / "run").exit_code == 0
+    with open_run(tmp_path / "run") as run:
+        frame = run.step_breakdown
+    assert len(frame) and (frame[list(CATEGORIES)].sum(axis=1) == frame["dur"]).all()
+    # a CPU-only gloo job: its CPU ops are the compute (collectors/kineto), so no time is host time
+    assert (frame["host"] == 0).all() and (frame["compute"] > 0).all()
