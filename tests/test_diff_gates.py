@@ -19,7 +19,8 @@ def _document(change=0.08, significant=True, exposed_delta=0.012, new=(), throug
                        "significant": significant} if throughput else None,
         "mfu": None,
         "breakdown": [bucket("compute", 0.0), bucket("exposed_comm", exposed_delta), bucket("input_wait", 0.0),
-                      bucket("other", 0.0), bucket("idle", 0.0)],
+                      bucket("host", 0.0), bucket("transfer_exposed", 0.0), bucket("compile", 0.0),
+                      bucket("idle", 0.0)],
         "findings": {"new_details": [{"name": n, "severity": s} for n, s in new]},
     }
 
@@ -27,7 +28,7 @@ def _document(change=0.08, significant=True, exposed_delta=0.012, new=(), throug
 @pytest.mark.parametrize("text,kind,threshold", [
     ("step_time>+5%", "relative", 0.05), ("throughput<-3%", "relative", -0.03), ("step_time >= 5 %", None, None),
     ("exposed_comm>+10ms", "absolute", 0.010), ("idle>500us", "absolute", 500e-6), ("step_time<=-0.2s", "absolute", -0.2),
-    ("new_findings>=medium", "severity", 1.0), ("new_findings>0", "count", 0.0),
+    ("new_findings>=medium", "severity", 2.0), ("new_findings>0", "count", 0.0),
 ])
 def test_gates_parse(text, kind, threshold):
     if kind is None:  # a space between number and unit is not the documented form

@@ -11,9 +11,9 @@ from .conftest import write_inline_run
 
 KINDS = ["compute", "collective", "p2p", "input", "transfer", "memory", "compile", "host", "annotation"]
 CATEGORY = {"compute": "compute", "collective": "comm", "p2p": "comm", "input": "input",
-            "transfer": "transfer", "memory": "transfer", "compile": "compile"}
-PRECEDENCE = ["compute", "comm", "input", "transfer", "compile"]
-BUCKET = {"compute": "compute", "comm": "exposed_comm", "input": "input_wait",
+            "transfer": "transfer", "memory": "transfer", "compile": "compile", "host": "host"}
+PRECEDENCE = ["compute", "comm", "input", "host", "transfer", "compile"]
+BUCKET = {"compute": "compute", "comm": "exposed_comm", "input": "input_wait", "host": "host",
           "transfer": "transfer_exposed", "compile": "compile"}
 
 interval = st.tuples(st.integers(0, 1), st.integers(0, 120), st.integers(0, 40), st.sampled_from(KINDS))
@@ -54,12 +54,12 @@ def test_step_breakdown_matches_brute_force(tmp_path_factory, intervals, step_le
     assert set(got) == set(expected)
     for key, row in expected.items():
         actual = got[key]
-        for column in ("dur", "compute", "collective", "exposed_comm", "input_wait", "transfer_exposed",
+        for column in ("dur", "compute", "collective", "exposed_comm", "input_wait", "host", "transfer_exposed",
                        "compile", "idle"):
             assert getattr(actual, column) == row[column], (key, column)
-        assert actual.other == row["transfer_exposed"] + row["compile"]
         assert actual.overlapped_comm == row["collective"] - row["exposed_comm"]
-        assert actual.dur == actual.compute + actual.exposed_comm + actual.input_wait + actual.other + actual.idle
+        assert actual.dur == (actual.compute + actual.exposed_comm + actual.input_wait + actual.host
+                              + actual.transfer_exposed + actual.compile + actual.idle)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -73,7 +73,8 @@ def test_device_segments_cover_exactly_the_union(tmp_path_factory, intervals):
         covered = {t for r, s, d, k in intervals if r == rank and k in CATEGORY for t in range(s, s + d)}
         mine = segments[segments["rank"] == rank]
         assert int(mine["dur"].sum()) == len(covered)
-        for category, column in (("compute", "n_compute"), ("comm", "n_comm"), ("input", "n_input")):
+        for category, column in (("compute", "n_compute"), ("comm", "n_comm"), ("input", "n_input"),
+                                 ("host", "n_host")):
             expected = {t for r, s, d, k in intervals
                         if r == rank and CATEGORY.get(k) == category for t in range(s, s + d)}
             assert int(mine.loc[mine[column] > 0, "dur"].sum()) == len(expected)

@@ -27,7 +27,8 @@ def breakdown(run):
 
 def test_breakdown_is_the_mean_per_step_of_each_rank(run, breakdown):
     frame, notes = queries.breakdown_by_rank(run)
-    expected = breakdown.groupby("rank")[["compute", "exposed_comm", "input_wait", "other", "idle"]].mean() / 1e6
+    expected = breakdown.groupby("rank")[["compute", "exposed_comm", "input_wait", "host",
+                                                  "transfer_exposed", "compile", "idle"]].mean() / 1e6
     assert notes == [] and list(frame["rank_lo"]) == list(expected.index)
     for column in expected.columns:
         np.testing.assert_allclose(frame[column], expected[column], atol=1e-4)
@@ -162,12 +163,12 @@ def test_breakdown_leaves_out_warmup_steps(tmp_path):
     with open_run(write_inline_run(tmp_path / "c", events)) as run:
         frame, notes = queries.breakdown_by_rank(run)
     assert notes == ["mean over the steady-state steps (1 warm-up step left out: view step_phases)"]
-    assert list(frame["other"]) == [0, 0] and list(frame["step"]) == [0.001, 0.001]
+    assert list(frame["compile"]) == [0, 0] and list(frame["step"]) == [0.001, 0.001]
     everything = [e for r in range(2) for n in range(2) for e in step(r, n, 5_000)]
     with open_run(write_inline_run(tmp_path / "all", everything)) as run:
         frame, notes = queries.breakdown_by_rank(run)
     # every step compiles: the last step is never warm-up (step_phases), so it is drawn
-    assert len(notes) == 1 and list(frame["other"]) == [0.005, 0.005]
+    assert len(notes) == 1 and list(frame["compile"]) == [0.005, 0.005]
 
 
 def test_reads_work_after_the_views_were_materialized_twice(sample_run):

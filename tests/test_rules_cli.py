@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 
 from trnprof.rules_engine.loader import builtin_dir
@@ -152,3 +153,13 @@ def test_rules_docs_writes_and_checks(cli, tmp_path):
     (out / "input.md").write_text("edited by hand\n")
     result = cli("rules", "docs", "--check", "--output", out)
     assert result.exit_code == 1 and "input.md" in result.stdout
+
+
+def test_info_findings_never_fail_fail_on_low(busy_run):  # noqa: F811
+    from trnprof.cli.analyze import fails
+    from trnprof.rules_engine import analyze
+    document = analyze(busy_run)
+    infos = [f for f in document.findings if f.severity == "info"]
+    assert infos, "the busy run has findings whose time others claimed"
+    only_info = msgspec.structs.replace(document, findings=infos)
+    assert not fails(only_info, "low") and fails(only_info, "info")

@@ -25,7 +25,9 @@ def test_text_lists_each_finding_with_cost_where_and_fix(document):
     text = to_text(document)
     assert text.splitlines()[0].startswith(document.run + ": 3 steps after warm-up (step 0), mean step 10.00 ms")
     first = document.findings[0]
-    assert f"HIGH    {first.code} {first.name}" in text and "30.0% of step, 3.00 ms/step" in text
+    assert f"HIGH    {first.code} {first.name}" in text and "3.00 ms/step, 30.0% of step" in text
+    assert "15.20 GiB of memory" in text  # memory findings show bytes, not 0 s/step
+    assert "no cost of its own" in text and "time first claimed by overlap.low_overlap_ratio" in text
     assert "ranks 0-3; steps 1-3" in text and "fix: " in text
     assert "not evaluated (" in text and "compute.low_mfu: " in text
 
@@ -61,11 +63,11 @@ def test_sarif_has_what_github_code_scanning_requires(document, busy_run, monkey
     assert set(ids) == {r.code for r in rules}  # stable ids: the rule codes
     for descriptor in driver["rules"]:
         assert descriptor["shortDescription"]["text"] and descriptor["fullDescription"]["text"]
-        assert descriptor["help"]["text"] and descriptor["defaultConfiguration"]["level"] in ("error", "warning", "note")
+        assert descriptor["help"]["text"] and descriptor["defaultConfiguration"]["level"] in ("error", "warning", "note", "none")
     assert len(run["results"]) == len(document.findings)
     for result, finding in zip(run["results"], document.findings):
         assert result["ruleId"] == finding.code == ids[result["ruleIndex"]]
-        assert result["level"] == {"high": "error", "medium": "warning", "low": "note"}[finding.severity]
+        assert result["level"] == {"high": "error", "medium": "warning", "low": "note", "info": "none"}[finding.severity]
         assert result["message"]["text"].startswith(finding.title)
         location = result["locations"][0]
         assert location["physicalLocation"]["artifactLocation"]["uri"] == "busy/trnprof.json"

@@ -1,9 +1,11 @@
+import shutil
+
 import pytest
 
 from trnprof import open_run
 from trnprof.stdlib import load_views, parse_module
 
-from .conftest import write_inline_run
+from .conftest import REPO, write_inline_run
 
 
 def test_every_public_view_and_column_is_documented(sample_run):
@@ -51,15 +53,21 @@ def test_step_breakdown_buckets_on_a_hand_made_step(tmp_path):
         {"rank": 0, "ts": 0, "dur": 100, "kind": "input", "name": "next", "lane": "host/loader"},
         {"rank": 0, "ts": 100, "dur": 500, "kind": "compute", "name": "mm", "lane": "nc/tensor"},
         {**_coll(0, 400, 400, seq=1)},                      # 200 hidden, 200 exposed
-        {"rank": 0, "ts": 850, "dur": 50, "kind": "host", "name": "py", "lane": "host/main"},  # not device time
+        {"rank": 0, "ts": 850, "dur": 50, "kind": "host", "name": "py", "lane": "host/main"},  # device idle
+        {"rank": 0, "ts": 150, "dur": 100, "kind": "host", "name": "launch", "lane": "host/main"},  # under compute
+        {"rank": 0, "ts": 50, "dur": 100, "kind": "host", "name": "next", "lane": "host/main"},  # 50 under input
+        {"rank": 0, "ts": 880, "dur": 40, "kind": "transfer", "name": "h2d", "lane": "dma/h2d"},  # 20 under host
     ]
     with open_run(write_inline_run(tmp_path / "r", events)) as run:
         row = run.step_breakdown.iloc[0]
         summary = run.rank_summary.iloc[0]
-    assert (row.compute, row.collective, row.exposed_comm, row.overlapped_comm, row.input_wait, row.idle) == \
-        (500, 400, 200, 200, 100, 200)
+    assert (row.compute, row.collective, row.exposed_comm, row.overlapped_comm, row.input_wait, row.host,
+            row.transfer_exposed, row.compile, row.idle) == (500, 400, 200, 200, 100, 50, 20, 0, 130)
+    categories = ("compute", "exposed_comm", "input_wait", "host", "transfer_exposed", "compile", "idle")
+    assert sum(row[c] for c in categories) == row.dur
     assert row.overlap_ratio == pytest.approx(0.5)
-    assert summary.compute_share == pytest.approx(0.5) and summary.idle_share == pytest.approx(0.2)
+    assert summary.compute_share == pytest.approx(0.5) and summary.idle_share == pytest.approx(0.13)
+    assert summary.host_share == pytest.approx(0.05)
 
 
 def test_memory_views_add_categories_and_compare_with_capacity(tmp_path):
@@ -103,3 +111,28 @@ def test_bus_bandwidth_is_null_when_the_group_size_is_unknown(tmp_path):
     with open_run(write_inline_run(tmp_path / "r", events)) as run:
         row = run.collectives.iloc[0]
     assert row.algbw > 0 and row.busbw != row.busbw  # NaN: unknown, not 0
+
+
+CATEGORIES = ("compute", "exposed_comm", "input_wait", "host", "transfer_exposed", "compile", "idle")
+
+
+@pytest.mark.parametrize("name", ["synthetic-8rank", "tiny-slow-loader"])
+def test_the_categories_sum_to_the_step_on_the_shipped_runs(name, tmp_path):
+    copy = shutil.copytree(REPO / "sample_traces" / name, tmp_path / name)  # the derived/ cache goes there
+    with open_run(copy) as run:
+        frame = run.step_breakdown
+        host_events = run.sql("SELECT COUNT(*) AS n FROM events WHERE kind = 'host'")["n"][0]
+    assert len(frame) and (frame[list(CATEGORIES)] >= 0).all().all()
+    assert (frame[list(CATEGORIES)].sum(axis=1) == frame["dur"]).all()
+    # the simulated job's first graph launch of each step runs while the device waits for it
+    assert (frame["host"] > 0).any() == (host_events > 0)
+
+
+def test_the_categories_sum_to_the_step_on_the_ddp_traces(cli, tmp_path):
+    source = REPO / "tests" / "data" / "kineto_ddp" / "base"
+    assert cli("ingest", source, "-o", tmp_path / "run").exit_code == 0
+    with open_run(tmp_path / "run") as run:
+        frame = run.step_breakdown
+    assert len(frame) and (frame[list(CATEGORIES)].sum(axis=1) == frame["dur"]).all()
+    # a CPU-only gloo job: its CPU ops are the compute (collectors/kineto), so no time is host time
+    assert (frame["host"] == 0).all() and (frame["compute"] > 0).all()

@@ -98,7 +98,7 @@ def test_the_host_shows_only_when_slower_than_the_device(tmp_path):
     cfg = load_config(preset="tiny", overrides=short)
     assert summary(cfg)["device_idle_share"] > 0.2
     with open_run(simulate(cfg, tmp_path / "hostbound")) as run:
-        share = run.sql("SELECT SUM(idle + input_wait + transfer_exposed) / SUM(dur) FROM step_breakdown "
+        share = run.sql("SELECT SUM(host + idle + input_wait + transfer_exposed) / SUM(dur) FROM step_breakdown "
                         "WHERE step > 0").iloc[0, 0]
     assert share == pytest.approx(summary(cfg)["device_idle_share"], abs=0.03)
 

@@ -68,6 +68,14 @@ def test_slow_loader_creates_input_wait(tmp_path):
     assert depth < base.sql("SELECT AVG(value) FROM counters WHERE name = 'input.queue_depth'").iloc[0, 0]
 
 
+def test_slow_host_makes_the_device_wait_for_the_host(tmp_path):
+    base, fault = run(tmp_path, "base"), run(tmp_path, "fault", "faults=[{kind: slow_host, factor: 8}]")
+    launch = "SELECT AVG(dur) FROM events WHERE kind = 'host' AND name = 'xla.execute'"
+    assert fault.sql(launch).iloc[0, 0] == pytest.approx(8 * base.sql(launch).iloc[0, 0])
+    assert steady(fault, "host") > 0.3 * steady(fault, "dur") > steady(base, "host")
+    assert steady(fault, "compute") == pytest.approx(steady(base, "compute"), rel=0.05)
+
+
 def test_a_straggler_slows_its_peers_through_collectives(tmp_path):
     base = run(tmp_path, "base")
     slow = run(tmp_path, "slow", "faults=[{kind: straggler, rank: 5, slowdown: 1.5}]")

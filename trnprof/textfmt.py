@@ -16,6 +16,27 @@ def duration(seconds: float | None) -> str:
     return f"{seconds * 1e6:,.1f} µs"
 
 
+def size(n_bytes: float) -> str:
+    """Bytes in binary units: '1.50 GiB', '12.0 MiB', '512 B'."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n_bytes) >= scale:
+            return f"{n_bytes / scale:,.2f} {unit}"
+    return f"{n_bytes:,.0f} B"
+
+
+def cost(impact) -> str:
+    """A finding's impact in the units it has: time per step with its share of the step, time
+    lost once per job, memory at stake; or that it costs nothing of its own."""
+    parts = []
+    if impact.seconds_per_step:
+        parts.append(f"{duration(impact.seconds_per_step)}/step, {impact.fraction_of_step:.1%} of step")
+    if impact.one_time_seconds:
+        parts.append(f"{duration(impact.one_time_seconds)} once")
+    if impact.bytes:
+        parts.append(f"{size(impact.bytes)} of memory")
+    return "; ".join(parts) if parts else "no cost of its own"
+
+
 def compact(values) -> str:
     """Sorted integers as ranges: [0, 1, 2, 5, 7, 8] -> '0-2, 5, 7-8'."""
     values = sorted(set(values))

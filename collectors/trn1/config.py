@@ -139,7 +139,11 @@ class NoOverlap(_Fault, tag="no_overlap"):
     pass
 
 
-Fault = Union[Straggler, SlowLoader, SlowLink, Recompile, MemoryLeak, NoOverlap]
+class SlowHost(_Fault, tag="slow_host"):
+    factor: Annotated[float, msgspec.Meta(ge=1)] = 4.0
+
+
+Fault = Union[Straggler, SlowLoader, SlowLink, Recompile, MemoryLeak, NoOverlap, SlowHost]
 
 
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

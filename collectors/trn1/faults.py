@@ -9,7 +9,7 @@ import numpy as np
 
 from trnprof.errors import TrnprofError
 
-from .config import MemoryLeak, NoOverlap, Recompile, SlowLink, SlowLoader, Straggler
+from .config import MemoryLeak, NoOverlap, Recompile, SlowHost, SlowLink, SlowLoader, Straggler
 
 # kind -> (keys with defaults, what it does, an example): `trnprof simulate --help` lists these.
 FAULT_KINDS = {
@@ -27,6 +27,8 @@ FAULT_KINDS = {
                     "(needs >= 2 steps)", "faults=[{kind: memory_leak, bytes_per_step: 2.0e8}]"),
     "no_overlap": ("(none)", "Gradient collectives start only after the backward pass (needs dp > 1)",
                    "faults=[{kind: no_overlap}]"),
+    "slow_host": ("factor=4", "The host spends `factor` times its time per graph execution (launch, tracing, "
+                  "Python); the device waits when that outlasts the graph", "faults=[{kind: slow_host, factor: 8}]"),
 }
 
 
@@ -59,6 +61,7 @@ class Effects:
     recompile_every: int | None = None
     leak_bytes_per_step: float = 0.0
     overlap_dp: bool = True
+    host_factor: float = 1.0                                      # host time per graph execution multiplier
 
     def compile_steps(self, steps: int) -> np.ndarray:
         """Steps that compile: the first, and every `recompile_every`-th under the fault."""
@@ -84,4 +87,6 @@ def effects(faults, overlap_dp: bool) -> Effects:
             out.leak_bytes_per_step += fault.bytes_per_step
         elif isinstance(fault, NoOverlap):
             out.overlap_dp = False
+        elif isinstance(fault, SlowHost):
+            out.host_factor *= fault.factor
     return out

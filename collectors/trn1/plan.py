@@ -169,7 +169,10 @@ def compile_seconds(job: Job) -> float:
     return 10.0 + 20.0 * job.layers_per_stage
 
 
-def build_plan(job: Job, params: Params, layout: Layout, slow_nodes: dict[int, float]) -> Plan:
+def build_plan(job: Job, params: Params, layout: Layout, slow_nodes: dict[int, float],
+               host_factor: float = 1.0) -> Plan:
+    """The job's costs; `slow_nodes` (node -> factor) slow inter-node links, `host_factor`
+    multiplies the host time per graph execution (faults)."""
     cpn = job.cores_per_node
     tp_place = placement(layout.tp_group_ranks(0, 0), cpn)
     stages = [_stage(job, params, s, tp_place) for s in range(job.pp)]
@@ -207,7 +210,7 @@ def build_plan(job: Job, params: Params, layout: Layout, slow_nodes: dict[int, f
             where = Placement(size=2, per_node=1, nodes=2, same_chip=False, slow=factor)
             p2p_cost[s][hit] = collective_time("send", stages[s].p2p_bytes, where, job.instance, net)
     nbytes = h2d_bytes(job)
-    return Plan(job=job, params=params, stages=stages, launch=GRAPH_LAUNCH_S,
+    return Plan(job=job, params=params, stages=stages, launch=GRAPH_LAUNCH_S * host_factor,
                 h2d_bytes=nbytes, h2d=nbytes / DMA_ENGINE_BW,
                 batch_cost=batch_seconds(job),
                 dp_cost=dp_cost, ag_cost=ag_cost, ag_bytes=ag_bytes, p2p_cost=p2p_cost, dp_op=dp_op,

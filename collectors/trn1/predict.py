@@ -92,5 +92,5 @@ def peak_flops(job: Job) -> float:
 def predict(job: Job, params: Params | None = None) -> dict:
     params = job_params(job.config.calibration, params)
     fx = fault_effects(job.config.faults, job.config.comm.overlap_dp)
-    plan = build_plan(job, params, Layout(job), fx.slow_nodes)
+    plan = build_plan(job, params, Layout(job), fx.slow_nodes, fx.host_factor)
     return predictions(job, plan, fx)

@@ -51,7 +51,7 @@ def summary(config, *, params: Params | None = None) -> dict:
     job = resolve(as_config(config))
     params = job_params(job.config.calibration, params)
     fx = effects(job.config.faults, job.config.comm.overlap_dp)
-    return predictions(job, build_plan(job, params, Layout(job), fx.slow_nodes), fx)
+    return predictions(job, build_plan(job, params, Layout(job), fx.slow_nodes, fx.host_factor), fx)
 
 
 def job_metadata(job: Job) -> dict:
@@ -114,7 +114,7 @@ def simulate(config, out: str | Path, *, seed: int | None = None, steps: int | N
     params = job_params(cfg.calibration, params)
     fx = effects(cfg.faults, cfg.comm.overlap_dp)
     layout = Layout(job)
-    plan = build_plan(job, params, layout, fx.slow_nodes)
+    plan = build_plan(job, params, layout, fx.slow_nodes, fx.host_factor)
     preds = predictions(job, plan, fx)
     S = cfg.run.steps
     data_stages = [s for s, st in enumerate(plan.stages) if st.consumes_data]

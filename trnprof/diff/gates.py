@@ -1,8 +1,8 @@
 """Regression gates: `--fail-if` expressions judged against a diff document.
 
     METRIC OP VALUE
-    METRIC  step_time | throughput | mfu | compute | exposed_comm | input_wait | other | idle
-            | new_findings
+    METRIC  step_time | throughput | mfu | compute | exposed_comm | input_wait | host
+            | transfer_exposed | compile | idle | new_findings
     OP      > | >= | < | <=
     VALUE   a relative change: +5%, -3%, 5% (sign optional)
             an absolute change per step (time metrics): +10ms, 500us, 0.2s, 1000ns

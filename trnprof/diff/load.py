@@ -18,7 +18,8 @@ from ..info import _mfu, _throughput
 from ..rules_engine import analyze
 from ..rules_engine.document import Document
 
-BUCKETS = ("compute", "exposed_comm", "input_wait", "other", "idle")
+# step_breakdown's exclusive categories, in its order (they sum to the step)
+BUCKETS = ("compute", "exposed_comm", "input_wait", "host", "transfer_exposed", "compile", "idle")
 
 
 @dataclass

@@ -4,7 +4,8 @@ renderers (and the report's comparison section)."""
 from __future__ import annotations
 
 LABELS = {"compute": "compute", "exposed_comm": "exposed communication", "input_wait": "input wait",
-          "other": "other (exposed transfer, compile)", "idle": "idle"}
+          "host": "host (device idle)", "transfer_exposed": "exposed transfer", "compile": "compile",
+          "idle": "idle"}
 
 
 def duration(seconds) -> str:

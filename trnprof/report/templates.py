@@ -9,6 +9,7 @@ from functools import lru_cache
 import jinja2
 from markupsafe import Markup
 
+from ..textfmt import cost
 from .format import duration, index_list, job_value, share
 
 
@@ -20,7 +21,7 @@ def _evidence_columns(rows: list[dict]) -> list[str]:
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("trnprof.report", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    env.filters.update(duration=duration, share=share, job_value=job_value, index_list=index_list,
+    env.filters.update(cost=cost, duration=duration, share=share, job_value=job_value, index_list=index_list,
                        evidence_columns=_evidence_columns)
     return env
 

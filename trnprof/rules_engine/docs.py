@@ -24,10 +24,17 @@ def _requires(rule: Rule) -> str:
     return ", ".join(parts) or "nothing"
 
 
+def _claims(rule: Rule) -> str:
+    impact = rule.spec.impact
+    where = f"`{impact.draws_from}` time" if impact.draws_from else "step time"
+    return f"claims {where} at specificity {impact.specificity} (exclusive impacts, [index](index.md))"
+
+
 def rule_section(rule: Rule) -> list[str]:
     spec = rule.spec
     lines = [f"## {spec.code} `{spec.name}`", "", f"**{spec.title}.** Severity up to **{spec.severity}**; "
-             f"needs {_requires(rule)}; reads {', '.join(f'`{t}`' for t in sorted(rule.tables))}.", "",
+             f"needs {_requires(rule)}; reads {', '.join(f'`{t}`' for t in sorted(rule.tables))}; "
+             f"{_claims(rule)}.", "",
              f"**What it detects.** {spec.doc.what}", "", f"**Why it matters.** {spec.doc.why}", "",
              f"**How to fix.** {spec.doc.fix}", ""]
     if spec.params:
@@ -60,9 +67,14 @@ def _detection_lines() -> list[str]:
     def job(case):
         return f"`{case['preset']}`" + "".join(f" `{o}`" for o in case.get("overrides", []))
 
-    lines += _table([(f"`{fault(c['fault'])}`", job(c), f"`{c['top']}`", c["note"]) for c in data["faults"]],
-                    ("fault", "preset and overrides", "top finding", "why"))
-    lines += ["", "Clean jobs, no fault injected (no finding of medium or above):", ""]
+    def share(value):
+        return f"{value:.0%}" if value else "not reported"
+
+    lines += _table([(f"`{fault(c['fault'])}`", job(c), f"`{c['top']}`", share(c["share"]), share(c["baseline_share"]),
+                      c["note"]) for c in data["faults"]],
+                    ("fault", "preset and overrides", "top finding", "its share of the step",
+                     "same rule without the fault", "why"))
+    lines += ["", "Clean jobs, no fault injected (no finding of low or above: at most `info`):", ""]
     lines += _table([(job(c), c.get("note", "")) for c in data["clean"]], ("preset and overrides", "job"))
     lines += ["", "Real Kineto traces (`tests/data/kineto`), ingested and analyzed:", ""]
     lines += _table([(f"`{t['trace']}`", ", ".join(f"`{f}`" for f in t["fired"]) or "none", t["note"])
@@ -111,7 +123,9 @@ def index_md(rules: list[Rule]) -> str:
     lines += _table([
         ("`rank`, `step`", "where the row happened; a row without a step holds for every step"),
         ("`lost_ns`", "time the row costs in its step, ns"),
-        ("`severity`", "`low`, `medium` or `high` for the row; the rule's `severity` when absent"),
+        ("`one_time_ns`", "time the row costs once per job (a compile, a slow first step), ns; the largest counts"),
+        ("`lost_bytes`", "memory the row puts at stake, bytes; the largest counts"),
+        ("`severity`", "`info`, `low`, `medium` or `high` for the row; the rule's `severity` when absent"),
         ("`pattern`", "rows with different patterns are different findings (e.g. one per straggler)"),
         ("any other", "evidence, and a field for the message templates"),
     ], ("row column", "meaning"))
@@ -120,16 +134,32 @@ def index_md(rules: list[Rule]) -> str:
               "every step) divided by the number of steady steps; `fraction_of_step` divides it by their mean "
               "step time. Warm-up steps (the leading steps that compile, at most two: view `step_phases`) are "
               "evidence but not impact, and rules judge the steady state through `steady_breakdown`. "
-              "Findings are listed most severe first, then by time lost (`seconds_per_step`); a finding's "
-              "severity is the highest of its rows.", "",
+              "Findings are listed most severe first, then by time lost (`seconds_per_step`), one-time "
+              "time (`one_time_seconds`) and memory (`bytes`); a finding's severity is the highest of its rows.", "",
+              "**Exclusive impacts.** Every lost second of a step is claimed by one finding. A rule declares "
+              "`impact: {draws_from: CATEGORY, specificity: N}`: the `step_breakdown` category its time comes "
+              "from (`compute`, `exposed_comm`, `input_wait`, `host`, `transfer_exposed`, `compile`, `idle`; "
+              "these partition the step) and how specific a cause it names (3 a named culprit such as a "
+              "straggler, a slow link, FP32 matmuls or recompiles; 2 a mechanism such as poor overlap or a "
+              "host-bound step; 1 a symptom such as low MFU or exposed communication). After every rule ran, "
+              "the engine grants the claims most specific first (then the larger first): a finding keeps at "
+              "most what is left of its category's time per step (per step the largest value over ranks, "
+              "averaged over the steady steps) and of the mean steady step, so the findings' "
+              "`seconds_per_step` sum to no more than the mean step. A finding cut short lists the findings "
+              "that claimed first under `related`, and its severity is capped by the share it kept (high from "
+              "20 %, medium from 5 %, else low). A finding with no cost of any kind (no time per step, no "
+              "one-time time, no bytes) is `info`; `info` never fails `--fail-on low`. Messages print "
+              "`fraction_of_step` and `ms_per_step`, two views of the same granted quantity.", "",
               "**Templates.** `message` and `recommendation` are Python format strings over the worst row's "
               "columns, the rule's parameters and `ranks`, `n_ranks`, `steps`, `n_steps` (compact ranges "
-              "like `0-7, 9`), `seconds_per_step`, `ms_per_step`, `fraction_of_step`, `pattern`, `severity`; "
+              "like `0-7, 9`), `seconds_per_step`, `ms_per_step`, `fraction_of_step` (the time granted), "
+              "`one_time_s`, `lost_gib`, `related`, `pattern`, `severity`; "
               "attribute and index access are refused, nulls print as `n/a`.", ""]
     lines += _readable_lines()
     lines += ["", "## Rule file", "", "```yaml",
               "code: IN001                  # 2-3 capitals + 3 digits, unique", "name: input.starvation       # pack.rule, the file is rules/input/starvation.yaml",
-              "pack: input", "title: One-line headline", "severity: high               # low | medium | high",
+              "pack: input", "title: One-line headline", "severity: high               # info | low | medium | high",
+              "impact: {draws_from: input_wait, specificity: 2}   # exclusive impacts (above)",
               "requires: [steps, input]     # signals, or {sql: SELECT ..., reason: ...}",
               "params:                      # each: default, doc, source", "  high_share: {default: 0.2, doc: ..., source: ...}",
               "sql: SELECT rank, step, input_wait AS lost_ns FROM steady_breakdown WHERE ...",

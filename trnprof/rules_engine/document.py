@@ -18,8 +18,13 @@ SCHEMA = "trnprof.findings/1"
 
 
 class Impact(msgspec.Struct):
-    seconds_per_step: float   # time lost per steady step, s
-    fraction_of_step: float   # seconds_per_step / mean steady step time
+    seconds_per_step: float         # time lost per steady step, s (claimed exclusively: see `related`)
+    fraction_of_step: float         # seconds_per_step / mean steady step time
+    one_time_seconds: float = 0.0   # time lost once per job (a compile, a slow first step), s
+    bytes: int = 0                  # device or host memory at stake, bytes
+
+    def costless(self) -> bool:
+        return not (self.seconds_per_step or self.one_time_seconds or self.bytes)
 
 
 class Finding(msgspec.Struct, omit_defaults=True):
@@ -35,6 +40,7 @@ class Finding(msgspec.Struct, omit_defaults=True):
     impact: Impact
     evidence: list[dict[str, Any]]   # the worst rows of the rule's query, plain JSON values
     pattern: str | None = None       # set when the rule splits its rows into several findings
+    related: list[str] = []          # more specific findings that claimed part of this one's time first
     # what fixing it is worth, by the what-if model: {change, step_time_s, gain_fraction, band,
     # reason} (trnprof/whatif/projections.py, docs/whatif.md); None when not projected
     projected: dict[str, Any] | None = None

@@ -12,6 +12,7 @@ from trnprof import session
 from trnprof.api import Run, open_run
 from trnprof.stdlib import load_views
 
+from . import claims
 from . import findings as findings_mod
 from .catalog import signal_names
 from .config import read_config
@@ -23,7 +24,8 @@ from .selection import choose, split
 from .spec import ConfigFile, Probe
 
 DEFAULT_TIMEOUT_S = 60.0
-CONTEXT_TABLES = ("step_phases",)  # the engine reads the steady steps and their mean time
+# the engine reads the steady steps, their mean time and their breakdown (the budgets of claims)
+CONTEXT_TABLES = ("step_phases", "steady_breakdown")
 _CREATE_VIEW = re.compile(r"^\s*CREATE\s+VIEW\s+\w+\s+AS\s", re.IGNORECASE)
 
 
@@ -88,6 +90,28 @@ def _context(sandbox: Sandbox) -> tuple[int, float | None, set[int]]:
     return len(steady), (float(steady["dur"].mean()) if len(steady) else None), warmup
 
 
+def _budgets(sandbox: Sandbox) -> dict[str, float]:
+    columns = ", ".join(claims.CATEGORIES)
+    return claims.budgets(sandbox.query(f"SELECT step, {columns} FROM steady_breakdown"))
+
+
+def _settle(drafts: list, budget: dict[str, float], mean_step_ns: float | None, errors: list) -> list:
+    """Grant the drafts' time claims exclusively and render them; a rule whose templates fail
+    is reported as failed."""
+    requests = [draft.claim() for draft in drafts]
+    claims.grant(requests, budget, mean_step_ns / 1e9 if mean_step_ns else None)
+    found, failed = [], set()
+    for draft, request in zip(drafts, requests):
+        if draft.rule.name in failed:
+            continue
+        try:
+            found.append(findings_mod.finish(draft, request, mean_step_ns))
+        except findings_mod.FindingError as exc:
+            failed.add(draft.rule.name)
+            errors.append(RuleFailure(name=draft.rule.name, error=str(exc), code=draft.rule.code))
+    return [f for f in found if f.name not in failed]
+
+
 def _bind(rule: Rule, params: dict) -> dict:
     return {name: params[name] for name in rule.sql_params}
 
@@ -99,6 +123,7 @@ def evaluate(run: Run, rules: list[Rule], params: dict[str, dict], *, timeout: f
     sandbox = Sandbox(collect_tables(run, _needed_tables(rules)), threads=threads, memory_limit=memory_limit)
     try:
         n_steps, mean_step_ns, warmup = _context(sandbox)
+        budget = _budgets(sandbox)
         signals = {}
         if "signals" in sandbox.tables:
             frame = sandbox.query("SELECT * FROM signals")
@@ -120,6 +145,7 @@ def evaluate(run: Run, rules: list[Rule], params: dict[str, dict], *, timeout: f
                 timings[rule.name] = round(time.perf_counter() - t0, 6)
     finally:
         sandbox.close()
+    found = _settle(found, budget, mean_step_ns, errors)
     found.sort(key=findings_mod.sort_key)
     return Document(schema=SCHEMA, run=str(run.path), findings=found, not_evaluated=not_evaluated,
                     errors=errors, rules=[rule.name for rule in rules], steps=n_steps,

@@ -5,23 +5,33 @@ Columns of a rule's rows that have a meaning here (all optional):
   rank, step   where the row happened (null step: the row holds for every step)
   lost_ns      time the row costs in its step, ns (steps are synchronous: per step the worst
                row counts, as ranks wait for the slowest)
-  severity     low | medium | high for the row; the rule's severity when absent or null
+  one_time_ns  time the row costs once per job (a compile, a slow first step), ns; the largest counts
+  lost_bytes   memory the row puts at stake, bytes; the largest counts
+  severity     info | low | medium | high for the row; the rule's severity when absent or null
   pattern      rows with different patterns are different findings (e.g. one per straggler)
 Every other column is evidence, and a field the message templates can use.
+
+`build` returns drafts; the engine grants their time claims exclusively (`claims.py`) and
+`finish` renders each draft's messages with the time it was granted.
 """
 
 from __future__ import annotations
 
 import string
+from dataclasses import dataclass
 
+import msgspec
 import pandas as pd
 
 from trnprof.jsonplain import plain
 from trnprof.textfmt import compact
 
+from . import claims
 from .document import Finding, Impact
 from .loader import Rule
 from .spec import SEVERITIES, severity_rank
+
+ROW_COSTS = {"lost_ns": "_lost", "one_time_ns": "_once", "lost_bytes": "_bytes"}
 
 EVIDENCE_ROWS = 5
 MAX_ROWS = 1_000_000
@@ -71,13 +81,14 @@ def _checked(frame: pd.DataFrame, rule: Rule) -> pd.DataFrame:
     if frame.columns.duplicated().any():
         raise FindingError("the query returns duplicate column names: give each column its own name")
     frame = frame.copy()
-    if "lost_ns" in frame:
-        lost = pd.to_numeric(frame["lost_ns"], errors="coerce")
-        if lost.isna().sum() > frame["lost_ns"].isna().sum():
-            raise FindingError("column lost_ns must be numeric (ns)")
-        frame["_lost"] = lost.fillna(0.0).clip(lower=0.0).astype(float)
-    else:
-        frame["_lost"] = 0.0
+    for column, internal in ROW_COSTS.items():
+        if column in frame:
+            value = pd.to_numeric(frame[column], errors="coerce")
+            if value.isna().sum() > frame[column].isna().sum():
+                raise FindingError(f"column {column} must be numeric ({'bytes' if 'bytes' in column else 'ns'})")
+            frame[internal] = value.fillna(0.0).clip(lower=0.0).astype(float)
+        else:
+            frame[internal] = 0.0
     if "severity" in frame:
         severity = frame["severity"].where(frame["severity"].notna(), rule.severity)
         bad = sorted(set(map(str, severity)) - set(SEVERITIES))
@@ -108,6 +119,12 @@ def impact(rows: pd.DataFrame, n_steps: int, mean_step_ns: float | None) -> Impa
     return Impact(round(float(seconds), 9), round(float(fraction), 6))
 
 
+def _other_costs(rows: pd.DataFrame, cost: Impact) -> Impact:
+    """`cost` with the one-time seconds and bytes of the rows (warm-up rows included)."""
+    return msgspec.structs.replace(cost, one_time_seconds=round(float(rows["_once"].max()) / 1e9, 9),
+                                   bytes=int(rows["_bytes"].max()))
+
+
 def _evidence(rows: pd.DataFrame) -> list[dict]:
     order = ["_lost"] + [c for c in ("rank", "step") if c in rows]
     top = rows.sort_values(order, ascending=[False] + [True] * (len(order) - 1), kind="stable")
@@ -116,39 +133,65 @@ def _evidence(rows: pd.DataFrame) -> list[dict]:
             for record in top[columns].head(EVIDENCE_ROWS).itertuples(index=False, name=None)]
 
 
+@dataclass
+class Draft:
+    """A finding before its time claim is granted: the rule, its template fields, the finding."""
+    rule: Rule
+    fields: dict
+    finding: Finding
+
+    def claim(self) -> claims.Claim:
+        spec = self.rule.spec.impact
+        return claims.Claim(self.finding.name, self.finding.impact.seconds_per_step, spec.draws_from,
+                            spec.specificity, self.finding.severity)
+
+
 def build(rule: Rule, params: dict, frame: pd.DataFrame, n_steps: int, mean_step_ns: float | None,
-          warmup=frozenset()) -> list[Finding]:
-    """The findings of one rule from its rows; rows of warm-up steps count as evidence, not in
-    the impact (which is measured over the `n_steps` steady steps)."""
+          warmup=frozenset()) -> list[Draft]:
+    """The drafts of one rule's findings from its rows; rows of warm-up steps count as evidence,
+    not in the per-step impact (which is measured over the `n_steps` steady steps)."""
     if frame.empty:
         return []
     frame = _checked(frame, rule)
     groups = frame.groupby(frame["pattern"].fillna("").astype(str), sort=True) if "pattern" in frame \
         else [("", frame)]
-    findings = []
+    drafts = []
     for pattern, rows in groups:
         ranks = _int_list(rows["rank"], "rank") if "rank" in rows else []
         steps = _int_list(rows["step"], "step") if "step" in rows else []
         severity = max(rows["_severity"], key=severity_rank)
         steady = rows[~rows["step"].isin(warmup)] if "step" in rows and warmup else rows
-        cost = impact(steady, n_steps, mean_step_ns) if len(steady) else Impact(0.0, 0.0)
+        cost = _other_costs(rows, impact(steady, n_steps, mean_step_ns) if len(steady) else Impact(0.0, 0.0))
         evidence = _evidence(rows)
         fields = {**params, **(evidence[0] if evidence else {}),
                   "pattern": pattern, "ranks": compact(ranks), "n_ranks": len(ranks),
-                  "steps": compact(steps), "n_steps": len(steps), "severity": severity,
-                  "seconds_per_step": cost.seconds_per_step,
-                  "ms_per_step": cost.seconds_per_step * 1e3,
-                  "fraction_of_step": cost.fraction_of_step}
-        findings.append(Finding(code=rule.code, name=rule.name, pack=rule.pack, severity=severity,
-                                title=rule.spec.title, message=render(rule.spec.message, fields),
-                                recommendation=render(rule.spec.recommendation, fields),
-                                ranks=ranks, steps=steps, impact=cost, evidence=evidence,
-                                pattern=pattern or None))
-    return findings
+                  "steps": compact(steps), "n_steps": len(steps)}
+        drafts.append(Draft(rule, fields, Finding(
+            code=rule.code, name=rule.name, pack=rule.pack, severity=severity, title=rule.spec.title,
+            message="", recommendation="", ranks=ranks, steps=steps, impact=cost, evidence=evidence,
+            pattern=pattern or None)))
+    return drafts
+
+
+def finish(draft: Draft, granted: claims.Claim, mean_step_ns: float | None) -> Finding:
+    """The finding with the time it was granted, its severity graded on it, its messages."""
+    found = draft.finding
+    seconds = round(granted.granted, 9)
+    fraction = round(seconds / (mean_step_ns / 1e9), 6) if mean_step_ns else 0.0
+    cost = msgspec.structs.replace(found.impact, seconds_per_step=seconds, fraction_of_step=fraction)
+    cut_short = seconds < found.impact.seconds_per_step - 1e-9
+    severity = claims.graded(found.severity, cut_short, fraction, cost.costless())
+    fields = {**draft.fields, "severity": severity, "seconds_per_step": seconds, "ms_per_step": seconds * 1e3,
+              "fraction_of_step": fraction, "one_time_s": cost.one_time_seconds,
+              "lost_gib": cost.bytes / 2**30, "related": ", ".join(granted.related) or "none"}
+    return msgspec.structs.replace(found, severity=severity, impact=cost, related=granted.related,
+                                   message=render(draft.rule.spec.message, fields),
+                                   recommendation=render(draft.rule.spec.recommendation, fields))
 
 
 def sort_key(finding: Finding):
-    """Most severe first, then by time lost per step (severity grades a finding's cost over the
-    run, and some findings, e.g. memory, cost no step time)."""
-    return (-severity_rank(finding.severity), -finding.impact.seconds_per_step,
-            -finding.impact.fraction_of_step, finding.code, finding.pattern or "")
+    """Most severe first, then by time lost per step, one-time time and memory (severity grades
+    a finding's cost over the run, and some findings, e.g. memory, cost no step time)."""
+    cost = finding.impact
+    return (-severity_rank(finding.severity), -cost.seconds_per_step, -cost.one_time_seconds, -cost.bytes,
+            finding.code, finding.pattern or "")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from trnprof.textfmt import compact, duration, markdown_table
+from trnprof.textfmt import compact, cost, duration, markdown_table
 
 from .document import Document, Finding
 from .spec import SEVERITIES
@@ -12,10 +12,11 @@ from ..whatif.projections import gain_line
 
 
 def _cost(finding: Finding) -> str:
-    impact = finding.impact
-    if not impact.seconds_per_step:
-        return "no time cost measured"
-    return f"{impact.fraction_of_step:.1%} of step, {duration(impact.seconds_per_step)}/step"
+    return cost(finding.impact)
+
+
+def _related(finding: Finding) -> str:
+    return f"time first claimed by {', '.join(finding.related)}" if finding.related else ""
 
 
 def _counts(findings: list[Finding]) -> str:
@@ -50,6 +51,8 @@ def to_text(document: Document, *, width: int = 100) -> str:
                   wrap(finding.title + ". " + finding.message)]
         if _where(finding):
             lines.append(" " * 8 + _where(finding))
+        if finding.related:
+            lines.append(" " * 8 + _related(finding))
         lines.append(wrap("fix: " + finding.recommendation))
         if gain_line(finding):
             lines.append(wrap(gain_line(finding)))
@@ -81,6 +84,7 @@ def to_markdown(document: Document) -> str:
         suffix = f" [{finding.pattern}]" if finding.pattern else ""
         lines += ["", f"## {finding.code} {finding.name}{suffix}: {finding.title}", "",
                   f"**{finding.severity}**, {_cost(finding)}.", "", finding.message, "",
+                  *([f"Related: {_related(finding)}.", ""] if finding.related else []),
                   f"**How to fix:** {finding.recommendation}", ""]
         if gain_line(finding):
             lines += [f"**What the fix is worth:** {gain_line(finding)}", ""]

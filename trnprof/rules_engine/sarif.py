@@ -18,7 +18,8 @@ from .document import Document, Finding
 from .loader import Rule
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-LEVELS = {"high": "error", "medium": "warning", "low": "note"}
+LEVELS = {"high": "error", "medium": "warning", "low": "note", "info": "none"}
+PROBLEM_SEVERITY = {"high": "error", "medium": "warning", "low": "recommendation", "info": "recommendation"}
 
 
 def _uri(run: str) -> str:
@@ -44,7 +45,7 @@ def _descriptor(rule: Rule) -> dict:
                  "markdown": f"{doc.what}\n\n**Why it matters:** {doc.why}\n\n**How to fix:** {doc.fix}"},
         "defaultConfiguration": {"level": LEVELS[rule.severity]},
         "properties": {"tags": ["performance", rule.pack], "precision": "medium",
-                       "problem.severity": {"high": "error", "medium": "warning", "low": "recommendation"}[rule.severity]},
+                       "problem.severity": PROBLEM_SEVERITY[rule.severity]},
     }
 
 
@@ -65,7 +66,8 @@ def _result(finding: Finding, index: int, uri: str) -> dict:
         }],
         "partialFingerprints": {"trnprofFinding/v1": hashlib.sha256(identity.encode()).hexdigest()[:32]},
         "properties": {"impact": msgspec.to_builtins(finding.impact), "ranks": finding.ranks,
-                       "steps": finding.steps, "name": finding.name, "severity": finding.severity},
+                       "steps": finding.steps, "name": finding.name, "severity": finding.severity,
+                       "related": finding.related},
     }
 
 

@@ -6,12 +6,15 @@ loader adds the cross-field checks (name vs pack, template fields, SQL parameter
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 import msgspec
 
-SEVERITIES = ("low", "medium", "high")  # ordered: index = rank
-Severity = Literal["low", "medium", "high"]
+SEVERITIES = ("info", "low", "medium", "high")  # ordered: index = rank; info: no cost of its own
+Severity = Literal["info", "low", "medium", "high"]
+# step_breakdown's exclusive categories: what a rule's time at stake can be drawn from
+CATEGORIES = ("compute", "exposed_comm", "input_wait", "host", "transfer_exposed", "compile", "idle")
+Category = Literal["compute", "exposed_comm", "input_wait", "host", "transfer_exposed", "compile", "idle"]
 ParamValue = Union[bool, int, float, str]
 
 
@@ -35,6 +38,15 @@ class Probe(_Strict):
     run has what the rule needs; `reason` is reported when it is not."""
     sql: str
     reason: str
+
+
+class ImpactSpec(_Strict):
+    """Where a rule's time at stake comes from (docs/rules/authoring: exclusive impacts). The
+    engine grants per-step claims category by category, most specific rule first, so that no
+    second of a step is claimed twice; a rule claiming what a more specific one already took
+    keeps what is left and names it in `related`."""
+    draws_from: Category | None = None   # step_breakdown category; None: only the step itself caps it
+    specificity: Annotated[int, msgspec.Meta(ge=1, le=3)] = 1   # 3 a named culprit, 2 a mechanism, 1 a symptom
 
 
 class Doc(_Strict):
@@ -121,6 +133,7 @@ class RuleFile(_Strict):
     tests: list[Case]
     params: dict[str, Param] = {}
     requires: list[Union[str, Probe]] = []
+    impact: ImpactSpec = msgspec.field(default_factory=ImpactSpec)
 
 
 class ConfigFile(_Strict):

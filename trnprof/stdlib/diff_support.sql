@@ -7,11 +7,14 @@
 -- @column compute       mean compute time, ns
 -- @column exposed_comm  mean exposed communication time, ns
 -- @column input_wait    mean input wait, ns
--- @column other         mean exposed transfer and compile time, ns
+-- @column host          mean host time with the device idle, ns
+-- @column transfer_exposed mean exposed transfer time, ns
+-- @column compile       mean exposed compile time, ns
 -- @column idle          mean idle time, ns
 CREATE VIEW steady_step_means AS
 SELECT b.step, COUNT(*) AS ranks, AVG(b.dur) AS dur, AVG(b.compute) AS compute,
-       AVG(b.exposed_comm) AS exposed_comm, AVG(b.input_wait) AS input_wait, AVG(b.other) AS other,
+       AVG(b.exposed_comm) AS exposed_comm, AVG(b.input_wait) AS input_wait, AVG(b.host) AS host,
+       AVG(b.transfer_exposed) AS transfer_exposed, AVG(b.compile) AS compile,
        AVG(b.idle) AS idle
 FROM step_breakdown AS b
 JOIN step_phases AS p ON p.step = b.step

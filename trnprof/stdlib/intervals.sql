@@ -1,28 +1,32 @@
--- Device-visible events with the time-accounting category each belongs to. The one place that
--- decides which kinds count as device time: host work, annotations and steps do not.
+-- Timed events with the time-accounting category each belongs to. The one place that decides
+-- which kinds count in the step accounting: device work and input waits, and host work (which
+-- counts only where the device has nothing else: step_breakdown's `host`); annotations and
+-- steps do not.
 -- @column rank      global rank
 -- @column ts        start, ns
 -- @column end_ts    end, ns
--- @column category  compute | comm | input | transfer | compile
+-- @column category  compute | comm | input | transfer | compile | host
 CREATE VIEW device_intervals AS
 SELECT rank, ts, ts + dur AS end_ts,
        CASE kind WHEN 'compute' THEN 'compute'
                  WHEN 'collective' THEN 'comm' WHEN 'p2p' THEN 'comm'
                  WHEN 'input' THEN 'input'
                  WHEN 'transfer' THEN 'transfer' WHEN 'memory' THEN 'transfer'
+                 WHEN 'host' THEN 'host'
                  ELSE 'compile' END AS category
 FROM events
-WHERE kind IN ('compute', 'collective', 'p2p', 'input', 'transfer', 'memory', 'compile') AND dur > 0;
+WHERE kind IN ('compute', 'collective', 'p2p', 'input', 'transfer', 'memory', 'compile', 'host') AND dur > 0;
 
 -- Interval union and intersection, done once: a sweep over every start and end point of each
--- rank's device intervals and step windows. Each row is an elementary segment between two
--- consecutive points with how many intervals of each category cover it, so the length of any
--- union (covered by some category) or intersection (covered by several) is a filtered SUM(dur).
--- One ordered pass with running sums: each category's open-interval count is packed into 12
--- bits of one BIGINT (so at most 4,095 intervals of one category may be open at once on a
--- rank), and the open step's number + 1 is a second running sum (steps do not overlap on a
--- rank). All counts return to zero at a rank's last point, so one ordering by (rank, t) serves
--- every rank without per-rank partitions.
+-- rank's device and host intervals and step windows. Each row is an elementary segment between
+-- two consecutive points with how many intervals of each category cover it, so the length of
+-- any union (covered by some category) or intersection (covered by several) is a filtered
+-- SUM(dur). One ordered pass with running sums: each device category's open-interval count is
+-- packed into 12 bits of one BIGINT (so at most 4,095 intervals of one category may be open at
+-- once on a rank), and a second running sum packs the open step's number + 1 (steps do not
+-- overlap on a rank) times 4096 with the count of open host intervals (at most 4,095 at once).
+-- All counts return to zero at a rank's last point, so one ordering by (rank, t) serves every
+-- rank without per-rank partitions.
 -- @column rank       global rank
 -- @column step       step whose window holds the segment; null outside every step
 -- @column ts         segment start, ns
@@ -32,10 +36,13 @@ WHERE kind IN ('compute', 'collective', 'p2p', 'input', 'transfer', 'memory', 'c
 -- @column n_input    input intervals covering the segment
 -- @column n_transfer transfer and memory intervals covering the segment
 -- @column n_compile  compile intervals covering the segment
+-- @column n_host     host intervals covering the segment
 CREATE VIEW device_segments AS
 WITH weighted AS (
     SELECT rank, ts, end_ts,
-           CASE category WHEN 'compute' THEN CAST(1 AS BIGINT)
+           CASE category WHEN 'host' THEN CAST(1 AS BIGINT) ELSE CAST(0 AS BIGINT) END AS host_weight,
+           CASE category WHEN 'host' THEN CAST(0 AS BIGINT)
+                         WHEN 'compute' THEN CAST(1 AS BIGINT)
                          WHEN 'comm' THEN CAST(4096 AS BIGINT)
                          WHEN 'input' THEN CAST(16777216 AS BIGINT)
                          WHEN 'transfer' THEN CAST(68719476736 AS BIGINT)
@@ -43,27 +50,29 @@ WITH weighted AS (
     FROM device_intervals
 ),
 points AS (
-    SELECT rank, ts AS t, weight AS delta, 0 AS step_delta FROM weighted
+    SELECT rank, ts AS t, weight AS delta, host_weight AS step_delta FROM weighted
     UNION ALL
-    SELECT rank, end_ts AS t, -weight AS delta, 0 AS step_delta FROM weighted
+    SELECT rank, end_ts AS t, -weight AS delta, -host_weight AS step_delta FROM weighted
     UNION ALL
-    SELECT rank, ts AS t, CAST(0 AS BIGINT) AS delta, step + 1 AS step_delta FROM steps
+    SELECT rank, ts AS t, CAST(0 AS BIGINT) AS delta, CAST(step + 1 AS BIGINT) * 4096 AS step_delta FROM steps
     UNION ALL
-    SELECT rank, end_ts AS t, CAST(0 AS BIGINT) AS delta, -(step + 1) AS step_delta FROM steps
+    SELECT rank, end_ts AS t, CAST(0 AS BIGINT) AS delta, -CAST(step + 1 AS BIGINT) * 4096 AS step_delta FROM steps
 ),
 swept AS (
     SELECT rank, t,
            LEAD(t) OVER w - t AS dur,
            SUM(delta) OVER w AS packed,
-           SUM(step_delta) OVER w AS step_plus_one
+           SUM(step_delta) OVER w AS step_host
     FROM points
     WINDOW w AS (ORDER BY rank, t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 )
-SELECT rank, CASE WHEN step_plus_one > 0 THEN step_plus_one - 1 END AS step, t AS ts, dur,
+SELECT rank, CASE WHEN step_host >= 4096 THEN CAST((step_host - step_host % 4096) / 4096 AS INTEGER) - 1 END AS step,
+       t AS ts, dur,
        CAST(packed % 4096 AS INTEGER) AS n_compute,
        CAST((packed % 16777216 - packed % 4096) / 4096 AS INTEGER) AS n_comm,
        CAST((packed % 68719476736 - packed % 16777216) / 16777216 AS INTEGER) AS n_input,
        CAST((packed % 281474976710656 - packed % 68719476736) / 68719476736 AS INTEGER) AS n_transfer,
-       CAST((packed - packed % 281474976710656) / 281474976710656 AS INTEGER) AS n_compile
+       CAST((packed - packed % 281474976710656) / 281474976710656 AS INTEGER) AS n_compile,
+       CAST(step_host % 4096 AS INTEGER) AS n_host
 FROM swept
-WHERE dur > 0 AND (packed <> 0 OR step_plus_one > 0);
+WHERE dur > 0 AND (packed <> 0 OR step_host <> 0);

@@ -36,14 +36,14 @@ FROM prefix;
 -- @column exposed_comm       collective time not overlapped by compute, ns
 -- @column overlapped_comm    collective time hidden under compute, ns
 -- @column input_wait         time waiting for input with no compute or communication running, ns
--- @column transfer_exposed   transfer/memory time with nothing above running, ns
--- @column compile            compile time with nothing above running, ns
--- @column other              transfer_exposed + compile, ns
--- @column idle               time with no device activity at all, ns
+-- @column host               host work while no device work or input wait ran, ns
+-- @column transfer_exposed   transfer/memory time with none of the above running, ns
+-- @column compile            compile time with none of the above running, ns
+-- @column idle               time with nothing known running, ns
 -- @column overlap_ratio      overlapped_comm / collective; null without communication
 CREATE VIEW steady_breakdown AS
 SELECT b.rank, b.step, b.dur, b.compute, b.collective, b.exposed_comm, b.overlapped_comm, b.input_wait,
-       b.transfer_exposed, b.compile, b.other, b.idle, b.overlap_ratio
+       b.host, b.transfer_exposed, b.compile, b.idle, b.overlap_ratio
 FROM step_breakdown AS b
 JOIN step_phases AS p ON p.step = b.step
 WHERE NOT p.warmup;

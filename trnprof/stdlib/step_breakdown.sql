@@ -1,6 +1,9 @@
--- Where each rank's step time went. The exclusive buckets partition the step:
--- dur = compute + exposed_comm + input_wait + other + idle, each instant counted once in the
--- first bucket that covers it (compute, then communication, input, transfer, compile).
+-- Where each rank's step time went. The exclusive categories partition the step:
+-- dur = compute + exposed_comm + input_wait + host + transfer_exposed + compile + idle,
+-- each instant counted once, in the first category that covers it in that order (compute,
+-- communication, input, host work while the device is idle, transfer, compile); `idle` is the
+-- time nothing known ran. `collective` and `overlapped_comm` are not categories: they overlap
+-- compute.
 -- @column rank               global rank
 -- @column step               training step number
 -- @column dur                step duration, ns
@@ -9,10 +12,10 @@
 -- @column exposed_comm       collective time not overlapped by compute, ns
 -- @column overlapped_comm    collective time hidden under compute, ns
 -- @column input_wait         time waiting for input with no compute or communication running, ns
--- @column transfer_exposed   transfer/memory time with nothing above running, ns
--- @column compile            compile time with nothing above running, ns
--- @column other              transfer_exposed + compile, ns
--- @column idle               time with no device activity at all, ns
+-- @column host               time a host event of the rank ran (graph launch, tracing, Python, CPU ops) while no device work or input wait did, ns
+-- @column transfer_exposed   transfer/memory time with none of the above running, ns
+-- @column compile            compile time with none of the above running, ns
+-- @column idle               time with nothing known running (no device, input or host event), ns
 -- @column overlap_ratio      overlapped_comm / collective; null without communication
 CREATE VIEW step_breakdown AS
 WITH sums AS (
@@ -21,9 +24,11 @@ WITH sums AS (
            CAST(SUM(CASE WHEN n_comm > 0 THEN dur ELSE 0 END) AS BIGINT) AS collective,
            CAST(SUM(CASE WHEN n_comm > 0 AND n_compute = 0 THEN dur ELSE 0 END) AS BIGINT) AS exposed_comm,
            CAST(SUM(CASE WHEN n_input > 0 AND n_compute = 0 AND n_comm = 0 THEN dur ELSE 0 END) AS BIGINT) AS input_wait,
-           CAST(SUM(CASE WHEN n_transfer > 0 AND n_compute = 0 AND n_comm = 0 AND n_input = 0
+           CAST(SUM(CASE WHEN n_host > 0 AND n_compute = 0 AND n_comm = 0 AND n_input = 0
+                    THEN dur ELSE 0 END) AS BIGINT) AS host,
+           CAST(SUM(CASE WHEN n_transfer > 0 AND n_compute = 0 AND n_comm = 0 AND n_input = 0 AND n_host = 0
                     THEN dur ELSE 0 END) AS BIGINT) AS transfer_exposed,
-           CAST(SUM(CASE WHEN n_compile > 0 AND n_compute = 0 AND n_comm = 0 AND n_input = 0
+           CAST(SUM(CASE WHEN n_compile > 0 AND n_compute = 0 AND n_comm = 0 AND n_input = 0 AND n_host = 0
                          AND n_transfer = 0 THEN dur ELSE 0 END) AS BIGINT) AS compile
     FROM device_segments
     WHERE step IS NOT NULL
@@ -35,10 +40,10 @@ SELECT s.rank, s.step, s.dur,
        COALESCE(b.exposed_comm, 0) AS exposed_comm,
        COALESCE(b.collective - b.exposed_comm, 0) AS overlapped_comm,
        COALESCE(b.input_wait, 0) AS input_wait,
+       COALESCE(b.host, 0) AS host,
        COALESCE(b.transfer_exposed, 0) AS transfer_exposed,
        COALESCE(b.compile, 0) AS compile,
-       COALESCE(b.transfer_exposed + b.compile, 0) AS other,
-       s.dur - COALESCE(b.compute + b.exposed_comm + b.input_wait + b.transfer_exposed + b.compile, 0) AS idle,
+       s.dur - COALESCE(b.compute + b.exposed_comm + b.input_wait + b.host + b.transfer_exposed + b.compile, 0) AS idle,
        CASE WHEN b.collective > 0 THEN CAST(b.collective - b.exposed_comm AS DOUBLE) / b.collective END
            AS overlap_ratio
 FROM steps AS s
