@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from trnprof.textfmt import duration
 
+from .projections import change_text
+
 
 def _bytes(value) -> str:
     return "unknown" if value is None else f"{value / 2 ** 30:.2f} GiB"
@@ -13,16 +15,6 @@ def _row(label: str, numbers: dict) -> str:
     throughput = numbers["throughput"]
     return (f"{label:<10} {duration(numbers['step_time_s']):>10}  {throughput['value']:>12,.1f} {throughput['unit']:<6}"
             f" {numbers['mfu']:>6.1%}  {_bytes(numbers['hbm_peak_bytes']):>10}")
-
-
-def _change(change: dict, prefix: str = "") -> list[str]:
-    out = []
-    for key, value in change.items():
-        if isinstance(value, dict):
-            out += _change(value, f"{prefix}{key}.")
-        else:
-            out.append(f"{prefix}{key}={value}")
-    return out
 
 
 def _params(fit: dict) -> str:
@@ -37,7 +29,7 @@ def to_text(doc: dict) -> str:
     fit, pred = doc["fit"], doc["predicted"]
     residual = fit["residual"]
     lines = [f"run        {doc['run']}",
-             f"change     {', '.join(_change(doc['change'])) or '(none: the fitted baseline)'}",
+             f"change     {change_text(doc['change']) or '(none: the fitted baseline)'}",
              f"fit        {fit['method']}: {fit['classes']} classes, residual {residual['classes_rms']:.1%} RMS per "
              f"class, fitted step {residual['step']:+.1%} vs measured",
              _params(fit)]
