@@ -12,7 +12,7 @@ from ..collectors.trn1 import demo_config, simulate
 from ..report import write_report
 from ..rules_engine import analyze
 from ..rules_engine.document import to_json_bytes
-from ..textfmt import duration
+from ..textfmt import cost, duration
 from . import _options as options
 
 TOP_FINDINGS = 3
@@ -40,9 +40,6 @@ def command(out: Path):
         click.echo(f"throughput  {info['throughput']['value']:,.1f} {info['throughput']['unit']}")
     click.echo(f"findings    {len(document.findings)}, most severe first, then by time lost:")
     for finding in document.findings[:TOP_FINDINGS]:
-        impact = finding.impact
-        cost = (f"{duration(impact.seconds_per_step)} per step ({impact.fraction_of_step:.0%} of step time)"
-                if impact.seconds_per_step else "no time cost measured")
-        click.echo(f"  {finding.severity:<7} {finding.code} {finding.title}: {cost}")
+        click.echo(f"  {finding.severity:<7} {finding.code} {finding.title}: {cost(finding.impact)}")
     click.echo(f"run         {run_path}")
     click.echo(f"report      {Path(written['path']).resolve()}  (open it in a browser; works offline)")
