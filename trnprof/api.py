@@ -24,28 +24,31 @@ def _query(con: duckdb.DuckDBPyConnection, query: str, params=None) -> pd.DataFr
 
 
 class Run:
-    """One run opened in its own DuckDB session: its tables and the stdlib views by name."""
+    """One open run: its tables and the stdlib views by name, on one engine (`open_run`)."""
 
-    def __init__(self, path: str | Path, *, threads: int | None = None):
-        self.path = Path(path)
-        self.manifest = read_manifest(self.path)
-        self.con = session.connect(threads)
-        session_tables.attach_tables(self.con, self.manifest)
-        session.attach_run(self.con, self.path)
+    engine = ""
+    path: Path | str
+    manifest: dict
 
     def sql(self, query: str, params=None) -> pd.DataFrame:
-        """Run SQL over the run's tables and stdlib views."""
-        return _query(self.con, query, params)
+        """Run SQL (DuckDB's dialect, on every engine) over the run's tables and stdlib views."""
+        raise NotImplementedError
+
+    def materialize(self, names=session.MATERIALIZABLE) -> "Run":
+        """Compute the costly stdlib views once for this session (before many queries)."""
+        raise NotImplementedError
+
+    def is_stored(self, view: str) -> bool:
+        """Whether `view` is computed already, so reading it is cheap."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
 
     def view(self, name: str) -> pd.DataFrame:
         if not re.fullmatch(r"[A-Za-z_]\w*", name):
             raise TrnprofError(f"not a view name: {name!r}")
         return self.sql(f"SELECT * FROM {name}")
-
-    def materialize(self, names=session.MATERIALIZABLE) -> "Run":
-        """Compute the costly stdlib views once for this session (before many queries)."""
-        session.materialize(self.con, names)
-        return self
 
     def info(self) -> dict:
         from .info import run_info
@@ -71,9 +74,6 @@ class Run:
     def rank_summary(self) -> pd.DataFrame:
         return self.view("rank_summary")
 
-    def close(self) -> None:
-        self.con.close()
-
     def __enter__(self) -> "Run":
         return self
 
@@ -81,9 +81,42 @@ class Run:
         self.close()
 
 
-def open_run(path: str | Path, *, threads: int | None = None) -> Run:
-    """Open a run folder; one clear `TrnprofError` when it is not a readable run."""
-    return Run(path, threads=threads)
+class DuckDBRun(Run):
+    """A run in its own DuckDB session (the default engine, and the reference)."""
+
+    engine = "duckdb"
+
+    def __init__(self, path: str | Path, *, threads: int | None = None):
+        self.path = Path(path)
+        self.manifest = read_manifest(self.path)
+        self.con = session.connect(threads)
+        session_tables.attach_tables(self.con, self.manifest)
+        session.attach_run(self.con, self.path)
+
+    def sql(self, query: str, params=None) -> pd.DataFrame:
+        return _query(self.con, query, params)
+
+    def materialize(self, names=session.MATERIALIZABLE) -> "Run":
+        session.materialize(self.con, names)
+        return self
+
+    def is_stored(self, view: str) -> bool:
+        return session.is_stored(self.con, view)
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def open_run(path: str | Path, *, threads: int | None = None, engine: str | None = None) -> Run:
+    """Open a run; one clear `TrnprofError` when it is not a readable run. `engine`: "duckdb"
+    (the default) or "spark" (`trnprof.engines`: the master and settings in use); a Spark run
+    may be a local folder or an s3a:// or hdfs:// URL."""
+    from . import engines
+    choice = engines.current()
+    if engines.check(engine or choice.name) == "spark":
+        from .spark.run import SparkRun
+        return SparkRun(str(path), master=choice.master, conf=choice.conf)
+    return DuckDBRun(path, threads=threads)
 
 
 class RunSet:

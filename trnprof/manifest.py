@@ -98,8 +98,22 @@ def read_manifest(run_dir: Path, *, check_files: bool = True, validate: bool = T
     if not path.is_file():
         raise NotARunError(f"not a trnprof run: {run_dir} has no {MANIFEST_FILE} (is it a half-written or foreign folder?)")
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NotARunError(f"unreadable manifest {path}: {exc}") from None
+    manifest = parse_manifest(text, str(path), validate=validate)
+    if check_files and validate:
+        from .integrity import check_on_open
+        check_on_open(run_dir, manifest)
+    return manifest
+
+
+def parse_manifest(text: str, path: str, *, validate: bool = True) -> dict:
+    """A manifest from its JSON text (read from `path`, named in errors): one clear error when it
+    is not a trnprof run's manifest of this schema version."""
+    try:
+        manifest = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise NotARunError(f"unreadable manifest {path}: {exc}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
         raise NotARunError(f"not a trnprof run: {path} does not declare format {FORMAT_NAME!r}")
@@ -115,9 +129,6 @@ def read_manifest(run_dir: Path, *, check_files: bool = True, validate: bool = T
         message, _, where = str(exc).partition(" - at `$.")
         field = where.rstrip("`") or "top level"
         raise NotARunError(f"damaged manifest {path}: {field}: {message}") from None
-    if check_files and validate:
-        from .integrity import check_on_open
-        check_on_open(run_dir, manifest)
     return manifest
 
 

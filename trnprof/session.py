@@ -153,6 +153,12 @@ def materialize(con: duckdb.DuckDBPyConnection, names=MATERIALIZABLE, schema: st
     batches.materialize(con, attached, names, memory_limit=state.memory_limit, progress=progress)
 
 
+def is_stored(con: duckdb.DuckDBPyConnection, view: str, schema: str = "main") -> bool:
+    """Whether `view` of `schema` is stored (computed in this session or an earlier one)."""
+    attached = _session(con).runs.get(schema)
+    return attached is not None and (view in attached.stored or attached.store.files(view) is not None)
+
+
 def prepare(con: duckdb.DuckDBPyConnection, query: str) -> None:
     """Compute and store the stdlib views `query` reads, so it runs within the memory budget."""
     state = _session(con)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import click
 
 
@@ -26,3 +28,44 @@ def output_format(*choices: str, default: str | None = None, **kwargs):
     """`--format`: the output format, the first choice by default."""
     return click.option("--format", "fmt", type=click.Choice(list(choices)), default=default or choices[0],
                         show_default=True, **kwargs)
+
+
+def _spark_settings(pairs) -> dict:
+    settings = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{pair!r}: write KEY=VALUE, e.g. spark.executor.memory=8g",
+                                     param_hint="--spark-conf")
+        settings[key.strip()] = value.strip()
+    return settings
+
+
+def engine(fn):
+    """`--engine duckdb|spark` (or TRNPROF_ENGINE), `--spark-master`, `--spark-conf KEY=VALUE`:
+    the command opens its runs on that engine (`trnprof.engines.using`). A `--config` file's
+    `engine`, `spark_master` and `spark` keys apply where the command line says nothing."""
+    from ..engines import ENGINES, ENV, using
+    from ..rules_engine.config import read_config
+
+    @click.option("--engine", "engine_name", type=click.Choice(ENGINES), envvar=ENV, show_envvar=True,
+                  help="Engine that runs the stdlib and the rules [default: duckdb].")
+    @click.option("--spark-master", envvar="TRNPROF_SPARK_MASTER", show_envvar=True, metavar="URL",
+                  help="Spark master with --engine spark: local[*] (default), local[N], spark://HOST:PORT, "
+                       "sc://HOST:PORT (Spark Connect), yarn.")
+    @click.option("--spark-conf", multiple=True, metavar="KEY=VALUE",
+                  help="A spark.* setting for --engine spark, e.g. spark.executor.memory=8g; repeatable.")
+    @functools.wraps(fn)
+    def wrapper(*args, engine_name, spark_master, spark_conf, **kwargs):
+        config = read_config(kwargs["config"]) if kwargs.get("config") else None
+        name = engine_name or (config and config.engine) or "duckdb"
+        master = spark_master or (config and config.spark_master) or None
+        settings = {**(config.spark if config else {}), **_spark_settings(spark_conf)}
+        with using(name, master, settings):
+            return fn(*args, **kwargs)
+    return wrapper
+
+
+def config(help: str):
+    """`--config FILE`: a YAML config file (`rules_engine.spec.ConfigFile`)."""
+    return click.option("--config", type=click.Path(path_type=str), help=help)

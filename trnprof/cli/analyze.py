@@ -40,13 +40,15 @@ def fails(document: Document, fail_on: str | None) -> bool:
 @click.option("--set", "assignments", multiple=True, metavar="RULE.PARAM=VALUE",
               help="Override a rule parameter, e.g. input.starvation.high_share=0.3.")
 @options.rules
-@click.option("--config", type=click.Path(path_type=str), help="YAML file with rules, select, ignore, set, timeout, memory_limit, fail_on.")
+@options.config("YAML file with rules, select, ignore, set, timeout, memory_limit, fail_on, and the engine "
+                "settings engine, spark_master, spark.")
 @options.output_format("text", "json", "sarif", "markdown")
 @click.option("--fail-on", type=click.Choice(SEVERITIES),
               help="Exit 1 when a finding is at or above this severity, 2 when a rule failed or timed out.")
 @click.option("--timeout", type=click.FloatRange(min=0.001), help="Time limit per rule query, seconds [default: 60].")
 @click.option("--memory-limit", help="Memory limit per rule query, e.g. 2GB, 512MB [default: 2GB].")
 @options.threads
+@options.engine
 def command(run, select, ignore, assignments, rule_dirs, config, fmt, fail_on, timeout, memory_limit, threads):
     """Find what slows RUN down: a short list of findings, most severe first, then by time lost,
     with the ranks and steps affected, the time lost per step and what to do.

@@ -18,6 +18,7 @@ from ..diff.stats import DEFAULT_ALPHA
 from ..errors import TrnprofError
 from ..jsonplain import to_json
 from ..rules_engine.config import read_config
+from . import _options as options
 
 EXIT_TRIPPED = 1
 EXIT_ERROR = 2
@@ -48,8 +49,9 @@ def _check_gateable(document: dict, gates: tuple[str, ...]) -> None:
               show_default=True, help="Significance level of the Mann-Whitney test over steady-state steps.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
               help="Ops listed as top regressions and improvements.")
-@click.option("--config", type=click.Path(path_type=str), help="Rules config (YAML) for the findings of both runs.")
-@click.option("--threads", type=click.IntRange(min=1), help="DuckDB threads.")
+@options.config("Rules config (YAML) for the findings of both runs, and the engine settings.")
+@options.threads
+@options.engine
 def command(base, new, fmt, gates, strict, alpha, top, config, threads):
     """Compare run NEW against run BASE: step time, throughput and MFU with their significance
     over steady-state steps, the step breakdown, top regressions by op, collectives, memory, and

@@ -13,9 +13,13 @@ from . import _options as options
 @click.argument("run", type=click.Path(path_type=str))
 @click.argument("sql")
 @options.output_format("table", "csv", "json")
-def command(run, sql, fmt):
+@options.config("YAML config file: its engine, spark_master and spark keys choose the engine.")
+@options.engine
+def command(run, sql, fmt, config):
     """Run SQL over RUN's tables (events, counters, ranks), the session tables run_job (the
     manifest's job metadata) and hardware (the Trainium hardware table), and the stdlib views.
+
+    SQL is DuckDB's dialect on every engine (--engine spark transpiles it).
 
     Example: trnprof query RUN "SELECT rank, AVG(idle) FROM step_breakdown GROUP BY rank"
     """

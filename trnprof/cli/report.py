@@ -23,14 +23,16 @@ def _size(n: int) -> str:
               help="Also write each chart to this folder as PNG and SVG (for docs and tickets).")
 @click.option("--baseline", type=click.Path(path_type=str),
               help="Add a comparison with this run (as `trnprof diff BASELINE RUN` compares them).")
+@options.config("Rules config (YAML) for the findings, and the engine settings.")
 @options.threads
-def command(run, out, findings, no_analyze, png_dir, baseline, threads):
+@options.engine
+def command(run, out, findings, no_analyze, png_dir, baseline, threads, config):
     """Write the HTML report of RUN: summary, findings, step breakdown, timeline, collectives,
     memory, stragglers and input pipeline, in one file that makes no network request."""
     if findings and no_analyze:
         raise click.UsageError("--findings and --no-analyze exclude each other")
     result = write_report(run, out, findings=findings, analyze=not no_analyze, png_dir=png_dir, threads=threads,
-                          baseline=baseline)
+                          baseline=baseline, config=config)
     click.echo(f"wrote {result['path']} ({_size(result['bytes'])}, {len(result['charts'])} charts"
                + (f", {result['findings']} findings)" if result["findings"] is not None else ", findings not computed)"))
     for section, reason in result["empty"].items():

@@ -54,7 +54,9 @@ def show(name, rule_dirs):
 @click.argument("path", required=False, type=click.Path(path_type=str))
 @click.option("--timeout", type=click.FloatRange(min=0.001), default=60.0, show_default=True,
               help="Time limit per rule query, seconds.")
-def test(path, timeout):
+@options.config("YAML config file: its engine, spark_master and spark keys choose the engine.")
+@options.engine
+def test(path, timeout, config):
     """Run the test cases of the rules in PATH (a rule file, a pack folder or a folder of packs;
     default: the built-in packs). Their SQL must bind against the stdlib's columns, and their
     codes and names must not clash with each other or the built-in rules (as `analyze` requires).

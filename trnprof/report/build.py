@@ -22,7 +22,7 @@ from .sections import (breakdown, collectives, comparison, findings_table, fixes
 CHART_SECTIONS = (breakdown, timeline, collectives, memory, stragglers, input_pipeline)
 
 
-def _findings(run, findings, analyze: bool) -> tuple[Document | None, str]:
+def _findings(run, findings, analyze: bool, config=None) -> tuple[Document | None, str]:
     """The findings document and a line saying where it came from."""
     if findings is not None:
         document = findings_mod.read_findings(findings)
@@ -31,7 +31,7 @@ def _findings(run, findings, analyze: bool) -> tuple[Document | None, str]:
             analyzed += " WARNING: that is not the run this report shows; re-run `trnprof analyze` on it."
         return document, f"Findings loaded from {findings}{analyzed}."
     if analyze:
-        return findings_mod.from_engine(run), "Findings of the built-in rule packs, computed for this report."
+        return findings_mod.from_engine(run, config), "Findings of the built-in rule packs, computed for this report."
     return None, ""
 
 
@@ -62,19 +62,19 @@ def _write_atomically(path: Path, content: str) -> None:
 
 
 def write_report(run, out, *, findings=None, analyze: bool = True, png_dir=None, threads: int | None = None,
-                 baseline=None) -> dict:
+                 baseline=None, config=None) -> dict:
     """Write the HTML report of `run` to `out`.
 
     findings: a saved `trnprof analyze --format json` file to use instead of running the rules;
     analyze=False with no file: no findings (the page says so). png_dir: also write every chart
     there as PNG and SVG. baseline: a run to compare with (adds the comparison section of
-    `trnprof diff`). Returns what was written: path, bytes, charts, sections without data."""
+    `trnprof diff`). config: a rules config file for the findings. Returns what was written: path, bytes, charts, sections without data."""
     out = Path(out)
     _check_output(out)
     vega.javascript_bundle()  # fail before any work when the JavaScript cannot be inlined
     with open_run(run, threads=threads) as opened:
         opened.materialize()  # the views the report and the rules share, computed once
-        document, origin = _findings(opened, findings, analyze)
+        document, origin = _findings(opened, findings, analyze, config)
         sections = [header.build(opened, document), findings_table.build(document, origin),
                     fixes_worth.build(document)]
         if baseline is not None:

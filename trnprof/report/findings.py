@@ -14,7 +14,8 @@ def read_findings(path: str | Path) -> Document:
     return read_document(path)
 
 
-def from_engine(run) -> Document:
-    """Run every built-in rule over the open run and return its findings document."""
+def from_engine(run, config=None) -> Document:
+    """Run the rules (every built-in rule, or as the rules `config` file says) over the open run
+    and return its findings document."""
     from ..rules_engine import analyze
-    return analyze(run)
+    return analyze(run, config=config)

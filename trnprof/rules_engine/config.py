@@ -27,6 +27,6 @@ def read_config(path: str | Path) -> ConfigFile:
     except msgspec.ValidationError as exc:
         where, problem = explain(exc)
         raise TrnprofError(f"config {path}: {dotted(where) or 'file'}: {problem} "
-                           "(keys: rules, select, ignore, set, timeout, memory_limit, fail_on)") from None
+                           "(keys: rules, select, ignore, set, timeout, memory_limit, fail_on, engine, spark_master, spark)") from None
     config.rules = [str((path.parent / folder).resolve()) for folder in config.rules]
     return config

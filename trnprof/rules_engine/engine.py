@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from trnprof import session
 from trnprof.api import Run, open_run
 from trnprof.stdlib import load_views
 
@@ -53,11 +52,19 @@ def _to_materialise(names: set[str]) -> list[str]:
 
 def collect_tables(run: Run, names: set[str]) -> dict:
     """The tables `names` as Arrow, computed in the run's session (see `_to_materialise`)."""
-    session.materialize(run.con, _to_materialise(names))
+    run.materialize(_to_materialise(names))
     tables = {}
     for name in sorted(names):
         tables[name] = run.con.cursor().sql(f'SELECT * FROM "{name}"').to_arrow_reader()  # streamed into the sandbox
     return tables
+
+
+def open_sandbox(run: Run, names: set[str], *, threads: int | None, memory_limit: str | int):
+    """Where the rules run: DuckDB's sandbox holding `names`, or the run's own Spark session."""
+    if run.engine == "spark":
+        from trnprof.spark.sandbox import SparkSandbox
+        return SparkSandbox(run, names, cache=_to_materialise(names))
+    return Sandbox(collect_tables(run, names), threads=threads, memory_limit=memory_limit)
 
 
 def _needed_tables(rules: list[Rule]) -> set[str]:
@@ -120,7 +127,7 @@ def evaluate(run: Run, rules: list[Rule], params: dict[str, dict], *, timeout: f
              threads: int | None = None, memory_limit: str | int = DEFAULT_MEMORY_LIMIT) -> Document:
     """Run `rules` (already chosen) with their `params` over an open run."""
     started = time.perf_counter()
-    sandbox = Sandbox(collect_tables(run, _needed_tables(rules)), threads=threads, memory_limit=memory_limit)
+    sandbox = open_sandbox(run, _needed_tables(rules), threads=threads, memory_limit=memory_limit)
     try:
         n_steps, mean_step_ns, warmup = _context(sandbox)
         budget = _budgets(sandbox)

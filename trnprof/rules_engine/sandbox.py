@@ -70,6 +70,11 @@ class SandboxError(Exception):
     """A rule query that was refused, failed or timed out; the message says which."""
 
 
+def too_many_rows() -> SandboxError:
+    return SandboxError(f"returned more than {MAX_RESULT_ROWS:,} rows (a rule returns findings, not data: "
+                        "aggregate in SQL)")
+
+
 @functools.cache
 def parser() -> duckdb.DuckDBPyConnection:
     """An empty, locked connection for load-time checks (`extract_statements`, `get_table_names`),
@@ -146,8 +151,7 @@ class Sandbox:
                 break
             rows += len(chunk)
             if rows > MAX_RESULT_ROWS:
-                raise SandboxError(f"returned more than {MAX_RESULT_ROWS:,} rows (a rule returns findings, "
-                                   "not data: aggregate in SQL)")
+                raise too_many_rows()
             chunks.append(chunk)
             if chunk.empty:
                 break

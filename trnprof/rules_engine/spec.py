@@ -137,7 +137,9 @@ class RuleFile(_Strict):
 
 
 class ConfigFile(_Strict):
-    """`--config FILE`: the analyze options kept in a file (paths relative to the file)."""
+    """`--config FILE`: the analyze options kept in a file (paths relative to the file), and the
+    engine the commands run on (docs/scale-out.md): `engine`, `spark_master` and `spark`, the
+    spark.* settings of the Spark session."""
     rules: list[str] = []
     select: list[str] = []
     ignore: list[str] = []
@@ -145,3 +147,6 @@ class ConfigFile(_Strict):
     timeout: float | None = None
     memory_limit: str | int | None = None
     fail_on: Severity | None = None
+    engine: Literal["duckdb", "spark"] | None = None
+    spark_master: str | None = None
+    spark: dict[str, ParamValue] = {}

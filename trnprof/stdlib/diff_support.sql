@@ -39,9 +39,9 @@ WITH by_lane AS (
     WHERE NOT p.warmup AND e.kind <> 'step'
     GROUP BY e.step, e.kind, e.name, e.lane
 )
-SELECT step, kind, name, regexp_replace(lane, '(tid|pid)-[0-9]+', '\1-*') AS lane, SUM(n) AS n, SUM(dur) AS dur
+SELECT step, kind, name, regexp_replace(lane, '(tid|pid)-[0-9]+', '\1-*', 'g') AS lane, SUM(n) AS n, SUM(dur) AS dur
 FROM by_lane
-GROUP BY step, kind, name, regexp_replace(lane, '(tid|pid)-[0-9]+', '\1-*');
+GROUP BY step, kind, name, regexp_replace(lane, '(tid|pid)-[0-9]+', '\1-*', 'g');
 
 -- Collectives of the steady-state steps by op and size class: the class is the power of two at
 -- or below the message size (bytes as `collectives` counts them), so 3 MiB and 3.5 MiB messages

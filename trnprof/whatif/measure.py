@@ -56,12 +56,7 @@ def breakdown(run: Run) -> dict[str, float]:
 
 def breakdown_ready(run: Run) -> bool:
     """Whether the run's step_breakdown is cheap: a small run, or already stored."""
-    from trnprof import session
-    if int(run.manifest.get("world_size") or 0) <= BREAKDOWN_RANKS:
-        return True
-    attached = session._session(run.con).runs.get("main")
-    return attached is not None and ("step_breakdown" in attached.stored
-                                     or attached.store.files("step_breakdown") is not None)
+    return int(run.manifest.get("world_size") or 0) <= BREAKDOWN_RANKS or run.is_stored("step_breakdown")
 
 
 def sample_ranks(run: Run, tp: int, dp: int) -> list[int]:

@@ -1,0 +1,48 @@
+"""Which engine runs the stdlib and the rules: DuckDB (the default and the reference) or Spark.
+
+The CLI's `--engine` / `TRNPROF_ENGINE`, `--spark-master` and `--spark-conf` (and a config
+file's `spark:` section) choose it once per command with `using()`; everything that opens a run
+during the command (`api.open_run`: analyze, report, diff, rules test) then opens it there.
+Without a choice, runs open on DuckDB.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from dataclasses import dataclass, field
+
+from .errors import TrnprofError
+
+ENGINES = ("duckdb", "spark")
+ENV = "TRNPROF_ENGINE"
+
+
+@dataclass(frozen=True)
+class Choice:
+    name: str = "duckdb"
+    master: str | None = None  # Spark only: None is local[*]
+    conf: dict = field(default_factory=dict)  # Spark only: spark.* settings
+
+
+_CURRENT: contextvars.ContextVar[Choice] = contextvars.ContextVar("trnprof_engine", default=Choice())
+
+
+def check(name: str) -> str:
+    if name not in ENGINES:
+        raise TrnprofError(f"engine {name!r}: choose one of {', '.join(ENGINES)}")
+    return name
+
+
+def current() -> Choice:
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def using(name: str = "duckdb", master: str | None = None, conf: dict | None = None):
+    """Open the runs of the enclosed code on engine `name`."""
+    token = _CURRENT.set(Choice(check(name), master, dict(conf or {})))
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)

@@ -1,0 +1,88 @@
+"""Rule SQL on Spark: the rule engine's sandbox contract (`rules_engine.sandbox.Sandbox`) over a
+run's Spark session.
+
+The same checks as on DuckDB, where Spark allows them: exactly one SELECT (parsed by DuckDB, as
+the rule was written), reading only the tables the rules declared (no path, no other catalog,
+no table function), no function that reaches the JVM (`reflect`, `java_method`), and the session
+refuses SQL over files by path (`spark.sql.runSQLOnFiles=false`). Each query runs under a tag
+that a timer interrupts at the time limit, and returns at most MAX_RESULT_ROWS rows. Memory is
+the cluster's: `--memory-limit` bounds DuckDB only (docs/scale-out.md).
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pandas as pd
+from sqlglot import exp
+
+from trnprof.rules_engine.sandbox import MAX_RESULT_ROWS, SandboxError, check_select, too_many_rows
+
+from .errors import spark_message
+from .transpile import TranspileError, generate, parse, to_spark_tree
+
+REFUSED_FUNCTIONS = frozenset({"reflect", "try_reflect", "java_method"})
+
+
+def check_reads(tree: exp.Expression, tables: set[str]) -> None:
+    """Refuse a query that reads anything but `tables` (and its own CTEs) or calls into the JVM."""
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    for table in tree.find_all(exp.Table):
+        name = table.name.lower()
+        if not isinstance(table.this, exp.Identifier) or table.db or table.catalog:
+            raise SandboxError(f"refused: rule SQL reads {table.sql('duckdb')!r}; it may read only its tables")
+        if name not in ctes and name not in tables:
+            raise SandboxError(f"refused: rule SQL reads {name!r}, which is not among its tables")
+    for call in tree.find_all(exp.Anonymous):
+        if str(call.name).lower() in REFUSED_FUNCTIONS:
+            raise SandboxError(f"refused: rule SQL may not call {call.name}")
+
+
+class SparkSandbox:
+    """`query()` runs one rule SELECT over the run's Spark session, with a time limit."""
+
+    def __init__(self, run, tables: set[str], *, cache: list[str]):
+        self.run = run
+        self.tables = tuple(sorted(tables))
+        run.materialize(cache)
+
+    def query(self, sql: str, params: dict | None = None, *, timeout: float | None = None) -> pd.DataFrame:
+        check_select(sql)
+        try:
+            tree = parse(sql)
+            check_reads(tree, {t.lower() for t in self.tables})
+            text = generate(to_spark_tree(tree, params))
+        except TranspileError as exc:
+            raise SandboxError(str(exc)) from None
+        return self._run(text, timeout)
+
+    def _run(self, text: str, timeout: float | None) -> pd.DataFrame:
+        spark = self.run.spark
+        tag = f"trnprof-rule-{uuid.uuid4().hex}"
+        expired = threading.Event()
+
+        def interrupt():
+            expired.set()
+            spark.interruptTag(tag)
+
+        timer = threading.Timer(timeout, interrupt) if timeout else None
+        spark.addTag(tag)
+        try:
+            if timer:
+                timer.start()
+            table = spark.sql(text).limit(MAX_RESULT_ROWS + 1).toArrow()
+        except Exception as exc:
+            if expired.is_set():
+                raise SandboxError(f"timed out after {timeout:g} s") from None
+            raise SandboxError(spark_message(exc)) from None
+        finally:
+            if timer:
+                timer.cancel()
+            spark.removeTag(tag)
+        if table.num_rows > MAX_RESULT_ROWS:
+            raise too_many_rows()
+        return table.to_pandas()
+
+    def close(self) -> None:
+        pass

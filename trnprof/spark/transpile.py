@@ -1,0 +1,117 @@
+"""DuckDB SQL -> Spark SQL, done once for the stdlib, rule SQL and user queries.
+
+sqlglot does the dialect work. The rewrites below fix the few places where its output would
+run on Spark but mean something else, each named after what it keeps equal
+(docs/scale-out.md lists them):
+
+- `PERCENTILE_CONT(q) WITHIN GROUP (ORDER BY x)` and `quantile_cont(x, q)`: sqlglot writes
+  Spark's approximate percentile; DuckDB's is exact and interpolated, as Spark's `percentile`.
+- `PERCENTILE_DISC(q) WITHIN GROUP (ORDER BY x)`: kept as written (Spark's is exact too).
+- one-argument `log(x)`: base 10 in DuckDB, natural in Spark.
+- `regexp_replace(s, p, r, 'g')`: the `'g'` option is dropped by sqlglot (Spark always replaces
+  every match) and `\\1` back references become Spark's `$1`. Without `'g'` DuckDB replaces
+  only the first match, which Spark cannot: refused with a one-line error.
+
+`$name` parameters become SQL literals of their values before generation, so nothing is
+spliced into SQL text as a string.
+"""
+
+from __future__ import annotations
+
+import re
+
+import sqlglot
+from sqlglot import exp
+
+from trnprof.errors import TrnprofError
+
+
+class TranspileError(TrnprofError):
+    """SQL that has no Spark SQL with the same meaning (or does not parse)."""
+
+
+def _percentile(node: exp.Expression) -> exp.Expression:
+    """Exact, interpolated percentiles stay exact on Spark."""
+    if isinstance(node, exp.WithinGroup) and isinstance(node.this, (exp.PercentileCont, exp.PercentileDisc)):
+        order = node.expression.expressions if isinstance(node.expression, exp.Order) else []
+        if len(order) != 1:
+            raise TranspileError("WITHIN GROUP needs exactly one ORDER BY key on Spark")
+        key, quantile = order[0], node.this.this
+        if isinstance(node.this, exp.PercentileDisc):
+            within = exp.Anonymous(this="PERCENTILE_DISC", expressions=[quantile.copy()])
+            return exp.WithinGroup(this=within, expression=node.expression.copy())
+        if key.args.get("desc"):
+            quantile = exp.Sub(this=exp.Literal.number(1), expression=quantile.copy())
+        return exp.Anonymous(this="PERCENTILE", expressions=[key.this.copy(), quantile.copy()])
+    if isinstance(node, exp.PercentileCont) and not isinstance(node.parent, exp.WithinGroup):
+        return exp.Anonymous(this="PERCENTILE", expressions=[node.this.copy(), node.expression.copy()])
+    return node
+
+
+def _log10(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.Log) and node.expression is None:
+        return exp.Log(this=exp.Literal.number(10), expression=node.this.copy())
+    return node
+
+
+_BACKREF = re.compile(r"\\(\d)")
+
+
+def _regexp_replace(node: exp.Expression) -> exp.Expression:
+    if not isinstance(node, exp.RegexpReplace):
+        return node
+    modifiers = node.args.get("modifiers")
+    flags = modifiers.name if isinstance(modifiers, exp.Literal) else None
+    if flags is None or "g" not in flags or set(flags) - {"g"}:
+        raise TranspileError("regexp_replace replaces only the first match without the 'g' option, which "
+                             "Spark cannot do: write regexp_replace(s, pattern, replacement, 'g')")
+    replacement = node.args.get("replacement")
+    if not isinstance(replacement, exp.Literal):
+        raise TranspileError("regexp_replace on Spark needs a literal replacement string")
+    spark_text = _BACKREF.sub(r"$\1", replacement.name.replace("$", "\\$"))
+    return exp.RegexpReplace(this=node.this.copy(), expression=node.expression.copy(),
+                             replacement=exp.Literal.string(spark_text))
+
+
+_REWRITES = (_percentile, _log10, _regexp_replace)
+
+
+def _bind(tree: exp.Expression, params: dict) -> exp.Expression:
+    def literal(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Placeholder) and node.name:
+            if node.name not in params:
+                raise TranspileError(f"no value for parameter ${node.name}")
+            return exp.convert(params[node.name])
+        return node
+    return tree.transform(literal)
+
+
+def parse(sql: str) -> exp.Expression:
+    """One DuckDB statement as a sqlglot tree; one clear error when it does not parse."""
+    try:
+        statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
+    except sqlglot.errors.SqlglotError as exc:
+        raise TranspileError(f"SQL does not parse: {str(exc).splitlines()[0]}") from None
+    if len(statements) != 1:
+        raise TranspileError(f"expected one SQL statement, got {len(statements)}")
+    return statements[0]
+
+
+def to_spark_tree(tree: exp.Expression, params: dict | None = None) -> exp.Expression:
+    """A DuckDB tree rewritten so that sqlglot's Spark output means the same."""
+    tree = _bind(tree.copy(), params or {})
+    for rewrite in _REWRITES:
+        tree = tree.transform(rewrite)
+    return tree
+
+
+def generate(tree: exp.Expression) -> str:
+    try:
+        return tree.sql(dialect="spark", unsupported_level=sqlglot.ErrorLevel.RAISE)
+    except sqlglot.errors.SqlglotError as exc:
+        raise TranspileError(f"no Spark SQL for this query: {str(exc).splitlines()[0]}") from None
+
+
+def to_spark(sql: str, params: dict | None = None) -> str:
+    """`sql` (DuckDB's dialect, `$name` parameters bound from `params`) as Spark SQL."""
+    return generate(to_spark_tree(parse(sql), params))
