@@ -30,6 +30,15 @@ ensure_chromium() {  # the report's browser tests drive Debian's chromium, never
   fi
 }
 
+ensure_java() {  # the Spark engine's tests run Spark in local mode on Debian's Java 17, as Chromium above
+  java -version 2>&1 | grep -Eq 'version "(1[7-9]|2[0-9])' && return
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+  else
+    echo "dev.sh: install Java 17 (apt-get install openjdk-17-jre-headless) for the Spark engine's tests" >&2
+  fi
+}
+
 case "${1:-}" in
   demo)
     setup_venv "."
@@ -38,6 +47,7 @@ case "${1:-}" in
   test)
     shift
     ensure_chromium
+    ensure_java
     setup_venv ".[test]"
     exec .venv/bin/python -m pytest "$@"
     ;;

@@ -91,6 +91,7 @@ def _first_line(exc: BaseException) -> str:
 def session(master: str | None = None, conf: dict | None = None):
     """A fresh Spark session for one run (its own temporary views) on the process's base
     session for `master` and `conf`."""
+    pyspark()  # one clear error without it, even when a session exists
     master = master or DEFAULT_MASTER
     conf = dict(conf or {})
     check_settings(master, conf)

@@ -24,6 +24,7 @@ from trnprof.session import MATERIALIZABLE
 
 from . import connect
 from .errors import spark_message
+from .frames import to_pandas
 from .transpile import to_spark
 from .views import spark_views
 
@@ -31,8 +32,9 @@ _REMOTE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def is_remote(location: str) -> bool:
-    """Whether `location` is a URL Spark's file systems read (s3a://, hdfs://, ...), not a local path."""
-    return bool(_REMOTE.match(location)) and not location.startswith("file://")
+    """Whether `location` is a URL (s3a://, hdfs://, file://, ...), read through Spark's file
+    systems, rather than a local path, read and checked as on DuckDB."""
+    return bool(_REMOTE.match(location))
 
 
 def _spark_schema(table: str):
@@ -50,10 +52,13 @@ class SparkRun(Run):
 
     def __init__(self, location: str, *, master: str | None = None, conf: dict | None = None):
         self.remote = is_remote(location)
-        self.root = location.rstrip("/") if self.remote else str(Path(location.removeprefix("file://")).resolve())
+        self.root = location.rstrip("/") if self.remote else str(Path(location).resolve())
         self.path = location if self.remote else Path(location)
-        self.manifest = self._read_manifest()
+        if not self.remote:  # a local run is checked before Spark starts: a bad path fails fast
+            self.manifest = read_manifest(Path(self.root))
         self.spark = connect.session(master, conf)
+        if self.remote:
+            self.manifest = self._read_remote_manifest()
         self.stored: list = []  # checkpointed DataFrames of the materialized views
         self.stored_names: set[str] = set()
         try:
@@ -65,13 +70,12 @@ class SparkRun(Run):
             raise TrnprofError(f"damaged run {location}: Spark cannot read it ({spark_message(exc)})") from None
 
     # --- opening ---
-    def _read_manifest(self) -> dict:
-        if not self.remote:
-            return read_manifest(Path(self.root))  # with the integrity check of every open
+    def _read_remote_manifest(self) -> dict:
+        """The manifest read through Spark's file system for the URL (not checked against the
+        files: that would list the object store)."""
         where = f"{self.root}/{MANIFEST_FILE}"
-        spark = connect.session()
         try:
-            rows = spark.read.text(where, wholetext=True).collect()
+            rows = self.spark.read.text(where, wholetext=True).collect()
         except Exception as exc:
             raise TrnprofError(f"cannot read run {self.root}: {spark_message(exc)}") from None
         if not rows:
@@ -113,7 +117,7 @@ class SparkRun(Run):
     def sql(self, query: str, params=None) -> pd.DataFrame:
         text = to_spark(query, params)
         try:
-            return self.spark.sql(text).toArrow().to_pandas()
+            return to_pandas(self.spark.sql(text).toArrow())
         except Exception as exc:
             raise TrnprofError(f"query failed: {spark_message(exc)}") from None
 

@@ -4,13 +4,15 @@ run's Spark session.
 The same checks as on DuckDB, where Spark allows them: exactly one SELECT (parsed by DuckDB, as
 the rule was written), reading only the tables the rules declared (no path, no other catalog,
 no table function), no function that reaches the JVM (`reflect`, `java_method`), and the session
-refuses SQL over files by path (`spark.sql.runSQLOnFiles=false`). Each query runs under a tag
-that a timer interrupts at the time limit, and returns at most MAX_RESULT_ROWS rows. Memory is
-the cluster's: `--memory-limit` bounds DuckDB only (docs/scale-out.md).
+refuses SQL over files by path (`spark.sql.runSQLOnFiles=false`). Each query runs in a job
+group (a tag on Spark Connect) that a watchdog cancels at the time limit, and returns at most
+MAX_RESULT_ROWS rows. Memory is the cluster's: `--memory-limit` bounds DuckDB only
+(docs/scale-out.md).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
 
@@ -20,6 +22,7 @@ from sqlglot import exp
 from trnprof.rules_engine.sandbox import MAX_RESULT_ROWS, SandboxError, check_select, too_many_rows
 
 from .errors import spark_message
+from .frames import to_pandas
 from .transpile import TranspileError, generate, parse, to_spark_tree
 
 REFUSED_FUNCTIONS = frozenset({"reflect", "try_reflect", "java_method"})
@@ -37,6 +40,26 @@ def check_reads(tree: exp.Expression, tables: set[str]) -> None:
     for call in tree.find_all(exp.Anonymous):
         if str(call.name).lower() in REFUSED_FUNCTIONS:
             raise SandboxError(f"refused: rule SQL may not call {call.name}")
+
+
+@contextlib.contextmanager
+def _cancellable(spark):
+    """Run the enclosed Spark jobs under a name and yield what cancels them: a job group on a
+    classic session (tags do not reach its jobs), a tag on Spark Connect."""
+    name = f"trnprof-rule-{uuid.uuid4().hex}"
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        spark.addTag(name)
+        try:
+            yield lambda: spark.interruptTag(name)
+        finally:
+            spark.removeTag(name)
+        return
+    context = spark.sparkContext
+    context.setJobGroup(name, "trnprof rule query", interruptOnCancel=True)
+    try:
+        yield lambda: context.cancelJobGroup(name)
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
 
 
 class SparkSandbox:
@@ -58,31 +81,29 @@ class SparkSandbox:
         return self._run(text, timeout)
 
     def _run(self, text: str, timeout: float | None) -> pd.DataFrame:
-        spark = self.run.spark
-        tag = f"trnprof-rule-{uuid.uuid4().hex}"
-        expired = threading.Event()
+        done, expired = threading.Event(), threading.Event()
+        with _cancellable(self.run.spark) as cancel:
+            def watchdog():  # past the limit, cancel until the query ends: a job not yet started
+                if done.wait(timeout):  # when first cancelled would run on otherwise
+                    return
+                expired.set()
+                while not done.is_set():
+                    cancel()
+                    done.wait(0.5)
 
-        def interrupt():
-            expired.set()
-            spark.interruptTag(tag)
-
-        timer = threading.Timer(timeout, interrupt) if timeout else None
-        spark.addTag(tag)
-        try:
-            if timer:
-                timer.start()
-            table = spark.sql(text).limit(MAX_RESULT_ROWS + 1).toArrow()
-        except Exception as exc:
-            if expired.is_set():
-                raise SandboxError(f"timed out after {timeout:g} s") from None
-            raise SandboxError(spark_message(exc)) from None
-        finally:
-            if timer:
-                timer.cancel()
-            spark.removeTag(tag)
+            if timeout:
+                threading.Thread(target=watchdog, daemon=True).start()
+            try:
+                table = self.run.spark.sql(text).limit(MAX_RESULT_ROWS + 1).toArrow()
+            except Exception as exc:
+                if expired.is_set():
+                    raise SandboxError(f"timed out after {timeout:g} s") from None
+                raise SandboxError(spark_message(exc)) from None
+            finally:
+                done.set()
         if table.num_rows > MAX_RESULT_ROWS:
             raise too_many_rows()
-        return table.to_pandas()
+        return to_pandas(table)
 
     def close(self) -> None:
         pass

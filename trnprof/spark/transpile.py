@@ -12,8 +12,8 @@ run on Spark but mean something else, each named after what it keeps equal
   every match) and `\\1` back references become Spark's `$1`. Without `'g'` DuckDB replaces
   only the first match, which Spark cannot: refused with a one-line error.
 
-`$name` parameters become SQL literals of their values before generation, so nothing is
-spliced into SQL text as a string.
+Parameters (`$name`, `?`, `$1`) become SQL literals of their values before generation, so
+nothing is spliced into SQL text as a string.
 """
 
 from __future__ import annotations
@@ -76,14 +76,25 @@ def _regexp_replace(node: exp.Expression) -> exp.Expression:
 _REWRITES = (_percentile, _log10, _regexp_replace)
 
 
-def _bind(tree: exp.Expression, params: dict) -> exp.Expression:
-    def literal(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Placeholder) and node.name:
-            if node.name not in params:
-                raise TranspileError(f"no value for parameter ${node.name}")
-            return exp.convert(params[node.name])
-        return node
-    return tree.transform(literal)
+def _bind(tree: exp.Expression, params) -> exp.Expression:
+    """Each parameter as a literal: `$name` from a mapping; `?` (in order) or `$1` from a list."""
+    positional = iter(params) if isinstance(params, (list, tuple)) else None
+
+    def value(node: exp.Placeholder):
+        name = node.args.get("this") or ""  # `?` has none
+        if positional is not None:
+            if name and name.isdigit() and int(name) <= len(params):
+                return params[int(name) - 1]
+            if not name:
+                try:
+                    return next(positional)
+                except StopIteration:
+                    raise TranspileError("more ? parameters than values") from None
+        elif name in params:
+            return params[name]
+        raise TranspileError(f"no value for parameter {'$' + name if name else '?'}")
+
+    return tree.transform(lambda node: exp.convert(value(node)) if isinstance(node, exp.Placeholder) else node)
 
 
 def parse(sql: str) -> exp.Expression:
@@ -97,7 +108,7 @@ def parse(sql: str) -> exp.Expression:
     return statements[0]
 
 
-def to_spark_tree(tree: exp.Expression, params: dict | None = None) -> exp.Expression:
+def to_spark_tree(tree: exp.Expression, params=None) -> exp.Expression:
     """A DuckDB tree rewritten so that sqlglot's Spark output means the same."""
     tree = _bind(tree.copy(), params or {})
     for rewrite in _REWRITES:
@@ -112,6 +123,6 @@ def generate(tree: exp.Expression) -> str:
         raise TranspileError(f"no Spark SQL for this query: {str(exc).splitlines()[0]}") from None
 
 
-def to_spark(sql: str, params: dict | None = None) -> str:
-    """`sql` (DuckDB's dialect, `$name` parameters bound from `params`) as Spark SQL."""
+def to_spark(sql: str, params=None) -> str:
+    """`sql` (DuckDB's dialect; parameters bound from `params`, a mapping or a list) as Spark SQL."""
     return generate(to_spark_tree(parse(sql), params))
