@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import re
 from pathlib import Path
 
@@ -23,25 +24,29 @@ def _query(con: duckdb.DuckDBPyConnection, query: str, params=None) -> pd.DataFr
         return pd.DataFrame()
 
 
-class Run:
+class Run(abc.ABC):
     """One open run: its tables and the stdlib views by name, on one engine (`open_run`)."""
 
     engine = ""
     path: Path | str
     manifest: dict
 
+    @abc.abstractmethod
     def sql(self, query: str, params=None) -> pd.DataFrame:
         """Run SQL (DuckDB's dialect, on every engine) over the run's tables and stdlib views."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def materialize(self, names=session.MATERIALIZABLE) -> "Run":
         """Compute the costly stdlib views once for this session (before many queries)."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def is_stored(self, view: str) -> bool:
         """Whether `view` is computed already, so reading it is cheap."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def close(self) -> None:
         raise NotImplementedError
 

@@ -44,7 +44,8 @@ def _spark_settings(pairs) -> dict:
 def engine(fn):
     """`--engine duckdb|spark` (or TRNPROF_ENGINE), `--spark-master`, `--spark-conf KEY=VALUE`:
     the command opens its runs on that engine (`trnprof.engines.using`). A `--config` file's
-    `engine`, `spark_master` and `spark` keys apply where the command line says nothing."""
+    `engine`, `spark_master` and `spark` keys apply where the command line says nothing; the
+    command gets the file read (a `ConfigFile`), so it is read once."""
     from ..engines import ENGINES, ENV, using
     from ..rules_engine.config import read_config
 
@@ -57,7 +58,9 @@ def engine(fn):
                   help="A spark.* setting for --engine spark, e.g. spark.executor.memory=8g; repeatable.")
     @functools.wraps(fn)
     def wrapper(*args, engine_name, spark_master, spark_conf, **kwargs):
-        config = read_config(kwargs["config"]) if kwargs.get("config") else None
+        config = kwargs.get("config")
+        if config:
+            config = kwargs["config"] = read_config(config)
         name = engine_name or (config and config.engine) or "duckdb"
         master = spark_master or (config and config.spark_master) or None
         settings = {**(config.spark if config else {}), **_spark_settings(spark_conf)}

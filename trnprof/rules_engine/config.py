@@ -13,8 +13,11 @@ from trnprof.validation import dotted, explain
 from .spec import ConfigFile
 
 
-def read_config(path: str | Path) -> ConfigFile:
-    """The config file's options; `rules` folders are made relative to the file."""
+def read_config(path: str | Path | ConfigFile) -> ConfigFile:
+    """The config file's options; `rules` folders are made relative to the file. A file read
+    already (the CLI reads it once, for the engine) is returned as it is."""
+    if isinstance(path, ConfigFile):
+        return path
     path = Path(path)
     try:
         raw = yamlio.load(path.read_text(encoding="utf-8")) or {}

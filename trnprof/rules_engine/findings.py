@@ -126,11 +126,27 @@ def _other_costs(rows: pd.DataFrame, cost: Impact) -> Impact:
 
 
 def _evidence(rows: pd.DataFrame) -> list[dict]:
-    order = ["_lost"] + [c for c in ("rank", "step") if c in rows]
-    top = rows.sort_values(order, ascending=[False] + [True] * (len(order) - 1), kind="stable")
+    """The EVIDENCE_ROWS rows that lose the most, in an order no engine changes: time lost to
+    the whole ns (engines sum in different orders, so the last bits differ), then rank, step and
+    the other fields."""
     columns = [c for c in rows.columns if not c.startswith("_")]
-    return [{c: plain(v) for c, v in zip(columns, record)}
-            for record in top[columns].head(EVIDENCE_ROWS).itertuples(index=False, name=None)]
+    lost = rows["_lost"].astype(float).fillna(0).round()
+    if len(rows) > EVIDENCE_ROWS:  # only rows tied with the last one kept can change places
+        rows = rows[lost >= lost.nlargest(EVIDENCE_ROWS).iloc[-1]]
+        lost = lost[rows.index]
+    records = [tuple(plain(v) for v in record) for record in rows[columns].itertuples(index=False, name=None)]
+    leading = [columns.index(c) for c in ("rank", "step") if c in columns]
+
+    def key(item):
+        amount, record = item
+        return (-amount, *(_sortable(record[i]) for i in leading), repr(record))
+
+    ranked = sorted(zip(lost.tolist(), records), key=key)
+    return [dict(zip(columns, record)) for _, record in ranked[:EVIDENCE_ROWS]]
+
+
+def _sortable(value) -> tuple:
+    return (value is None, value if isinstance(value, (int, float)) else 0)
 
 
 @dataclass
