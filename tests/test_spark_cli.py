@@ -66,8 +66,8 @@ def test_a_run_given_as_a_url_reads_through_spark(run):
             assert_same_rows(by_url.sql(BREAKDOWN), local.sql(BREAKDOWN), "file:// run")
 
 
-def test_rules_test_runs_a_packs_cases_on_spark(cli):
-    result = cli("rules", "test", REPO / "rules" / "input" / "starvation.yaml", *SPARK)
+def test_rules_test_runs_a_rules_cases_on_spark(cli):
+    result = cli("rules", "test", REPO / "rules" / "input" / "transfer_exposed.yaml", *SPARK)
     assert result.exit_code == 0, result.output
     assert " 0 failed" in result.stdout and "ok  " in result.stdout
 
@@ -105,7 +105,7 @@ def test_diff_on_spark_gives_the_same_document(cli, tmp_path):
     base = synthetic_run(tmp_path / "base", ranks=4, steps=6, ops_per_step=10, seed=1)
     new = synthetic_run(tmp_path / "new", ranks=4, steps=6, ops_per_step=10, seed=2, slow_rank=1)
     config = tmp_path / "rules.yaml"
-    config.write_text("select: [scale]\n")
+    config.write_text("select: [SC001]\n")
     spark = cli("diff", base, new, "--config", config, "--format", "json", *SPARK)
     duck = cli("diff", base, new, "--config", config, "--format", "json")
     assert spark.exit_code == 0, spark.output

@@ -113,7 +113,7 @@ def parse_manifest(text: str, path: str, *, validate: bool = True) -> dict:
     is not a trnprof run's manifest of this schema version."""
     try:
         manifest = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nesting deeper than Python's stack
         raise NotARunError(f"unreadable manifest {path}: {exc}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
         raise NotARunError(f"not a trnprof run: {path} does not declare format {FORMAT_NAME!r}")

@@ -17,16 +17,57 @@ SELECT rank, ts, ts + dur AS end_ts,
 FROM events
 WHERE kind IN ('compute', 'collective', 'p2p', 'input', 'transfer', 'memory', 'compile', 'host') AND dur > 0;
 
--- Interval union and intersection, done once: a sweep over every start and end point of each
--- rank's device and host intervals and step windows. Each row is an elementary segment between
--- two consecutive points with how many intervals of each category cover it, so the length of
--- any union (covered by some category) or intersection (covered by several) is a filtered
--- SUM(dur). One ordered pass with running sums: each device category's open-interval count is
--- packed into 12 bits of one BIGINT (so at most 4,095 intervals of one category may be open at
--- once on a rank), and a second running sum packs the open step's number + 1 (steps do not
--- overlap on a rank) times 4096 with the count of open host intervals (at most 4,095 at once).
--- All counts return to zero at a rank's last point, so one ordering by (rank, t) serves every
--- rank without per-rank partitions.
+-- The sweep's points: each start (+) and end (-) of a rank's device and host intervals and
+-- step windows. Each device category's open-interval count is packed into 12 bits of one BIGINT
+-- (`delta`: so at most 4,095 intervals of one category may be open at once on a rank), and
+-- `step_delta` packs the open step's number + 1 (steps do not overlap on a rank) times 4096 with
+-- the count of open host intervals (at most 4,095 at once).
+-- @column rank        global rank
+-- @column t           the point, ns
+-- @column delta       change of the packed device counts at the point
+-- @column step_delta  change of the packed step and host count at the point
+CREATE VIEW _sweep_points AS
+WITH weighted AS (
+    SELECT rank, ts, end_ts,
+           CASE category WHEN 'host' THEN CAST(1 AS BIGINT) ELSE CAST(0 AS BIGINT) END AS host_weight,
+           CASE category WHEN 'host' THEN CAST(0 AS BIGINT)
+                         WHEN 'compute' THEN CAST(1 AS BIGINT)
+                         WHEN 'comm' THEN CAST(4096 AS BIGINT)
+                         WHEN 'input' THEN CAST(16777216 AS BIGINT)
+                         WHEN 'transfer' THEN CAST(68719476736 AS BIGINT)
+                         ELSE CAST(281474976710656 AS BIGINT) END AS weight
+    FROM device_intervals
+)
+SELECT rank, ts AS t, weight AS delta, host_weight AS step_delta FROM weighted
+UNION ALL
+SELECT rank, end_ts AS t, -weight AS delta, -host_weight AS step_delta FROM weighted
+UNION ALL
+SELECT rank, ts AS t, CAST(0 AS BIGINT) AS delta, CAST(step + 1 AS BIGINT) * 4096 AS step_delta FROM steps
+UNION ALL
+SELECT rank, end_ts AS t, CAST(0 AS BIGINT) AS delta, -CAST(step + 1 AS BIGINT) * 4096 AS step_delta FROM steps;
+
+-- The sweep: one ordered pass over the points with running sums, a row per point with the
+-- packed counts open from it to the next point. All counts return to zero at a rank's last
+-- point, so one ordering by (rank, t) serves every rank without per-rank partitions. (Spark
+-- runs a replacement: trnprof/spark/views/_swept.sql.)
+-- @column rank       global rank
+-- @column t          the point, ns
+-- @column dur        time to the next point, ns
+-- @column packed     packed device counts open after the point
+-- @column step_host  packed step and host count open after the point
+CREATE VIEW _swept AS
+SELECT rank, t,
+       LEAD(t) OVER w - t AS dur,
+       SUM(delta) OVER w AS packed,
+       SUM(step_delta) OVER w AS step_host
+FROM _sweep_points
+WINDOW w AS (ORDER BY rank, t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);
+
+-- Interval union and intersection, done once: the sweep over every start and end point of each
+-- rank's device and host intervals and step windows (`_sweep_points`, `_swept`). Each row is an
+-- elementary segment between two consecutive points with how many intervals of each category
+-- cover it, so the length of any union (covered by some category) or intersection (covered by
+-- several) is a filtered SUM(dur).
 -- @column rank       global rank
 -- @column step       step whose window holds the segment; null outside every step
 -- @column ts         segment start, ns
@@ -38,34 +79,6 @@ WHERE kind IN ('compute', 'collective', 'p2p', 'input', 'transfer', 'memory', 'c
 -- @column n_compile  compile intervals covering the segment
 -- @column n_host     host intervals covering the segment
 CREATE VIEW device_segments AS
-WITH weighted AS (
-    SELECT rank, ts, end_ts,
-           CASE category WHEN 'host' THEN CAST(1 AS BIGINT) ELSE CAST(0 AS BIGINT) END AS host_weight,
-           CASE category WHEN 'host' THEN CAST(0 AS BIGINT)
-                         WHEN 'compute' THEN CAST(1 AS BIGINT)
-                         WHEN 'comm' THEN CAST(4096 AS BIGINT)
-                         WHEN 'input' THEN CAST(16777216 AS BIGINT)
-                         WHEN 'transfer' THEN CAST(68719476736 AS BIGINT)
-                         ELSE CAST(281474976710656 AS BIGINT) END AS weight
-    FROM device_intervals
-),
-points AS (
-    SELECT rank, ts AS t, weight AS delta, host_weight AS step_delta FROM weighted
-    UNION ALL
-    SELECT rank, end_ts AS t, -weight AS delta, -host_weight AS step_delta FROM weighted
-    UNION ALL
-    SELECT rank, ts AS t, CAST(0 AS BIGINT) AS delta, CAST(step + 1 AS BIGINT) * 4096 AS step_delta FROM steps
-    UNION ALL
-    SELECT rank, end_ts AS t, CAST(0 AS BIGINT) AS delta, -CAST(step + 1 AS BIGINT) * 4096 AS step_delta FROM steps
-),
-swept AS (
-    SELECT rank, t,
-           LEAD(t) OVER w - t AS dur,
-           SUM(delta) OVER w AS packed,
-           SUM(step_delta) OVER w AS step_host
-    FROM points
-    WINDOW w AS (ORDER BY rank, t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-)
 SELECT rank, CASE WHEN step_host >= 4096 THEN CAST((step_host - step_host % 4096) / 4096 AS INTEGER) - 1 END AS step,
        t AS ts, dur,
        CAST(packed % 4096 AS INTEGER) AS n_compute,
@@ -74,5 +87,5 @@ SELECT rank, CASE WHEN step_host >= 4096 THEN CAST((step_host - step_host % 4096
        CAST((packed % 281474976710656 - packed % 68719476736) / 68719476736 AS INTEGER) AS n_transfer,
        CAST((packed - packed % 281474976710656) / 281474976710656 AS INTEGER) AS n_compile,
        CAST(step_host % 4096 AS INTEGER) AS n_host
-FROM swept
+FROM _swept
 WHERE dur > 0 AND (packed <> 0 OR step_host <> 0);
