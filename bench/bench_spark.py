@@ -3,7 +3,7 @@
 Side by side in one process, for each run: (a) a stdlib query (QUERY) and (b) `analyze` with
 every built-in rule pack, each from a fresh open of the run, on DuckDB and on Spark. The Spark
 JVM's start-up (the first session) and the stdlib's transpiling are timed once, apart from the
-per-run figures; a warm-up `analyze` of the smallest run on both engines (rule packs loaded, JVM
+per-run figures; a warm-up `analyze` of a tiny run on both engines (rule packs loaded, JVM
 warmed) is not counted. Prints events, DuckDB s, Spark s and Spark / DuckDB per run, and the
 peak RSS of this process (DuckDB runs in it) and of the Spark driver JVM.
 
@@ -63,13 +63,14 @@ def spark_settings(pairs: list[str]) -> dict:
     return settings
 
 
-def build_runs(args) -> list[Path]:
+def build_runs(args) -> tuple[Path, list[Path]]:
+    """The tiny warm-up run and the measured runs, one per size."""
     folder = synthetic_runs.folder(args, "trnprof-bench-spark-")
     folder.mkdir(parents=True, exist_ok=True)
-    return [synthetic_runs.build(folder, "synthetic", SimpleNamespace(ranks=int(ranks), steps=args.steps,
-                                                                      ops=args.ops, collectives=args.collectives),
-                                 slow_rank=7)
-            for ranks in args.sizes.split(",")]
+    warmup = synthetic_runs.build(folder, "warmup", SimpleNamespace(ranks=4, steps=4, ops=40, collectives=4))
+    shape = {"steps": args.steps, "ops": args.ops, "collectives": args.collectives}
+    return warmup, [synthetic_runs.build(folder, "synthetic", SimpleNamespace(ranks=int(ranks), **shape), slow_rank=7)
+                    for ranks in args.sizes.split(",")]
 
 
 # --- measuring ---
@@ -177,23 +178,49 @@ def print_documents(figures: dict) -> None:
             print(f"           error {failure.name}: {failure.error}", flush=True)
 
 
+def print_slopes(results: list[dict]) -> None:
+    """Seconds per million events between the two largest runs: the cost once fixed costs are paid."""
+    if len(results) < 2:
+        return
+    small, big = results[-2], results[-1]
+    millions = (big["events"] - small["events"]) / 1e6
+    for what in ("query", "analyze"):
+        slopes = {engine: (big[f"{what} {engine}"] - small[f"{what} {engine}"]) / millions
+                  for engine in ("duckdb", "spark") if f"{what} {engine}" in big}
+        text = ", ".join(f"{engine} {slope:.2f}" for engine, slope in slopes.items())
+        ratio_text = f" (Spark / DuckDB {slopes['spark'] / slopes['duckdb']:.1f}x)" if len(slopes) == 2 else ""
+        print(f"\n{what}: s per million events between the two largest runs: {text}{ratio_text}", end="")
+    print()
+
+
+def print_target(largest: dict) -> None:
+    document = largest.get("document spark")
+    if document is not None:
+        ok = "ok" if not document.errors else "MISSED (rule errors)"
+        print(f"target: analyze of the largest run ({largest['events']:,} events) on Spark finishes: {ok}, "
+              f"{largest['analyze spark']:.1f} s, {len(document.errors)} rule errors")
+
+
 def main() -> None:
     args = options()
     conf = spark_settings(args.spark_conf)
     print(f"load average at start {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores); spark {args.master} {conf}")
-    paths = build_runs(args)
+    warmup, paths = build_runs(args)
     if not args.skip_spark:
         jvm, transpile = spark_start_up(args.master, conf)
         print(f"Spark JVM start-up (first session) {jvm:.2f} s; stdlib transpiled in {transpile:.2f} s (once per process)")
     for engine in chosen(args):
         with engines.using(engine, args.master, conf):
-            time_analyze(paths[0])  # warm-up, not counted
+            time_analyze(warmup)  # not counted
     print(f"\n{'ranks':>6} {'events':>12} | {'query: DuckDB s':>15} {'Spark s':>8} {'S/D':>7} | "
-          f"{'analyze: DuckDB s':>17} {'Spark s':>8} {'S/D':>7} | peak RSS MB python / JVM")
+          f"{'analyze: DuckDB s':>17} {'Spark s':>8} {'S/D':>7} | peak RSS so far, MB: python / JVM")
+    results = []
     for ranks, path in zip(args.sizes.split(","), paths):
-        figures = measure_run(path, args, conf)
-        print_row(ranks, figures)
-        print_documents(figures)
+        results.append(measure_run(path, args, conf))
+        print_row(ranks, results[-1])
+        print_documents(results[-1])
+    print_slopes(results)
+    print_target(results[-1])
     print(f"\nload average at end {os.getloadavg()[0]:.2f}")
 
 
