@@ -95,7 +95,7 @@ def fastest(measure, path: Path, rounds: int):
 
 def spark_start_up(master: str, conf: dict) -> tuple[float, float]:
     """Seconds to start the JVM and its first session, and to transpile the stdlib (once per process)."""
-    from trnprof.spark import connect
+    from trnprof.spark import connect  # imported here: --skip-spark runs without pyspark
     from trnprof.spark.views import spark_views
     start = time.perf_counter()
     connect.session(master, conf)
@@ -208,7 +208,8 @@ def main() -> None:
     warmup, paths = build_runs(args)
     if not args.skip_spark:
         jvm, transpile = spark_start_up(args.master, conf)
-        print(f"Spark JVM start-up (first session) {jvm:.2f} s; stdlib transpiled in {transpile:.2f} s (once per process)")
+        print(f"Spark JVM start-up (first session) {jvm:.2f} s; stdlib transpiled in {transpile:.2f} s "
+              "(once per process)")
     for engine in chosen(args):
         with engines.using(engine, args.master, conf):
             time_analyze(warmup)  # not counted
