@@ -75,6 +75,10 @@ def run_info(run) -> dict:
 def _throughput(job: dict, step_seconds: float | None) -> dict | None:
     """Samples per second from the job's samples per step and the steady median step time."""
     samples = job.get("samples_per_step")
-    if not samples or not step_seconds:
+    if isinstance(samples, bool) or not isinstance(samples, (int, float)) or not samples or not step_seconds:
+        return None  # a manifest may say anything: only a number of samples makes a rate
+    try:
+        value = samples / step_seconds
+    except OverflowError:
         return None
-    return {"value": samples / step_seconds, "unit": job.get("throughput_unit", "samples/s")}
+    return {"value": value, "unit": str(job.get("throughput_unit", "samples/s"))} if math.isfinite(value) else None

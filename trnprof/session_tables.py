@@ -51,7 +51,7 @@ def run_job_table(manifest: dict) -> pa.Table:
             value = int(value)
         try:
             values[name] = pa.array([value], type=typ)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
             values[name] = pa.nulls(1, typ)  # a value of another shape than documented: unknown
     return pa.table(values)
 
