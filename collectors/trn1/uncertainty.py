@@ -11,7 +11,7 @@ parameters. For a job:
     band   = prediction x exp(-w) .. prediction x exp(+w),  w = sqrt(scale^2 + spread^2)
 
 A job is outside the evidence when its model size, tensor- or pipeline-parallel degree, node
-count, matmul dtype or model kind lies outside what the fit rows span.
+count, matmul or elementwise dtype or model kind lies outside what the fit rows span.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ class Range:
     pp: tuple[int, int]
     nodes: tuple[int, int]
     matmul_dtypes: frozenset
+    vector_dtypes: frozenset
     kinds: frozenset
 
 
@@ -59,7 +60,8 @@ def evidence_range(jobs: list[Job]) -> Range:
     return Range(params=(min(sizes), max(sizes)), tp=(min(j.tp for j in jobs), max(j.tp for j in jobs)),
                  pp=(min(j.pp for j in jobs), max(j.pp for j in jobs)),
                  nodes=(min(j.nodes for j in jobs), max(j.nodes for j in jobs)),
-                 matmul_dtypes=frozenset(j.dtypes.matmul for j in jobs), kinds=frozenset(j.arch.kind for j in jobs))
+                 matmul_dtypes=frozenset(j.dtypes.matmul for j in jobs),
+                 vector_dtypes=frozenset(j.dtypes.vector for j in jobs), kinds=frozenset(j.arch.kind for j in jobs))
 
 
 @lru_cache(maxsize=1)
@@ -68,7 +70,7 @@ def fit_range() -> Range:
 
 
 def _billions(n: float) -> str:
-    return f"{n / 1e9:.2g} B"
+    return f"{n / 1e9:.3g} B"
 
 
 def outside(job: Job, span: Range | None = None) -> list[str]:
@@ -84,6 +86,8 @@ def outside(job: Job, span: Range | None = None) -> list[str]:
             reasons.append(f"{name} {value} (evidence: {lo} to {hi})")
     if job.dtypes.matmul not in span.matmul_dtypes:
         reasons.append(f"matmuls in {job.dtypes.matmul} (evidence: {', '.join(sorted(span.matmul_dtypes))})")
+    if job.dtypes.vector not in span.vector_dtypes:
+        reasons.append(f"elementwise work in {job.dtypes.vector} (evidence: {', '.join(sorted(span.vector_dtypes))})")
     if job.arch.kind not in span.kinds:
         reasons.append(f"model kind {job.arch.kind} (evidence: {', '.join(sorted(span.kinds))})")
     return reasons
