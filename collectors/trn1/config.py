@@ -51,6 +51,11 @@ class ModelSpec(_Section):
     classes: PosInt | None = None
     mlp: Literal["gelu", "swiglu"] | None = None
     tie_embeddings: bool | None = None
+    # How the training stack runs attention: `flash` keeps the scores on chip (NxD's flash
+    # attention kernel), `eager` writes them to HBM between separate matmul and softmax ops
+    # (NeMo-Megatron without fused softmax, HuggingFace eager attention).
+    attention: Literal["flash", "eager"] | None = None
+    dropout: Annotated[float, msgspec.Meta(ge=0, lt=1)] | None = None  # hidden and attention dropout
 
 
 class Parallel(_Section):
