@@ -106,17 +106,19 @@ def leave_one_out(rows, names=FITTED, start: Params | None = None) -> list[tuple
     return out
 
 
-def uncast_fp32_ceiling(row: Row, params: Params) -> float:
+def uncast_fp32_ceiling(row: Row) -> float:
     """The most throughput the row's job could reach if the compiler left its FP32 matmuls in
-    FP32: the model with `auto_cast: none` and no per-op overhead (tensor time at the given
-    tensor efficiency, HBM, collectives and the rest as modelled)."""
-    cfg = load_config(preset=row.preset, overrides=["precision.auto_cast=none", "calibration.op_overhead_us=0"])
-    return summary(cfg, params=params.replace(op_overhead_us=0.0))["throughput"]["value"]
+    FP32: the model with `auto_cast: none` at the FP32 tensor-engine peak (no stalls, no per-op
+    overhead; HBM, collectives and the rest as modelled)."""
+    cfg = load_config(preset=row.preset, overrides=["precision.auto_cast=none"])
+    peak = default_params().replace(tensor_efficiency=1.0, op_overhead_us=0.0)
+    return summary(cfg, params=peak)["throughput"]["value"]
 
 
-def implied_auto_cast(row: Row, params: Params) -> str | None:
+def implied_auto_cast(row: Row) -> str | None:
     """For an FP32 row: `matmult` when the published throughput is above what FP32 matmuls allow
-    (so the compiler must have cast them), else `none`; None for rows that are not FP32."""
+    at the tensor engine's peak (so the compiler must have cast them), else `none` (nothing says
+    they were cast); None for rows that are not FP32."""
     if load_config(preset=row.preset).precision.compute != "fp32":
         return None
-    return "matmult" if row.published > uncast_fp32_ceiling(row, params) else "none"
+    return "matmult" if row.published > uncast_fp32_ceiling(row) else "none"
