@@ -65,6 +65,11 @@ def test_evidence_range_is_what_the_fit_rows_span():
         assert outside(resolve(load_config(preset=row.preset))) == []
     fp32 = resolve(load_config(preset="bert-large-16node-fp32"))
     assert any("elementwise work in fp32" in r for r in outside(fp32))
+    # no fit row runs ZeRO-1 or full checkpointing: the same fit job with either is outside
+    for change, named in (("parallel.zero1=true", "ZeRO-1 on"), ("memory.activation_checkpointing=full",
+                                                                  "activation checkpointing full")):
+        reasons = outside(resolve(load_config(preset="llama2-7b-16node", overrides=[change])))
+        assert len(reasons) == 1 and reasons[0].startswith(named)
 
 
 def test_fp32_row_casting_is_read_from_its_throughput_against_the_fp32_peak():

@@ -10,8 +10,9 @@ parameters. For a job:
              or of the leave-one-out and validation rows (a job outside it)
     band   = prediction x exp(-w) .. prediction x exp(+w),  w = sqrt(scale^2 + spread^2)
 
-A job is outside the evidence when its model size, tensor- or pipeline-parallel degree, node
-count, matmul or elementwise dtype or model kind lies outside what the fit rows span.
+A job is outside the evidence when its model size, parallel layout (tensor- and pipeline-parallel
+degree, node count, ZeRO-1, activation checkpointing), matmul or elementwise dtype or model kind
+lies outside what the fit rows span.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class Range:
     matmul_dtypes: frozenset
     vector_dtypes: frozenset
     kinds: frozenset
+    zero1: frozenset            # ZeRO-1 on / off
+    checkpointing: frozenset    # activation checkpointing modes
 
 
 def evidence_range(jobs: list[Job]) -> Range:
@@ -61,7 +64,8 @@ def evidence_range(jobs: list[Job]) -> Range:
                  pp=(min(j.pp for j in jobs), max(j.pp for j in jobs)),
                  nodes=(min(j.nodes for j in jobs), max(j.nodes for j in jobs)),
                  matmul_dtypes=frozenset(j.dtypes.matmul for j in jobs),
-                 vector_dtypes=frozenset(j.dtypes.vector for j in jobs), kinds=frozenset(j.arch.kind for j in jobs))
+                 vector_dtypes=frozenset(j.dtypes.vector for j in jobs), kinds=frozenset(j.arch.kind for j in jobs),
+                 zero1=frozenset(j.zero1 for j in jobs), checkpointing=frozenset(j.checkpointing for j in jobs))
 
 
 @lru_cache(maxsize=1)
@@ -84,6 +88,11 @@ def outside(job: Job, span: Range | None = None) -> list[str]:
     for name, value, (lo, hi) in (("tp", job.tp, span.tp), ("pp", job.pp, span.pp), ("nodes", job.nodes, span.nodes)):
         if not lo <= value <= hi:
             reasons.append(f"{name} {value} (evidence: {lo} to {hi})")
+    if job.zero1 not in span.zero1:
+        reasons.append(f"ZeRO-1 {'on' if job.zero1 else 'off'} (evidence: {'on' if True in span.zero1 else 'off'} only)")
+    if job.checkpointing not in span.checkpointing:
+        reasons.append(f"activation checkpointing {job.checkpointing} "
+                       f"(evidence: {', '.join(sorted(span.checkpointing))})")
     if job.dtypes.matmul not in span.matmul_dtypes:
         reasons.append(f"matmuls in {job.dtypes.matmul} (evidence: {', '.join(sorted(span.matmul_dtypes))})")
     if job.dtypes.vector not in span.vector_dtypes:
