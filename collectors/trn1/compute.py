@@ -117,7 +117,7 @@ class LayerCosts:
     def __init__(self, job: Job, r: Rates):
         arch, t = job.arch, job.tp
         self.job, self.r = job, r
-        b, s, h, a, f = job.micro, arch.seq_len, arch.hidden, arch.heads, arch.ffn_hidden
+        b, s, h, f = job.micro, arch.seq_len, arch.hidden, arch.ffn_hidden
         T, ab, gb = b * s, job.act_bytes, job.param_bytes
         wb = job.act_bytes  # weights are read in the compute dtype
         kv_width = arch.kv_heads * arch.head_dim
