@@ -14,7 +14,7 @@ from trnprof.collectors.trn1.calibration import (calibration_rows, implied_auto_
                                                  uncast_fp32_ceiling)
 from trnprof.collectors.trn1.job import resolve
 from trnprof.collectors.trn1.params import FITTED, default_params
-from trnprof.collectors.trn1.uncertainty import evidence, outside
+from trnprof.collectors.trn1.uncertainty import evidence, loo_params, outside, parameter_spread
 
 
 def summary_json(*args):
@@ -101,3 +101,26 @@ def test_bad_sdk_version_is_one_error_line():
     result = CliRunner().invoke(cli, ["simulate", "--preset", "tiny", "--summary-only",
                                       "--set", "precision.neuron_sdk=latest"])
     assert result.exit_code == 2 and result.output.count("\n") == 1 and "precision.neuron_sdk" in result.output
+
+
+def _spread_by_full_runs(cfg) -> float:
+    """The parameter spread the slow way: the whole model run under each leave-one-out set."""
+    value = summary(cfg)["throughput"]["value"]
+    return max(abs(math.log(summary(cfg, params=p)["throughput"]["value"] / value)) for p in loo_params())
+
+
+@pytest.mark.parametrize("preset", ["bert-large-phase1", "llama2-7b-16node", "bert-large-16node-fp32"])
+def test_first_order_spread_matches_full_runs_on_compute_bound_jobs(preset):
+    cfg = load_config(preset=preset)
+    job = resolve(cfg)
+    first_order = parameter_spread(job, summary(cfg)["step_time_s"])
+    assert first_order == pytest.approx(_spread_by_full_runs(cfg), abs=2e-3)
+
+
+@pytest.mark.parametrize("preset", ["tiny", "tiny-slow-loader"])
+def test_first_order_spread_is_never_narrower_when_host_or_input_work_hides_compute(preset):
+    """Small ops and a slow loader overlap the compute the parameters change: the first-order
+    spread then overstates the change (wider band), never understates it."""
+    cfg = load_config(preset=preset)
+    first_order = parameter_spread(resolve(cfg), summary(cfg)["step_time_s"])
+    assert first_order >= _spread_by_full_runs(cfg) - 1e-9

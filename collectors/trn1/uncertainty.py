@@ -5,7 +5,9 @@ The band rests on two measurements stored in data/uncertainty.yaml by `scripts/c
 parameters fitted without it) and the log errors of the validation rows under the shipped
 parameters. For a job:
 
-    spread = max over the leave-one-out parameter sets of |log(prediction with them / prediction)|
+    spread = max over the leave-one-out parameter sets of |log(prediction with them / prediction)|,
+             to first order from the plan: the change of the step's critical-path compute on the
+             share of the step it holds (no timeline runs: parameter_spread)
     scale  = 90th percentile of |log error| of the leave-one-out rows (a job inside the evidence)
              or of the leave-one-out and validation rows (a job outside it)
     band   = prediction x exp(-w) .. prediction x exp(+w),  w = sqrt(scale^2 + spread^2)
@@ -28,7 +30,8 @@ import yaml
 from . import architecture as A
 from .config import Config, load_config
 from .job import Job, resolve
-from .params import Params, default_params
+from .params import Params, default_params, job_params
+from .plan import critical_compute_seconds
 from .simulate import summary
 
 QUANTILE = 0.9
@@ -115,11 +118,16 @@ def residual_scale(inside: bool, exclude: str | None = None) -> float:
     return float(np.quantile(errors, QUANTILE))
 
 
-def parameter_spread(config: Config, value: float) -> float:
-    """Largest |log| change of the throughput under the leave-one-out parameter sets."""
-    base = default_params()
-    values = [summary(config, params=p)["throughput"]["value"] for p in loo_params(base)]
-    return max(abs(math.log(v / value)) for v in values)
+def parameter_spread(job: Job, step_s: float) -> float:
+    """Largest |log| change of the throughput under the leave-one-out parameter sets, to first
+    order from the plan alone (no timeline): the free parameters change only compute op
+    durations, so the step changes by the relative change r of its critical-path compute
+    (plan.critical_compute_seconds) on the share of the step that compute holds:
+    |log(1 + share x (r - 1))|, share = min(1, compute / step)."""
+    base = critical_compute_seconds(job, job_params(job.config.calibration))
+    share = min(1.0, base / step_s)
+    ratios = [critical_compute_seconds(job, job_params(job.config.calibration, p)) / base for p in loo_params()]
+    return max(abs(math.log1p(share * (r - 1))) for r in ratios)
 
 
 def band(config: Config, prediction: dict | None = None, exclude: str | None = None) -> dict:
@@ -129,7 +137,7 @@ def band(config: Config, prediction: dict | None = None, exclude: str | None = N
     value = prediction["throughput"]["value"]
     reasons = outside(job)
     scale = residual_scale(not reasons, exclude)
-    spread = parameter_spread(config, value)
+    spread = parameter_spread(job, prediction["step_time_s"])
     width = math.hypot(scale, spread)
     return {"low": value * math.exp(-width), "high": value * math.exp(width),
             "unit": prediction["throughput"]["unit"], "log_half_width": width,
