@@ -33,12 +33,14 @@ def test_job_presets_mirror_the_calibration_csv_shipped_in_the_package():
         rows = list(csv.DictReader(handle))
     presets = dict(calibration_presets())
     assert len(rows) == len(presets) == 12
-    assert sorted(r["role"] for r in rows) == ["fit"] * 3 + ["validation"] * 9
+    assert sorted(r["role"] for r in rows) == ["excluded"] + ["fit"] * 3 + ["validation"] * 8
     for row in rows:
         assert row["source"] and row["neuron_sdk"]
         preset = job_presets()[row["preset"]]
         assert preset["calibration"]["throughput"] == pytest.approx(float(row["throughput"]), abs=1e-9)
         assert preset["calibration"]["role"] == row["role"]
+        # an excluded row says why it cannot test the model; no other row does
+        assert bool(preset["calibration"].get("excluded_because")) == (row["role"] == "excluded")
         cfg = preset["config"]
         assert cfg["cluster"]["nodes"] == int(row["nodes"]) and cfg["parallel"]["tp"] == int(row["tp"])
         assert cfg["parallel"]["pp"] == int(row["pp"]) and cfg["batch"]["global"] == int(row["global_batch"])

@@ -2,7 +2,9 @@
 
 Each CSV row is a published Trn1 training throughput with its source, SDK release and role:
 `fit` rows are the only ones the free parameters are fitted on; `validation` rows are predicted
-with the fitted parameters and never enter the fit (the fixed validation set). Each row is
+with the fitted parameters and never enter the fit (the fixed validation set); `excluded` rows
+are published figures that measure something the model does not simulate (their job preset
+states what, `excluded_because`): reported, never fitted, not in the validation figures. Each row is
 simulated through the job preset named in its `preset` column (same nodes, parallelism, batch,
 sequence length and precision as the published run). The fit minimises the squared log ratio of
 predicted to published throughput with scipy's bounded least squares within each parameter's
@@ -25,7 +27,7 @@ from .job import Job, resolve
 from .params import BOUNDS, FITTED, Params, default_params
 from .simulate import summary
 
-ROLES = ("fit", "validation")
+ROLES = ("fit", "validation", "excluded")
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class Row:
     published: float
     unit: str
     fields: dict   # the whole CSV row (source, SDK, framework ...)
+    excluded_because: str | None = None   # why an `excluded` row cannot test the model
 
 
 def calibration_csv() -> Path:
@@ -54,7 +57,11 @@ def _row(fields: dict) -> Row:
     published = float(fields["throughput"])
     if abs(meta["throughput"] - published) > 1e-9 or meta.get("row") != name or meta.get("role") != role:
         raise TrnprofError(f"calibration row {name}: job preset {preset} states another row, role or throughput")
-    return Row(name=name, preset=preset, role=role, published=published, unit=fields["unit"], fields=fields)
+    reason = meta.get("excluded_because")
+    if (role == "excluded") != bool(reason):
+        raise TrnprofError(f"calibration row {name}: an excluded row, and only one, states excluded_because")
+    return Row(name=name, preset=preset, role=role, published=published, unit=fields["unit"], fields=fields,
+               excluded_because=reason)
 
 
 def calibration_rows(path: str | Path | None = None, role: str | None = None) -> list[Row]:

@@ -1,5 +1,6 @@
 """The validation report of docs/execution-model.md: every calibration row predicted with the
-shipped parameters against its published throughput, with its role, error and band.
+shipped parameters against its published throughput, with its role, error and band; the
+figures count the validation rows only, and excluded rows are listed with their reason.
 
 Each row's band leaves the row's own residual out (`uncertainty.band(..., exclude=row)`), so
 whether the band holds the published value is a fair test, not a restatement. Written into
@@ -76,7 +77,12 @@ def render() -> str:
               f"max {100 * f['validation_max']:.1f} % (target ≤ 10 % and ≤ 25 %). Leave-one-out over the fit rows: "
               f"median {100 * f['loo_median']:.1f} %, max {100 * f['loo_max']:.1f} % (target median ≤ 10 %). "
               f"The band holds the published value in {f['covered']} of {f['validation_rows']} validation rows "
-              f"(target: 8 of 10).", "", END]
+              f"(target: 8 of 10)."]
+    excluded = [c.row for c in checked if c.row.role == "excluded"]
+    if excluded:
+        lines += ["", "Excluded rows (reported above, never fitted, not in these figures): " + "; ".join(
+            f"{r.name}: {r.excluded_because}" for r in excluded) + "."]
+    lines += ["", END]
     return "\n".join(lines)
 
 
