@@ -82,7 +82,9 @@ def test_settings_that_contradict_each_other_are_one_clear_error(overrides, expe
 
 def test_unknown_preset_lists_both_kinds():
     message = error(preset="llama9")
-    assert "job presets: bert-large-phase1" in message and "model presets: bert-large" in message
+    job_part, model_part = message.split("model presets:")
+    assert "job presets: " in job_part and "bert-large-phase1" in job_part and "tiny-slow-loader" in job_part
+    assert "bert-large" in model_part and "bert-large-phase1" not in model_part
 
 
 def test_presets_cover_the_issue_list():

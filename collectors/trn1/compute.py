@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import architecture as A
-from .hardware import CORE_HBM_BW, CORE_SCALAR_FLOPS, CORE_VECTOR_FLOPS, PE_COLS
+from .attention import SOFTMAX_FLOPS, core_backward, core_forward, score_pairs
+from .hardware import CORE_HBM_BW, CORE_SCALAR_FLOPS, CORE_VECTOR_FLOPS
 from .job import Job
 from .matmul import Matmul, tensor_seconds
 from .params import Params
@@ -62,19 +63,12 @@ def _backward(matmuls) -> list[Matmul]:
     return [g for mm in matmuls for g in mm.backward()]
 
 
-def attention_matmuls(job: Job) -> tuple[list[Matmul], list[Matmul]]:
-    """(projections, attention core) of one layer's forward on one rank."""
+def attention_projections(job: Job) -> list[Matmul]:
+    """QKV and output projections of one layer's forward on one rank."""
     arch, t = job.arch, job.tp
-    T, s, h, d = job.micro * arch.seq_len, arch.seq_len, arch.hidden, arch.head_dim
-    heads = arch.heads / t
+    T, h, d = job.micro * arch.seq_len, arch.hidden, arch.head_dim
     kv_width = max(arch.kv_heads / t, 1) * d  # KV heads are replicated when tp exceeds them
-    projections = [Matmul(h, T, h / t + 2 * kv_width), Matmul(h / t, T, h)]
-    # A causal (decoder) mask lets flash attention skip the key tiles above the diagonal: of
-    # n x n 128-token tiles, n(n+1)/2 are computed.
-    tiles = -(-s // PE_COLS)
-    pairs = job.micro * heads * ((tiles + 1) / (2 * tiles) if arch.kind == "decoder" else 1.0)
-    core = [Matmul(d, s, s, pairs), Matmul(s, s, d, pairs)]
-    return projections, core
+    return [Matmul(h, T, h / t + 2 * kv_width), Matmul(h / t, T, h)]
 
 
 def mlp_matmuls(job: Job) -> list[Matmul]:
@@ -83,27 +77,69 @@ def mlp_matmuls(job: Job) -> list[Matmul]:
     return [Matmul(h, T, f * (A.mlp_matrices(arch) - 1)), Matmul(f, T, h)]
 
 
+# Dropout (Srivastava et al. 2014) as the stacks run it: a random keep-mask of 1 byte per element
+# (the mask Korthikanti et al. 2022 count in activation memory) written in the forward and read
+# in the backward; compare and scale are 2 elementwise FLOPs per element, fused by the compiler
+# into the neighbouring elementwise op (the norm after a bias-dropout-add, the softmax).
+DROPOUT_FLOPS = 2
+MASK_BYTES = 1
+# Eager attention's score traffic through HBM, in elements of the score tensor: the forward
+# writes the scores (QK^T), the softmax reads them and writes the probabilities, the PV matmul
+# reads those (4); the backward writes dP, the softmax backward reads P and dP and writes dS,
+# which dQ and dK read (5).
+EAGER_SCORE_PASSES_FWD = 4
+EAGER_SCORE_PASSES_BWD = 5
+
+
+def _with_dropout(work: dict, elements: float, backward: bool) -> dict:
+    """An elementwise op's work plus a fused dropout over `elements` (mask written or read)."""
+    return dict(work, vector=work.get("vector", 0.0) + (0 if backward else DROPOUT_FLOPS * elements),
+                nbytes=work["nbytes"] + MASK_BYTES * elements)
+
+
+def softmax_work(job: Job) -> tuple[dict, dict]:
+    """(forward, backward) work of eager attention's separate softmax op on one rank."""
+    arch, ab = job.arch, job.act_bytes
+    scores = score_pairs(job) * arch.seq_len ** 2
+    fwd = dict(scalar=SOFTMAX_FLOPS * scores, nbytes=EAGER_SCORE_PASSES_FWD * scores * ab)
+    bwd = dict(scalar=2 * SOFTMAX_FLOPS * scores, nbytes=EAGER_SCORE_PASSES_BWD * scores * ab)
+    if arch.dropout > 0:
+        fwd, bwd = _with_dropout(fwd, scores, False), _with_dropout(bwd, scores, True)
+    if job.checkpointing == "selective":  # the attention core is recomputed before its backward
+        bwd = dict(scalar=bwd["scalar"] + fwd["scalar"], vector=bwd.get("vector", 0.0) + fwd.get("vector", 0.0),
+                   nbytes=bwd["nbytes"] + fwd["nbytes"])
+    return fwd, bwd
+
+
 class LayerCosts:
     """Forward and backward ops of one transformer layer on one rank."""
 
     def __init__(self, job: Job, r: Rates):
         arch, t = job.arch, job.tp
         self.job, self.r = job, r
-        b, s, h, a, f = job.micro, arch.seq_len, arch.hidden, arch.heads, arch.ffn_hidden
+        b, s, h, f = job.micro, arch.seq_len, arch.hidden, arch.ffn_hidden
         T, ab, gb = b * s, job.act_bytes, job.param_bytes
         wb = job.act_bytes  # weights are read in the compute dtype
         kv_width = arch.kv_heads * arch.head_dim
         local = T * h / t if job.sp else T * h
         self.norm = dict(vector=8 * local, nbytes=3 * local * ab)
         self.norm_bwd = dict(vector=16 * local, nbytes=5 * local * ab)
+        if arch.dropout > 0:  # each norm takes the dropout-add of the sublayer before it
+            self.norm, self.norm_bwd = _with_dropout(self.norm, local, False), _with_dropout(self.norm_bwd, local, True)
         wa = A.attention_params(arch) / t
-        projections, core = attention_matmuls(job)
-        softmax = 5 * b * (a / t) * s * s
+        projections = attention_projections(job)
+        core, softmax = core_forward(job)
+        core_bwd, softmax_bwd = core_backward(job, job.checkpointing == "selective")
+        eager = arch.attention == "eager"
+        if eager:  # the softmax is its own op (softmax_work); flash keeps it in the attention op
+            softmax = softmax_bwd = 0.0
+        elif arch.dropout > 0:
+            softmax *= 1 + DROPOUT_FLOPS / SOFTMAX_FLOPS
         self.attn = dict(matmuls=projections + core, scalar=softmax,
                          nbytes=wa * wb + T * ab * (h + 2 * (h + 2 * kv_width) / t + 2 * h / t))
-        recompute = (core, softmax) if job.checkpointing == "selective" else ([], 0.0)
-        self.attn_bwd = dict(matmuls=_backward(projections + core) + recompute[0],
-                             scalar=2 * softmax + recompute[1], nbytes=2 * self.attn["nbytes"] + 2 * wa * gb)
+        self.attn_bwd = dict(matmuls=_backward(projections) + core_bwd, scalar=softmax_bwd,
+                             nbytes=2 * self.attn["nbytes"] + 2 * wa * gb)
+        self.softmax, self.softmax_bwd = softmax_work(job) if eager else (None, None)
         wm = A.mlp_params(arch) / t
         act = T * f / t * (6 if arch.mlp == "swiglu" else 8)
         self.mlp = dict(matmuls=mlp_matmuls(job), scalar=act,
@@ -117,36 +153,40 @@ class LayerCosts:
         """Items of layer i's forward: Ops and ('tp', op, bytes, name) collective markers."""
         r, p = self.r, f"layers.{i}."
         norm1 = _op(r, p + "input_layernorm" + suffix, "nc/vector", phase, **self.norm)
-        attn = _op(r, p + "self_attn" + suffix, "nc/tensor", phase, **self.attn)
+        attn = [_op(r, p + "self_attn" + suffix, "nc/tensor", phase, **self.attn)]
+        if self.softmax is not None:
+            attn.append(_op(r, p + "self_attn.softmax" + suffix, "nc/vector", phase, **self.softmax))
         norm2 = _op(r, p + "post_attention_layernorm" + suffix, "nc/vector", phase, **self.norm)
         mlp = _op(r, p + "mlp" + suffix, "nc/tensor", phase, **self.mlp)
         if self.job.tp == 1:
-            return [norm1, attn, norm2, mlp]
+            return [norm1, *attn, norm2, mlp]
         n = self.tp_bytes
         if self.job.sp:
-            return [norm1, ("all_gather", n, p + "self_attn.all_gather" + suffix), attn,
+            return [norm1, ("all_gather", n, p + "self_attn.all_gather" + suffix), *attn,
                     ("reduce_scatter", n, p + "self_attn.reduce_scatter" + suffix), norm2,
                     ("all_gather", n, p + "mlp.all_gather" + suffix), mlp,
                     ("reduce_scatter", n, p + "mlp.reduce_scatter" + suffix)]
-        return [norm1, attn, ("all_reduce", n, p + "self_attn.all_reduce" + suffix), norm2, mlp,
+        return [norm1, *attn, ("all_reduce", n, p + "self_attn.all_reduce" + suffix), norm2, mlp,
                 ("all_reduce", n, p + "mlp.all_reduce" + suffix)]
 
     def backward(self, i: int):
         r, p = self.r, f"layers.{i}."
         items = self.forward(i, "bwd", ".recompute") if self.job.checkpointing == "full" else []
         norm1 = _op(r, p + "input_layernorm", "nc/vector", "bwd", **self.norm_bwd)
-        attn = _op(r, p + "self_attn", "nc/tensor", "bwd", **self.attn_bwd)
+        attn = [_op(r, p + "self_attn", "nc/tensor", "bwd", **self.attn_bwd)]
+        if self.softmax_bwd is not None:
+            attn.insert(0, _op(r, p + "self_attn.softmax", "nc/vector", "bwd", **self.softmax_bwd))
         norm2 = _op(r, p + "post_attention_layernorm", "nc/vector", "bwd", **self.norm_bwd)
         mlp = _op(r, p + "mlp", "nc/tensor", "bwd", **self.mlp_bwd)
         if self.job.tp == 1:
-            return items + [mlp, norm2, attn, norm1]
+            return items + [mlp, norm2, *attn, norm1]
         n = self.tp_bytes
         if self.job.sp:  # the backward of an all-gather is a reduce-scatter and vice versa
             return items + [("all_gather", n, p + "mlp.all_gather"), mlp,
                             ("reduce_scatter", n, p + "mlp.reduce_scatter"), norm2,
-                            ("all_gather", n, p + "self_attn.all_gather"), attn,
+                            ("all_gather", n, p + "self_attn.all_gather"), *attn,
                             ("reduce_scatter", n, p + "self_attn.reduce_scatter"), norm1]
-        return items + [mlp, ("all_reduce", n, p + "mlp.all_reduce"), norm2, attn,
+        return items + [mlp, ("all_reduce", n, p + "mlp.all_reduce"), norm2, *attn,
                         ("all_reduce", n, p + "self_attn.all_reduce"), norm1]
 
 

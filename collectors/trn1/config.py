@@ -51,6 +51,11 @@ class ModelSpec(_Section):
     classes: PosInt | None = None
     mlp: Literal["gelu", "swiglu"] | None = None
     tie_embeddings: bool | None = None
+    # How the training stack runs attention: `flash` keeps the scores on chip (NxD's flash
+    # attention kernel), `eager` writes them to HBM between separate matmul and softmax ops
+    # (NeMo-Megatron without fused softmax, HuggingFace eager attention).
+    attention: Literal["flash", "eager"] | None = None
+    dropout: Annotated[float, msgspec.Meta(ge=0, lt=1)] | None = None  # hidden and attention dropout
 
 
 class Parallel(_Section):
@@ -66,11 +71,16 @@ class Batch(_Section):
     micro: PosInt = 1
 
 
+SdkVersion = Annotated[str, msgspec.Meta(pattern=r"^[0-9]+\.[0-9]+(\.[0-9]+)*$")]
+
+
 class Precision(_Section):
     compute: Literal["bf16", "fp16", "fp8", "fp32"] = "bf16"
-    # neuronx-cc --auto-cast: which FP32 ops the compiler casts (none since Neuron 2.27, matmult
-    # before); --auto-cast-type: to what. Only acts when compute is fp32.
-    auto_cast: Literal["none", "matmult", "all"] = "none"
+    # neuronx-cc --auto-cast: which FP32 ops the compiler casts; `default` is the compiler's default
+    # for `neuron_sdk` (matmult before Neuron 2.27, none from 2.27: precision.py);
+    # --auto-cast-type: to what. Only acts when compute is fp32.
+    auto_cast: Literal["default", "none", "matmult", "all"] = "default"
+    neuron_sdk: SdkVersion = "2.27.0"  # the Neuron SDK release the job is compiled with
     auto_cast_type: Literal["bf16", "fp16", "tf32", "fp8"] = "bf16"
     optimizer_state: Literal["fp32", "bf16"] = "fp32"
     stochastic_rounding: bool = True

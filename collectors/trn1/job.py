@@ -15,6 +15,7 @@ from .precision import Compiled, compiled
 _TEXT_FIELDS = ("vocab", "seq_len")
 _VIT_FIELDS = ("image_size", "patch_size", "classes")
 _COMMON_FIELDS = ("kind", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "mlp")
+_STACK_FIELDS = ("tie_embeddings", "attention", "dropout")
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class Arch:
     tie_embeddings: bool
     image_size: int | None = None
     patch_size: int | None = None
+    attention: str = "flash"   # flash | eager (config.ModelSpec)
+    dropout: float = 0.0       # hidden and attention dropout probability
 
     @property
     def head_dim(self) -> int:
@@ -90,7 +93,7 @@ def resolve_arch(spec: ModelSpec) -> Arch:
             raise TrnprofError(f"config model.preset: unknown model {spec.preset!r}; allowed: {', '.join(sorted(presets))}")
         fields.update(presets[spec.preset]["model"])
         name = spec.preset
-    explicit = {k: getattr(spec, k) for k in (*_COMMON_FIELDS, *_TEXT_FIELDS, *_VIT_FIELDS, "tie_embeddings")
+    explicit = {k: getattr(spec, k) for k in (*_COMMON_FIELDS, *_TEXT_FIELDS, *_VIT_FIELDS, *_STACK_FIELDS)
                 if getattr(spec, k) is not None}
     if spec.preset is not None and any(fields.get(k) != v for k, v in explicit.items()):
         name = f"{spec.preset}*"  # a preset with changed fields
@@ -123,7 +126,8 @@ def resolve_arch(spec: ModelSpec) -> Arch:
                 kv_heads=kv, ffn_hidden=fields["ffn_hidden"], mlp=fields.get("mlp") or "gelu",
                 vocab=vocab, seq_len=seq,
                 tie_embeddings=bool(fields.get("tie_embeddings", kind != "vit")) if kind != "vit" else False,
-                image_size=fields.get("image_size"), patch_size=fields.get("patch_size"))
+                image_size=fields.get("image_size"), patch_size=fields.get("patch_size"),
+                attention=fields.get("attention") or "flash", dropout=float(fields.get("dropout") or 0.0))
 
 
 def resolve(config: Config) -> Job:

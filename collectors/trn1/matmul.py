@@ -52,8 +52,11 @@ def matmul_cycles(mm: Matmul) -> float:
 
 
 def tensor_seconds(mms, dtype: str, tensor_efficiency: float) -> float:
+    """Streaming time (cycles x passes) plus the stalls: waiting on SBUF loads and the other
+    engines costs (1/tensor_efficiency - 1) x the one-pass cycles, whatever the passes, since a
+    slower array gives the DMA queues and engines more time, not more work."""
     cycles = sum(matmul_cycles(mm) for mm in mms)
-    return cycles * MATMUL_PASSES[dtype] / (TENSOR_CYCLE_HZ * tensor_efficiency)
+    return cycles * (MATMUL_PASSES[dtype] - 1 + 1 / tensor_efficiency) / TENSOR_CYCLE_HZ
 
 
 def fill(mm: Matmul) -> float:

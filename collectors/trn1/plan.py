@@ -153,6 +153,17 @@ def _stage(job: Job, params: Params, stage: int, tp_place: Placement) -> StagePl
                      consumes_data=first or last)
 
 
+def critical_compute_seconds(job: Job, params: Params) -> float:
+    """Device compute seconds on a step's critical path under 1F1B without communication or
+    host waits: microbatches + pp - 1 blocks (forward and backward) of the slowest stage, plus
+    the slowest stage's optimizer. The only part of a step the free parameters change."""
+    tp_place = placement(Layout(job).tp_group_ranks(0, 0), job.cores_per_node)
+    stages = [_stage(job, params, s, tp_place) for s in range(job.pp)]
+    block = max(st.fwd.compute + st.bwd.compute for st in stages)
+    optimizer = max(sum(op.dur for op in st.opt) for st in stages)
+    return (job.microbatches + job.pp - 1) * block + optimizer
+
+
 def h2d_bytes(job: Job) -> float:
     """Bytes of one microbatch copied to the device: int64 token ids and labels (and an
     attention mask for encoders), or fp32 pixels and labels for ViT."""

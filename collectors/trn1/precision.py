@@ -1,11 +1,13 @@
 """Precision as neuronx-cc applies it: the data types the compiled graph runs in.
 
-The job states the framework's dtype (`precision.compute`) and the compiler flags
-(`precision.auto_cast`, `precision.auto_cast_type`). neuronx-cc (Neuron compiler CLI reference,
-`--auto-cast` / `--auto-cast-type`) casts FP32 operations of the graph: `matmult` only the
-matrix multiplies, `all` every operation, `none` nothing; the default is `none` since Neuron 2.27
-(`matmult` before), so an FP32 model compiled with today's defaults multiplies in FP32 at a
-quarter of the BF16 rate. A model already in BF16/FP16/FP8 (torch.autocast, XLA_USE_BF16) runs
+The job states the framework's dtype (`precision.compute`), the compiler flags
+(`precision.auto_cast`, `precision.auto_cast_type`) and the Neuron SDK release it is compiled
+with (`precision.neuron_sdk`). neuronx-cc (Neuron compiler CLI reference, `--auto-cast` /
+`--auto-cast-type`) casts FP32 operations of the graph: `matmult` only the matrix multiplies, `all`
+every operation, `none` nothing. `auto_cast: default` is the compiler's default for the release:
+`none` from Neuron 2.27 (compiler 2.15.54.0 release notes: "The --auto-cast flag now defaults to
+none (previously matmul)"), `matmult` before; so an FP32 model compiled with 2.27's defaults
+multiplies in FP32 at a quarter of the BF16 rate, the same model on 2.26 in BF16. A model already in BF16/FP16/FP8 (torch.autocast, XLA_USE_BF16) runs
 as written. Whatever the compute dtype, the matmul accumulates in FP32 in PSUM (nki.isa.nc_matmul).
 Master weights and gradients stay FP32 unless the optimizer state is BF16 (then stochastic
 rounding keeps BF16 weights trainable: rounding-modes.rst); stochastic rounding is a rounding
@@ -35,10 +37,26 @@ class Compiled:
         return DTYPE_BYTES[self.master]
 
 
+# First Neuron SDK release whose compiler defaults to --auto-cast none (Neuron 2.27.0 release notes).
+AUTO_CAST_NONE_SINCE = (2, 27)
+
+
+def sdk_version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def auto_cast(prec: Precision) -> str:
+    """The --auto-cast the compiler applies: the configured one, or the release's default."""
+    if prec.auto_cast != "default":
+        return prec.auto_cast
+    return "none" if sdk_version(prec.neuron_sdk) >= AUTO_CAST_NONE_SINCE else "matmult"
+
+
 def compiled(prec: Precision) -> Compiled:
     if prec.compute == "fp32":
-        matmul = prec.auto_cast_type if prec.auto_cast in ("matmult", "all") else "fp32"
-        vector = prec.auto_cast_type if prec.auto_cast == "all" else "fp32"
+        cast = auto_cast(prec)
+        matmul = prec.auto_cast_type if cast in ("matmult", "all") else "fp32"
+        vector = prec.auto_cast_type if cast == "all" else "fp32"
         vector = "bf16" if vector == "fp8" else vector  # FP8 is a matmul input type only
     else:
         matmul = prec.compute
@@ -50,6 +68,7 @@ def compiled(prec: Precision) -> Compiled:
 def manifest_precision(prec: Precision) -> dict:
     """What the manifest records: the settings and the dtypes the compiler runs them in."""
     c = compiled(prec)
-    return {"compute": prec.compute, "auto_cast": prec.auto_cast, "auto_cast_type": prec.auto_cast_type,
+    return {"compute": prec.compute, "auto_cast": auto_cast(prec), "auto_cast_type": prec.auto_cast_type,
+            "neuron_sdk": prec.neuron_sdk,
             "matmul_dtype": c.matmul, "vector_dtype": c.vector, "master_weights": c.master,
             "optimizer_state": prec.optimizer_state, "stochastic_rounding": prec.stochastic_rounding}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 
 import click
@@ -33,6 +34,17 @@ def _summary_text(pred: dict, job: dict) -> str:
         f"HBM peak     {pred['hbm_peak_bytes'] / GIB:.2f} GiB of {pred['hbm_capacity_bytes'] / GIB:.0f} GiB "
         f"per NeuronCore ({fits})",
     ])
+
+
+def _band_text(band: dict) -> str:
+    lines = [f"band         {band['low']:,.1f} to {band['high']:,.1f} {band['unit']} "
+             f"(a factor {math.exp(band['log_half_width']):.2f} either way: leave-one-out residuals and the "
+             f"spread of the free parameters)"]
+    if band["outside_evidence"]:
+        lines.append("evidence     OUTSIDE the calibration evidence: " + "; ".join(band["outside_evidence"]))
+    else:
+        lines.append("evidence     inside the calibration evidence (model size, layout, precision, kind)")
+    return "\n".join(lines)
 
 
 def _presets_text(presets: dict) -> str:
@@ -86,7 +98,9 @@ def command(config, preset, out, overrides, seed, steps, summary_only, fmt, list
       trnprof simulate --preset tiny --set 'faults=[{kind: straggler, rank: 1}]' -o runs/straggler
 
     --summary-only prints the predictions (step time, throughput, MFU, HBM peak, the share of
-    the step the device idles) and, in JSON, the free parameters used under "calibration".
+    the step the device idles), the throughput band (from the leave-one-out residuals and the
+    spread of the free parameters; wider for a job outside the calibration evidence, which it
+    names) and, in JSON, the free parameters used under "calibration" and the band under "band".
     """
     from ..collectors.trn1 import config as cfgmod
     from ..collectors.trn1.simulate import job_metadata, simulate, summary
@@ -101,8 +115,11 @@ def command(config, preset, out, overrides, seed, steps, summary_only, fmt, list
     extra = [f"run.seed={seed}"] * (seed is not None) + [f"run.steps={steps}"] * (steps is not None)
     cfg = cfgmod.load_config(preset=preset, path=config, overrides=[*overrides, *extra])
     if summary_only:
+        from ..collectors.trn1.uncertainty import band
         pred = summary(cfg)
-        click.echo(to_json(pred) if fmt == "json" else _summary_text(pred, job_metadata(resolve(cfg))))
+        pred["band"] = band(cfg, pred)
+        text = _summary_text(pred, job_metadata(resolve(cfg))) + "\n" + _band_text(pred["band"])
+        click.echo(to_json(pred) if fmt == "json" else text)
         return
     if not out:
         raise TrnprofError("give the run folder to write with -o/--output (or --summary-only for predictions)")
