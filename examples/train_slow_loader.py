@@ -3,7 +3,8 @@ waits for every batch. `trnprof record --analyze -- python examples/train_slow_l
 reports it as input.starvation.
 
 Options: --steps N (default 12), --load-ms MS per batch (default 20), --workers N (default 0),
---crash-at STEP (raise at that step, to try a crash), --hidden N (model width).
+--crash-at STEP (raise at that step, to try a crash), --hidden N (model width), --log-steps
+(print `step N` after each step).
 """
 
 import argparse
@@ -37,6 +38,7 @@ def main():
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--crash-at", type=int, default=None)
+    parser.add_argument("--log-steps", action="store_true")
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -51,6 +53,8 @@ def main():
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        if args.log_steps:
+            print(f"step {step}", flush=True)
     print(f"trained {args.steps} steps, last loss {loss.item():.3f}")
 
 
