@@ -50,10 +50,13 @@ def command(command, out, wait, warmup, active, shapes, memory, stack, interval,
     system profile and neuron-monitor are captured too. Then everything is ingested into the
     run RUN. Exits with the command's exit code; Ctrl-C stops the command and keeps what was
     captured."""
-    from ..record.recorder import record
+    from pathlib import Path
+
+    from ..record.recorder import check_output, record
     from ..record.runtime import Settings
 
     out = out or _default_output()
+    check_output(Path(out), force)  # before the job runs, and before a word about it
     settings = Settings(capture="", wait=wait, warmup=warmup, active=active, shapes=shapes, memory=memory,
                         stack=stack, max_bytes=int(max_mb * 1e6) if max_mb else None)
     click.echo(f"recording: {shlex.join(command)}  (steps: wait {wait}, warm-up {warmup}, active {active}; "
