@@ -61,10 +61,11 @@ def _start(command: list[str], env: dict) -> subprocess.Popen:
 
 
 class _Forwarder:
-    """Forwards SIGINT / SIGTERM / SIGHUP to the child's process group while it runs."""
+    """Forwards SIGINT / SIGTERM / SIGHUP to the child's process group while it runs (a signal
+    that arrives before the child exists is sent to it as soon as it does)."""
 
-    def __init__(self, child: subprocess.Popen):
-        self.child = child
+    def __init__(self):
+        self.child: subprocess.Popen | None = None
         self.received: int | None = None
         self.previous = {}
 
@@ -73,8 +74,17 @@ class _Forwarder:
             self.previous[sig] = signal.signal(sig, self._forward)
         return self
 
+    def attach(self, child: subprocess.Popen) -> None:
+        self.child = child
+        if self.received:
+            self._send(self.received)
+
     def _forward(self, signum, frame):
         self.received = self.received or signum
+        if self.child is not None:
+            self._send(signum)
+
+    def _send(self, signum: int) -> None:
         try:
             os.killpg(self.child.pid, signum)
         except ProcessLookupError:
@@ -100,12 +110,19 @@ def run_captured(command: list[str], settings: Settings, *, neuron_mode: str = "
         note("neuron-monitor: running beside the command")
     elif neuron_mode != "off":
         note("neuron-monitor is not on PATH: no Neuron counters")
-    child = _start(command, child_env(settings, with_neuron))
-    sampler = Sampler(folder, child.pid, interval, max_bytes)
-    with _Forwarder(child) as forwarder:
+    env = child_env(settings, with_neuron)
+    if monitor is not None:
+        monitor.start()  # before the job: its first report covers the job's start
+    with _Forwarder() as forwarder:
+        try:
+            child = _start(command, env)
+        except BaseException:
+            if monitor is not None:
+                monitor.stop()
+            raise
+        forwarder.attach(child)
+        sampler = Sampler(folder, child.pid, interval, max_bytes)
         sampler.start()
-        if monitor is not None:
-            monitor.start()
         try:
             code = child.wait()
         finally:

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from trnprof.collectors.neuron.monitor import RECEIVED as STAMP
+from trnprof.errors import TrnprofError
 
 MONITOR = "neuron-monitor"
 INSPECT_FOLDER = "neuron-inspect"
@@ -76,9 +77,12 @@ class Monitor:
     def start(self) -> None:
         config = self.capture / "neuron_monitor.config"  # not a .json: `trnprof ingest CAPTURE` skips it
         config.write_text(json.dumps(monitor_config(self.period_s)))
-        self.process = subprocess.Popen([MONITOR, "-c", str(config)], stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
-                                        process_group=0)  # Ctrl-C reaches trnprof, which stops it last
+        try:
+            self.process = subprocess.Popen([MONITOR, "-c", str(config)], stdout=subprocess.PIPE,
+                                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
+                                            process_group=0)  # Ctrl-C reaches trnprof, which stops it last
+        except OSError as exc:
+            raise TrnprofError(f"cannot start {MONITOR}: {exc.strerror or exc} (pass --neuron off to skip it)") from None
         self._thread = threading.Thread(target=self._copy, name="trnprof-neuron-monitor", daemon=True)
         self._thread.start()
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import os
 import signal
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -83,6 +84,10 @@ class Session:
             return
         import torch
         from torch.profiler import ProfilerActivity, profile, schedule
+        if _profiler_running(torch):
+            self.closed = True  # the program runs its own torch.profiler: one profiler at a time
+            print("trnprof: this process runs its own torch.profiler; trnprof records nothing here", file=sys.stderr)
+            return
         activities = [ProfilerActivity.CPU]
         if torch.cuda.is_available():
             activities.append(ProfilerActivity.CUDA)
@@ -134,6 +139,11 @@ class Session:
 
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _profiler_running(torch) -> bool:
+    enabled = getattr(getattr(getattr(torch, "_C", None), "_autograd", None), "_profiler_enabled", None)
+    return bool(enabled and enabled())
 _current: Session | None = None
 
 
