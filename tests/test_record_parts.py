@@ -4,6 +4,7 @@ ingest, the neuron-monitor report stamp, errors caught before the command runs."
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -53,3 +54,22 @@ def test_an_existing_output_is_refused_before_the_command_runs(tmp_path):
                              capture_output=True, text=True, cwd=tmp_path)
     assert missing.returncode == 2 and missing.stderr.strip().splitlines()[-1] == "error: command not found: no-such-command-x"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no capture folder left behind
+
+
+def test_host_metrics_sampler_stops_at_the_size_cap(tmp_path):
+    import time
+
+    from trnprof.record.hostmetrics import Sampler
+    header_and_one = 2_500  # the header and about one sample of this 2-core-or-more host
+    sampler = Sampler(tmp_path, os.getpid(), 0.05, max_bytes=header_and_one)
+    sampler.start()
+    deadline = time.monotonic() + 30
+    while not sampler.full and time.monotonic() < deadline:
+        time.sleep(0.05)
+    sampler.stop()
+    assert sampler.full and (tmp_path / "host_metrics.jsonl").stat().st_size <= header_and_one
+    rows = [json.loads(line) for line in (tmp_path / "host_metrics.jsonl").read_text().splitlines()[1:]]
+    assert len(rows) == sampler.samples >= 1
+    for row in rows:  # this process is rank 0's main process: no RANK, the first Python process
+        names = {name for rank, name, _, _ in row["samples"] if rank == 0}
+        assert {"host.process.rss", "host.cpu.0.util", "host.memory.used"} <= names

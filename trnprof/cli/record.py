@@ -29,7 +29,7 @@ def _default_output() -> str:
 @click.option("--memory", is_flag=True, help="Record allocator events (profile_memory): hbm.* / host.* counters.")
 @click.option("--stack", is_flag=True, help="Record Python stacks of ops (with_stack; larger traces).")
 @click.option("--interval", type=click.FloatRange(min=0.05), default=0.5, show_default=True,
-              help="Seconds between host-metric samples (and neuron-monitor reports).")
+              help="Seconds between host-metric samples (neuron-monitor: whole seconds, 1 at least).")
 @click.option("--max-size", "max_mb", type=click.FloatRange(min=0.001), metavar="MB",
               help="Cap of the capture folder: host metrics and neuron-monitor stop writing at it, and a "
                    "rank starts no trace once it is reached.")

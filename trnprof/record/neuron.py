@@ -42,7 +42,7 @@ def monitor_config(period_s: float) -> dict:
     """The metric groups trnprof ingests (collectors/neuron/monitor.py)."""
     runtime = ["neuroncore_counters", "memory_used", "neuron_runtime_vcpu_usage", "execution_stats"]
     system = ["vcpu_usage", "memory_info", "neuron_hw_counters"]
-    return {"period": f"{max(period_s, 0.1):g}s",
+    return {"period": f"{max(1, round(period_s))}s",  # whole seconds, as the guide's examples (1s at least)
             "neuron_runtimes": [{"tag_filter": ".*", "metrics": [{"type": t} for t in runtime]}],
             "system_metrics": [{"type": t} for t in system]}
 
