@@ -32,6 +32,7 @@ from pathlib import Path
 import psutil
 
 FILE_NAME = "host_metrics.jsonl"
+TREE_EVERY = 5.0  # seconds between two listings of the command's processes
 HEADER_KEY = "trnprof_host_metrics"
 
 
@@ -50,19 +51,23 @@ def _is_python(process: psutil.Process) -> bool:
         return False
 
 
-def rank_processes(root: psutil.Process) -> dict[int, tuple[psutil.Process, list[psutil.Process]]]:
+def rank_processes(root: psutil.Process, known: dict[int, int | None] | None = None
+                   ) -> dict[int, tuple[psutil.Process, list[psutil.Process]]]:
     """rank -> (main process, its data-loader workers). Processes carrying torchrun's RANK are
     the ranks' (the topmost of each RANK is its main process); without any RANK, the first
-    Python process of the tree is rank 0's main process."""
+    Python process of the tree is rank 0's main process. `known` caches each pid's RANK."""
+    known = {} if known is None else known
     try:
         tree = [root] + root.children(recursive=True)
     except psutil.Error:
         return {}
-    ranks = {p.pid: _rank_of(p) for p in tree}
+    for process in tree:
+        if process.pid not in known:
+            known[process.pid] = _rank_of(process)
     found: dict[int, tuple[psutil.Process, list[psutil.Process]]] = {}
-    if any(r is not None for r in ranks.values()):
+    if any(known[p.pid] is not None for p in tree):
         for process in tree:  # parents come before their children
-            rank = ranks[process.pid]
+            rank = known[process.pid]
             if rank is None:
                 continue
             if rank in found:
@@ -71,14 +76,14 @@ def rank_processes(root: psutil.Process) -> dict[int, tuple[psutil.Process, list
                 found[rank] = (process, [])
         return found
     main = next((p for p in tree if _is_python(p)), root)
-    return {0: (main, [p for p in tree if p.pid != main.pid and _descends(p, main)])}
-
-
-def _descends(process: psutil.Process, ancestor: psutil.Process) -> bool:
-    try:
-        return any(parent.pid == ancestor.pid for parent in process.parents())
-    except psutil.Error:
-        return False
+    inside = {main.pid}
+    for process in tree:  # parents come before their children
+        try:
+            if process.ppid() in inside:
+                inside.add(process.pid)
+        except psutil.Error:
+            continue
+    return {0: (main, [p for p in tree if p.pid in inside and p.pid != main.pid])}
 
 
 class Sampler:
@@ -97,6 +102,8 @@ class Sampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="trnprof-host-metrics", daemon=True)
         self._cpu: dict[int, psutil.Process] = {}  # pid -> Process, kept so cpu_percent has a previous sample
+        self._ranks: dict[int, int | None] = {}    # pid -> its RANK, read once
+        self._tree = None                          # rank_processes(), refreshed every TREE_EVERY s
         self._last = None  # (ts, disk counters, net counters)
 
     def start(self) -> None:
@@ -124,7 +131,7 @@ class Sampler:
                 self.samples += 1
 
     def sample(self) -> list[list]:
-        per_rank = rank_processes(self.root) if self.root is not None else {}
+        per_rank = self._per_rank()
         first = min(per_rank, default=0)
         rows = [[first, f"host.cpu.{i}.util", v, "percent"] for i, v in enumerate(psutil.cpu_percent(percpu=True))]
         rows.append([first, "host.memory.used", float(psutil.virtual_memory().used), "bytes"])
@@ -136,6 +143,17 @@ class Sampler:
             rows += [[rank, "host.loader_workers.rss", rss, "bytes"], [rank, "host.loader_workers.cpu", cpu, "percent"],
                      [rank, "host.loader_workers.count", float(len(workers)), "count"]]
         return rows
+
+    def _per_rank(self):
+        """The ranks' processes, found again every TREE_EVERY seconds (listing a process tree
+        reads every process of the host) or when one of them has ended."""
+        if self.root is None:
+            return {}
+        stale = self._tree is None or self.samples % max(1, round(TREE_EVERY / self.interval)) == 0 or not all(
+            p.is_running() for main, workers in self._tree.values() for p in [main, *workers])
+        if stale:
+            self._tree = rank_processes(self.root, self._ranks)
+        return self._tree
 
     def _usage(self, processes: list[psutil.Process]) -> tuple[float, float]:
         rss = cpu = 0.0

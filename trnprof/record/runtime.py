@@ -61,23 +61,28 @@ def folder_bytes(folder: str | Path) -> int:
 
 
 class Session:
+    """Steps counted from `start()`: `wait` steps with no profiler at all (the cost outside the
+    window is one Python call per step), then torch.profiler for `warmup` + `active` steps."""
+
     def __init__(self, settings: Settings, *, manual: bool):
         self.settings = settings
         self.manual = manual
         self.profiler = None
         self.stepper = None       # id of the optimizer whose steps count (automatic mode)
-        self.steps = 0
+        self.started = False      # counting steps
+        self.to_wait = settings.wait
+        self.steps = 0            # steps the profiler has seen
         self.closed = False
         self.written: Path | None = None
 
-    @property
-    def window(self) -> int:
-        s = self.settings
-        return s.wait + s.warmup + s.active
-
     def start(self) -> None:
-        if self.profiler is not None or self.closed:
+        if self.started or self.closed:
             return
+        self.started = True
+        if self.to_wait <= 0:
+            self._start_profiler()
+
+    def _start_profiler(self) -> None:
         s = self.settings
         if s.max_bytes is not None and folder_bytes(s.capture) >= s.max_bytes:
             self.closed = True  # the capture is full: this rank records nothing
@@ -91,23 +96,30 @@ class Session:
         activities = [ProfilerActivity.CPU]
         if torch.cuda.is_available():
             activities.append(ProfilerActivity.CUDA)
-        self.profiler = profile(activities=activities, record_shapes=s.shapes, profile_memory=s.memory,
-                                with_stack=s.stack, on_trace_ready=self._write,
-                                schedule=schedule(wait=s.wait, warmup=s.warmup, active=s.active, repeat=1))
+        import warnings
+        with warnings.catch_warnings():  # warmup=0 is the user's choice, not a mistake
+            warnings.simplefilter("ignore", UserWarning)
+            self.profiler = profile(activities=activities, record_shapes=s.shapes, profile_memory=s.memory,
+                                    with_stack=s.stack, on_trace_ready=self._write,
+                                    schedule=schedule(wait=0, warmup=s.warmup, active=s.active, repeat=1))
         self.profiler.start()
         atexit.register(self.stop)
         _stop_on_sigterm(self)
 
     def step(self) -> None:
-        if self.profiler is None:
-            self.start()
-            return
         if self.closed:
             return
-        self.profiler.step()
-        self.steps += 1
-        if self.steps >= self.window:
-            self.stop()  # the window is written: no profiler cost for the rest of the job
+        if not self.started:
+            self.start()
+        elif self.profiler is None:
+            self.to_wait -= 1
+            if self.to_wait <= 0:
+                self._start_profiler()
+        else:
+            self.profiler.step()
+            self.steps += 1
+            if self.steps >= self.settings.warmup + self.settings.active:
+                self.stop()  # the window is written: no profiler cost for the rest of the job
 
     def stop(self) -> None:
         """Close the profiler; a window in progress is written with the steps it holds."""
@@ -173,7 +185,9 @@ def current() -> Session | None:
 def begin(settings: Settings, *, manual: bool) -> Session:
     """Make the process's session (one per process); manual sessions start at once."""
     global _current
-    if _current is not None and not _current.closed and _current.profiler is not None:
+    busy = _current is not None and not _current.closed and (
+        _current.profiler is not None or (_current.manual and _current.started))
+    if busy:
         raise RuntimeError("trnprof: a profile is already being recorded in this process")
     if _current is not None:
         _current.closed = True  # an automatic session that had not started yet stands down
