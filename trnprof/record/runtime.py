@@ -1,8 +1,8 @@
 """The profiler inside the profiled process. Standard library and torch only: the training
 interpreter needs none of trnprof's own dependencies (the launcher loads this file by path).
 
-One `Session` per process wraps `torch.profiler.profile` with a schedule of `wait`, `warmup` and
-`active` steps (one window: one trace per rank). Steps come from `step()` (the user's
+One `Session` per process counts `wait` steps with no profiler, then runs `torch.profiler.profile`
+for `warmup` and `active` steps (one window: one trace per rank). Steps come from `step()` (the user's
 `trnprof.step()`), or, in automatic mode, from the step hook of the first optimizer that steps
 (a GAN's second optimizer does not count twice). The window's trace is written when it closes,
 or when the process ends early: normal exit, an exception, Ctrl-C, SIGTERM.
