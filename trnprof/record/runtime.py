@@ -156,6 +156,8 @@ _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 def _profiler_running(torch) -> bool:
     enabled = getattr(getattr(getattr(torch, "_C", None), "_autograd", None), "_profiler_enabled", None)
     return bool(enabled and enabled())
+
+
 _current: Session | None = None
 
 
