@@ -22,8 +22,8 @@ from trnprof.collectors.neuron.util import open_text
 from trnprof.runstore import conform
 from trnprof.schema import COUNTERS
 
-FORMAT = "trnprof-host-metrics"
-HEADER_KEY = "trnprof_host_metrics"
+from .format import FORMAT, HEADER_KEY
+
 
 
 class Sample(msgspec.Struct, forbid_unknown_fields=True):

@@ -38,7 +38,7 @@ class Collected:
         if fmt == "kineto":
             self._kineto(path)
         else:
-            from trnprof.collectors.host import FORMAT, read_host_metrics
+            from trnprof.collectors.host.metrics import FORMAT, read_host_metrics
             from trnprof.collectors.neuron import READERS
             reader = read_host_metrics if fmt == FORMAT else READERS[fmt]
             source = reader(path, rank=self.rank_option)

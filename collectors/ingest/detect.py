@@ -15,9 +15,10 @@ import gzip
 import zlib
 from pathlib import Path
 
+from trnprof.collectors.host.format import FORMAT as HOST_FORMAT, HEADER_KEY as HOST_HEADER
 from trnprof.errors import TrnprofError
 
-FORMATS = ("kineto", "neuron-monitor", "neuron-system-profile", "neuron-explorer", "trnprof-host-metrics")
+FORMATS = ("kineto", "neuron-monitor", "neuron-system-profile", "neuron-explorer", HOST_FORMAT)
 TRACE_SUFFIXES = (".json", ".json.gz", ".jsonl", ".jsonl.gz", ".gz")
 _SNIFF = 1 << 16
 
@@ -54,8 +55,8 @@ def detect(path: Path) -> str:
     text = head.lstrip()
     if not text:
         raise TrnprofError(f"{path}: empty file")
-    if text.startswith(b'{"trnprof_host_metrics"'):
-        return "trnprof-host-metrics"
+    if text.startswith(b'{"' + HOST_HEADER.encode()):
+        return HOST_FORMAT
     if b'"neuron_runtime_data"' in head:
         return "neuron-monitor"
     if b'"traceEvents"' in head or text[:1] == b"[":

@@ -31,9 +31,9 @@ from pathlib import Path
 
 import psutil
 
-FILE_NAME = "host_metrics.jsonl"
+from trnprof.collectors.host.format import FILE_NAME, HEADER_KEY
+
 TREE_EVERY = 5.0  # seconds between two listings of the command's processes
-HEADER_KEY = "trnprof_host_metrics"
 
 
 def _rank_of(process: psutil.Process) -> int | None:
