@@ -80,7 +80,11 @@ def test_demo_simulates_analyzes_and_writes_the_report(cli, tmp_path):
     lines = result.stdout.splitlines()
     costliest = lines[[l.startswith("findings") for l in lines].index(True) + 1]
     assert "IN001 The device waits for the next batch" in costliest  # the demo job's slow loader
-    assert result.stdout.strip().splitlines()[-1].startswith(f"report      {(tmp_path / 'demo' / 'report.html').resolve()}")
+    assert any(l.startswith(f"report      {(tmp_path / 'demo' / 'report.html').resolve()}") for l in lines)
+    top = json.loads((tmp_path / "demo" / "analyze.json").read_text())["findings"][0]
+    closing = lines[[l.startswith("fix first") for l in lines].index(True):]  # the demo ends with what to do
+    assert closing[0] == f"fix first   {top['code']} {top['title']}: {top['recommendation']}"
+    assert [l.split("trnprof ", 1)[1].split()[0] for l in closing[1:]] == ["analyze", "report", "record"]
     assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == ["analyze.json", "report.html", "run"]
     again = cli("demo", "-o", tmp_path / "demo")  # an earlier demo run is replaced
     assert again.exit_code == 0

@@ -31,3 +31,4 @@ def test_wheel_installs_into_fresh_venv_and_runs_from_elsewhere(tmp_path):
     assert not (purelib / "collectors").exists() and not (purelib / "rules").exists()
     assert (purelib / "trnprof" / "collectors").is_dir() and (purelib / "trnprof" / "rules").is_dir()
     assert (purelib / "trnprof" / "stdlib" / "step_breakdown.sql").is_file()
+    assert (purelib / "trnprof" / "record" / "boot" / "sitecustomize.py").is_file()  # trnprof record's launcher

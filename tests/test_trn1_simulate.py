@@ -145,3 +145,18 @@ def test_cli_errors_are_one_line_exit_2(tmp_path):
         assert result.exit_code == 2, result.output
         assert result.output.startswith("error: ") and result.output.count("\n") == 1
     assert not (tmp_path / "x").exists()
+
+
+def test_list_presets_shows_each_default_layout():
+    from trnprof.collectors.trn1.hardware import INSTANCES
+    runner = CliRunner()
+    listed = json.loads(runner.invoke(main, ["simulate", "--list-presets", "--format", "json"]).output)
+    text = runner.invoke(main, ["simulate", "--list-presets"]).output
+    for name in listed["job"] + listed["model"]:
+        layout = listed["layouts"][name]
+        config = load_config(preset=name)
+        assert layout["nodes"] == config.cluster.nodes and layout["instance"] == config.cluster.instance
+        assert layout["ranks"] == layout["nodes"] * INSTANCES[layout["instance"]].cores
+        assert layout["tp"] * layout["pp"] * layout["dp"] == layout["ranks"]
+        line = next(line for line in text.splitlines() if line.split()[:1] == [name])
+        assert f"tp {layout['tp']}, pp {layout['pp']}" in line and f"{layout['ranks']} ranks" in line

@@ -38,8 +38,10 @@ class Collected:
         if fmt == "kineto":
             self._kineto(path)
         else:
+            from trnprof.collectors.host.metrics import FORMAT, read_host_metrics
             from trnprof.collectors.neuron import READERS
-            source = READERS[fmt](path, rank=self.rank_option)
+            reader = read_host_metrics if fmt == FORMAT else READERS[fmt]
+            source = reader(path, rank=self.rank_option)
             if self.progress:
                 self.progress(path.stat().st_size if path.is_file() else 0)
             self._source(source)

@@ -5,7 +5,8 @@
 - `neuron-monitor`: neuron-monitor's JSON reports (`neuron_runtime_data`), one per line;
 - `neuron-system-profile`: `system_profile.json` of `neuron-profile view --output-format json`
   (`trace_events`, `mem_usage`, `cpu_util`);
-- `neuron-explorer`: a folder of Neuron Explorer Parquet tables (`CcOp.parquet`, ...).
+- `neuron-explorer`: a folder of Neuron Explorer Parquet tables (`CcOp.parquet`, ...);
+- `trnprof-host-metrics`: the host metrics `trnprof record` samples (`host_metrics.jsonl`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ import gzip
 import zlib
 from pathlib import Path
 
+from trnprof.collectors.host.format import FORMAT as HOST_FORMAT, HEADER_KEY as HOST_HEADER
 from trnprof.errors import TrnprofError
 
-FORMATS = ("kineto", "neuron-monitor", "neuron-system-profile", "neuron-explorer")
+FORMATS = ("kineto", "neuron-monitor", "neuron-system-profile", "neuron-explorer", HOST_FORMAT)
 TRACE_SUFFIXES = (".json", ".json.gz", ".jsonl", ".jsonl.gz", ".gz")
 _SNIFF = 1 << 16
 
@@ -53,6 +55,8 @@ def detect(path: Path) -> str:
     text = head.lstrip()
     if not text:
         raise TrnprofError(f"{path}: empty file")
+    if text.startswith(b'{"' + HOST_HEADER.encode()):
+        return HOST_FORMAT
     if b'"neuron_runtime_data"' in head:
         return "neuron-monitor"
     if b'"traceEvents"' in head or text[:1] == b"[":

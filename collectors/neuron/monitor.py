@@ -3,7 +3,8 @@
 neuron-monitor prints one complete JSON report per period (field names: the Neuron docs,
 aws-neuron/aws-neuron-sdk tools/neuron-sys-tools/neuron-monitor-user-guide.rst; typed in `monitor_types.py`). Reports carry no clock, so report k is
 placed at the sum of the periods of reports 0..k (its end), from 0 ns: line it up with other
-inputs yourself if needed. Rank = `--rank` (default 0) + NeuronCore index.
+inputs yourself if needed. Reports captured by `trnprof record` carry the epoch ns at which each
+arrived (`trnprof_received_ns`, the end of its period): that is their time. Rank = `--rank` (default 0) + NeuronCore index.
 
 Per NeuronCore: `nc.utilization` (percent), `nc.flops` (flop/s), device memory `hbm.tensors`,
 `hbm.constants`, `hbm.model_code`, `hbm.model_shared_scratchpad`, `hbm.runtime_memory` (bytes,
@@ -38,7 +39,8 @@ from .monitor_types import INFO_KEYS, RUNTIME_GROUPS, SYSTEM_GROUPS, Runtime, pr
 from .util import open_text
 
 
-TOP_KEYS = ("neuron_runtime_data", "system_data") + INFO_KEYS
+RECEIVED = "trnprof_received_ns"  # added by `trnprof record`'s sidecar: when the report arrived
+TOP_KEYS = ("neuron_runtime_data", "system_data", RECEIVED) + INFO_KEYS
 
 
 def _reports(path: Path) -> list:
@@ -87,7 +89,9 @@ def read_monitor(path: Path, rank: int | None = None) -> Source:
         if not isinstance(report, dict):
             out.quarantine_record(index, "malformed_report", "a report is a JSON object", report)
             continue
-        ts += _period_ns(report)
+        received = report.get(RECEIVED)
+        stamped = isinstance(received, int) and not isinstance(received, bool) and 0 <= received <= MAX_TIME_NS
+        ts = received if stamped else ts + _period_ns(report)
         if ts > MAX_TIME_NS:
             raise TrnprofError(f"{path}: report {index}: the periods add up beyond {MAX_TIME_NS} ns")
         _report(out, index, ts, report)

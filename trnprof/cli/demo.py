@@ -43,3 +43,9 @@ def command(out: Path):
         click.echo(f"  {finding.severity:<7} {finding.code} {finding.title}: {cost(finding.impact)}")
     click.echo(f"run         {run_path}")
     click.echo(f"report      {Path(written['path']).resolve()}  (open it in a browser; works offline)")
+    if document.findings:
+        top = document.findings[0]
+        click.echo(f"fix first   {top.code} {top.title}: {top.recommendation}")
+    click.echo(f"next        trnprof analyze {run_path}            # every finding, with evidence")
+    click.echo(f"            trnprof report {run_path} -o report.html")
+    click.echo("            trnprof record --analyze -- python train.py   # your own PyTorch job (docs/record.md)")

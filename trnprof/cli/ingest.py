@@ -15,7 +15,8 @@ PROGRESS_MIN_BYTES = 64 << 20  # below this an ingest takes about a second: no b
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
 @options.output("Run folder to write.", required=True)
 @click.option("--format", "fmt", default="auto", show_default=True,
-              type=click.Choice(["auto", "kineto", "neuron-monitor", "neuron-system-profile", "neuron-explorer"]),
+              type=click.Choice(["auto", "kineto", "neuron-monitor", "neuron-system-profile", "neuron-explorer",
+                                 "trnprof-host-metrics"]),
               help="input format (auto: detected from each file's content)")
 @click.option("--rank", type=int, default=None,
               help="rank of a trace that names none (no distributedInfo, no rank-N file name); "

@@ -47,17 +47,33 @@ def _band_text(band: dict) -> str:
     return "\n".join(lines)
 
 
+def _layout(name: str) -> dict:
+    """A preset's default layout: nodes, instance, tp, pp, dp and ranks."""
+    from ..collectors.trn1.config import load_config
+    from ..collectors.trn1.job import resolve
+    job = resolve(load_config(preset=name))
+    return {"nodes": job.nodes, "instance": job.config.cluster.instance, "tp": job.tp, "pp": job.pp,
+            "dp": job.dp, "ranks": job.world}
+
+
+def _layout_text(layout: dict) -> str:
+    return (f"{layout['nodes']} x {layout['instance']}, tp {layout['tp']}, pp {layout['pp']}, "
+            f"dp {layout['dp']}: {layout['ranks']} ranks")
+
+
 def _presets_text(presets: dict) -> str:
     from ..collectors.trn1.config import job_presets, model_presets
+    layouts = presets["layouts"]
     lines = ["job presets (full configs):"]
     for name in presets["job"]:
         cal = job_presets()[name].get("calibration")
-        note = f"  calibration row: {cal['throughput']} {cal['unit']}" if cal else ""
-        lines.append(f"  {name}{note}")
+        note = f"; calibration row: {cal['throughput']} {cal['unit']}" if cal else ""
+        lines.append(f"  {name:<18} {_layout_text(layouts[name])}{note}")
     lines.append("model presets (the model on its default job):")
     for name in presets["model"]:
         arch = model_presets()[name]["model"]
-        lines.append(f"  {name:<14} {arch['kind']}, {arch['layers']} layers, hidden {arch['hidden']}")
+        lines.append(f"  {name:<14} {arch['kind']}, {arch['layers']} layers, hidden {arch['hidden']}; "
+                     f"{_layout_text(layouts[name])}")
     return "\n".join(lines)
 
 
@@ -108,6 +124,7 @@ def command(config, preset, out, overrides, seed, steps, summary_only, fmt, list
 
     if list_presets:
         presets = cfgmod.list_presets()
+        presets["layouts"] = {name: _layout(name) for name in presets["job"] + presets["model"]}
         click.echo(to_json(presets) if fmt == "json" else _presets_text(presets))
         return
     if config is None and preset is None:

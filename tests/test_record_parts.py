@@ -1,0 +1,75 @@
+"""The parts of `trnprof record` that need no training job: the host-metrics file through the
+ingest, the neuron-monitor report stamp, errors caught before the command runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from trnprof import open_run
+from trnprof.collectors.ingest import ingest
+from trnprof.record.neuron import stamp
+
+
+def test_host_metrics_file_to_counters_with_every_line_accounted(tmp_path):
+    path = tmp_path / "host_metrics.jsonl"
+    lines = [{"trnprof_host_metrics": 1, "interval_s": 0.5, "host": "node-a", "cpus": 2},
+             {"ts": 1_700_000_000_000_000_000, "samples": [[0, "host.cpu.0.util", 12.5, "percent"],
+                                                          [1, "host.process.rss", 1e9, "bytes"]]},
+             {"ts": 1_700_000_000_500_000_000, "samples": [[0, "host.cpu.0.util", 50.0, "percent"]]},
+             {"ts": "soon", "samples": []},
+             {"ts": 1_700_000_001_000_000_000, "samples": [[-1, "host.cpu.0.util", 1.0, "percent"]]}]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    summary = ingest([path], tmp_path / "run")
+    assert summary["counters"] == 3 and summary["quarantine_reasons"] == {"malformed_event": 1, "rank_out_of_range": 1}
+    with open_run(tmp_path / "run") as run:
+        counters = run.sql("SELECT rank, ts, name, value, unit FROM counters ORDER BY ts, rank")
+        ranks = run.sql("SELECT rank, host FROM ranks ORDER BY rank")
+        manifest = run.manifest["ingest"]["files"][0]
+    assert counters.values.tolist() == [
+        [0, 1_700_000_000_000_000_000, "host.cpu.0.util", 12.5, "percent"],
+        [1, 1_700_000_000_000_000_000, "host.process.rss", 1e9, "bytes"],
+        [0, 1_700_000_000_500_000_000, "host.cpu.0.util", 50.0, "percent"]]
+    assert ranks.values.tolist() == [[0, "node-a"], [1, "node-a"]]
+    assert manifest["format"] == "trnprof-host-metrics"
+    assert manifest["source_entries"] == sum(manifest["to"].values()) == len(lines)
+
+
+def test_monitor_reports_are_stamped_with_their_arrival():
+    assert json.loads(stamp('{"a": 1}\n', 7)) == {"a": 1, "trnprof_received_ns": 7}
+    assert json.loads(stamp("{}", 7)) == {"trnprof_received_ns": 7}
+    assert stamp("not json", 7) == "not json"  # left for the reader to quarantine
+
+
+def test_an_existing_output_is_refused_before_the_command_runs(tmp_path):
+    (tmp_path / "run").mkdir()
+    marker = tmp_path / "ran"
+    result = subprocess.run([sys.executable, "-m", "trnprof", "record", "-o", "run", "--", sys.executable, "-c",
+                             f"open({str(marker)!r}, 'w')"], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "output exists" in result.stderr
+    assert not marker.exists()
+    missing = subprocess.run([sys.executable, "-m", "trnprof", "record", "-o", "run2", "--", "no-such-command-x"],
+                             capture_output=True, text=True, cwd=tmp_path)
+    assert missing.returncode == 2 and missing.stderr.strip().splitlines()[-1] == "error: command not found: no-such-command-x"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no capture folder left behind
+
+
+def test_host_metrics_sampler_stops_at_the_size_cap(tmp_path):
+    import time
+
+    from trnprof.record.hostmetrics import Sampler
+    header_and_one = 2_500  # the header and about one sample of this 2-core-or-more host
+    sampler = Sampler(tmp_path, os.getpid(), 0.05, max_bytes=header_and_one)
+    sampler.start()
+    deadline = time.monotonic() + 30
+    while not sampler.full and time.monotonic() < deadline:
+        time.sleep(0.05)
+    sampler.stop()
+    assert sampler.full and (tmp_path / "host_metrics.jsonl").stat().st_size <= header_and_one
+    rows = [json.loads(line) for line in (tmp_path / "host_metrics.jsonl").read_text().splitlines()[1:]]
+    assert len(rows) == sampler.samples >= 1
+    for row in rows:  # this process is rank 0's main process: no RANK, the first Python process
+        names = {name for rank, name, _, _ in row["samples"] if rank == 0}
+        assert {"host.process.rss", "host.cpu.0.util", "host.memory.used"} <= names

@@ -1,0 +1,138 @@
+"""Running a command under capture: the child with the launcher on its PYTHONPATH, the host
+metrics sampler and the Neuron sidecar beside it, Ctrl-C and SIGTERM forwarded once to the
+child's process group, and the list of what was captured.
+
+The child runs in its own process group, so a signal meant for the job reaches it once,
+through trnprof (a terminal's Ctrl-C, or SIGINT / SIGTERM sent to trnprof or to trnprof's
+process group), and trnprof stays alive to ingest what was captured.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import TrnprofError
+from . import neuron
+from .hostmetrics import FILE_NAME as HOST_FILE, Sampler
+from .runtime import ENV, Settings, folder_bytes
+
+BOOT = Path(__file__).resolve().parent / "boot"
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@dataclass
+class Capture:
+    folder: Path
+    returncode: int                      # the child's, as a shell reports it (128 + N when killed by signal N)
+    stopped_by: str | None = None        # the signal trnprof forwarded, if any
+    host_samples: int = 0
+    monitor_reports: int = 0
+    traces: list[Path] = field(default_factory=list)   # one per rank that wrote its window
+    inputs: list[Path] = field(default_factory=list)   # what the ingest reads: traces, host metrics, neuron-monitor
+    bytes: int = 0                                     # size of the capture folder
+
+
+def _found(folder: Path) -> tuple[list[Path], list[Path]]:
+    traces = sorted(folder.glob("trace_rank*.json.gz"))
+    extra = [folder / HOST_FILE, folder / neuron.MONITOR_FILE]
+    return traces, traces + [p for p in extra if p.is_file() and p.stat().st_size > 0]
+
+
+def child_env(settings: Settings, with_neuron: bool) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(BOOT), env.get("PYTHONPATH")) if p)
+    env[ENV] = settings.to_env()
+    if with_neuron:
+        env.update(neuron.runtime_env(Path(settings.capture)))
+    return env
+
+
+def _start(command: list[str], env: dict) -> subprocess.Popen:
+    try:
+        return subprocess.Popen(command, env=env, process_group=0)
+    except FileNotFoundError:
+        raise TrnprofError(f"command not found: {command[0]}") from None
+    except PermissionError:
+        raise TrnprofError(f"command not executable: {command[0]}") from None
+
+
+class _Forwarder:
+    """Forwards SIGINT / SIGTERM / SIGHUP to the child's process group while it runs (a signal
+    that arrives before the child exists is sent to it as soon as it does)."""
+
+    def __init__(self):
+        self.child: subprocess.Popen | None = None
+        self.received: int | None = None
+        self.previous = {}
+
+    def __enter__(self):
+        for sig in FORWARDED:
+            self.previous[sig] = signal.signal(sig, self._forward)
+        return self
+
+    def attach(self, child: subprocess.Popen) -> None:
+        self.child = child
+        if self.received:
+            self._send(self.received)
+
+    def _forward(self, signum, frame):
+        self.received = self.received or signum
+        if self.child is not None:
+            self._send(signum)
+
+    def _send(self, signum: int) -> None:
+        try:
+            os.killpg(self.child.pid, signum)
+        except ProcessLookupError:
+            pass
+
+    def __exit__(self, *exc):
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
+def run_captured(command: list[str], settings: Settings, *, neuron_mode: str = "auto",
+                 interval: float = 0.5, max_bytes: int | None = None, note=lambda text: None) -> Capture:
+    """Run `command` to its end, capturing into `settings.capture`; `note` hears one line per
+    part that is on or missing."""
+    folder = Path(settings.capture)
+    with_neuron = neuron_mode == "on" or (neuron_mode == "auto" and neuron.neuron_host())
+    if with_neuron:
+        note(f"Neuron runtime system profile: on (inspect output in {folder / neuron.INSPECT_FOLDER})")
+    elif neuron_mode == "auto":
+        note("no Neuron device (/dev/neuron0): no Neuron runtime system profile")
+    monitor = neuron.Monitor(folder, interval, max_bytes) if neuron_mode != "off" and neuron.Monitor.available() else None
+    if monitor is not None:
+        note("neuron-monitor: running beside the command")
+    elif neuron_mode != "off":
+        note("neuron-monitor is not on PATH: no Neuron counters")
+    env = child_env(settings, with_neuron)
+    if monitor is not None:
+        monitor.start()  # before the job: its first report covers the job's start
+    with _Forwarder() as forwarder:
+        try:
+            child = _start(command, env)
+        except BaseException:
+            if monitor is not None:
+                monitor.stop()
+            raise
+        forwarder.attach(child)
+        sampler = Sampler(folder, child.pid, interval, max_bytes)
+        sampler.start()
+        try:
+            code = child.wait()
+        finally:
+            sampler.stop()
+            if monitor is not None:
+                monitor.stop()
+    stopped = signal.Signals(forwarder.received).name if forwarder.received else None
+    if sampler.full:
+        note("host metrics stopped at the size cap")
+    traces, inputs = _found(folder)
+    return Capture(folder=folder, returncode=128 - code if code < 0 else code, stopped_by=stopped,
+                   host_samples=sampler.samples, monitor_reports=monitor.reports if monitor else 0,
+                   traces=traces, inputs=inputs, bytes=folder_bytes(folder))
