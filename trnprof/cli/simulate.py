@@ -68,7 +68,7 @@ def _presets_text(presets: dict) -> str:
     for name in presets["job"]:
         cal = job_presets()[name].get("calibration")
         note = f"; calibration row: {cal['throughput']} {cal['unit']}" if cal else ""
-        lines.append(f"  {name:<18} {_layout_text(layouts[name])}{note}")
+        lines.append(f"  {name:<24} {_layout_text(layouts[name])}{note}")
     lines.append("model presets (the model on its default job):")
     for name in presets["model"]:
         arch = model_presets()[name]["model"]
