@@ -14,6 +14,7 @@ import pandas as pd
 from . import graph as G, nodes as N, path as P, replay as R, scale as S
 
 BATCH_EVENTS = 2_000_000
+KEEP_NODES = 5_000_000    # graphs kept in memory between replays (about 0.5 GB)
 
 
 @dataclass
@@ -24,6 +25,7 @@ class Result:
     replayed: pd.DataFrame          # step, dur: with the scales applied, ns
     nodes: int = 0
     scales: list = field(default_factory=list)
+    base_segments: pd.DataFrame | None = None   # critical path of the unchanged replay (base_path)
 
 
 def step_batches(counts: pd.DataFrame, limit: int = BATCH_EVENTS) -> list[tuple[int, int]]:
@@ -55,35 +57,60 @@ def _step_gap_factor(graph: G.Graph, scales) -> np.ndarray:
     return factor
 
 
+class Replayer:
+    """A run's graphs, built once per batch of steps (kept in memory up to KEEP_NODES nodes,
+    rebuilt per replay beyond), replayed with any number of scale sets."""
+
+    def __init__(self, run, steps: pd.DataFrame | None = None, limit: int = BATCH_EVENTS):
+        self.run = run
+        self.steps = run.sql("SELECT rank, step, ts, end_ts FROM steps") if steps is None else steps
+        kinds = ", ".join(f"'{k}'" for k in N.WORK_KINDS)
+        counts = run.sql(f"SELECT step, COUNT(*) AS n FROM events WHERE step IS NOT NULL AND kind IN ({kinds}) "
+                         "GROUP BY step ORDER BY step")
+        counts = counts[counts["step"].isin(self.steps["step"].unique())]
+        self.batches = step_batches(counts, limit)
+        self._kept: dict[tuple[int, int], G.Graph] = {}
+        self._kept_nodes = 0
+
+    def graphs(self):
+        for low, high in self.batches:
+            graph = self._kept.get((low, high))
+            if graph is None:
+                batch_steps = self.steps[(self.steps["step"] >= low) & (self.steps["step"] <= high)]
+                graph = G.build(N.flatten(self.run.sql(N.events_sql((low, high)))), batch_steps)
+                if self._kept_nodes + len(graph.nodes) <= KEEP_NODES:
+                    self._kept[(low, high)] = graph
+                    self._kept_nodes += len(graph.nodes)
+            yield graph
+
+    def replay(self, scales=(), base_path: bool = False) -> Result:
+        """Replay every batch with `scales` (Scale or `SELECTOR=FACTOR` strings); the critical
+        path is the changed run's, and also the unchanged one's with `base_path`."""
+        scales = [s if isinstance(s, S.Scale) else S.parse(s) for s in scales]
+        parts = {"segments": [], "walks": [], "measured": [], "replayed": [], "base_segments": []}
+        total = 0
+        for graph in self.graphs():
+            total += len(graph.nodes)
+            base = changed = R.solve(graph)
+            if scales:
+                work_f, gap_f = S.factors(graph.nodes, graph.work, scales)
+                changed = R.solve(graph, work_f, gap_f, _step_gap_factor(graph, scales))
+            segments, walks = P.critical_path(graph, changed)
+            parts["segments"].append(segments)
+            parts["walks"].append(walks)
+            if base_path:
+                parts["base_segments"].append(P.critical_path(graph, base)[0] if scales else segments)
+            parts["measured"].append(base.steps.groupby("step", as_index=False)["dur"].max())
+            parts["replayed"].append(changed.steps.groupby("step", as_index=False)["dur"].max())
+        empty = {"segments": pd.DataFrame(columns=P.SEGMENT_COLUMNS), "base_segments": pd.DataFrame(columns=P.SEGMENT_COLUMNS),
+                 "walks": pd.DataFrame(columns=["step", "rank", "late_rank_wait"]),
+                 "measured": pd.DataFrame(columns=["step", "dur"]), "replayed": pd.DataFrame(columns=["step", "dur"])}
+        out = {k: (pd.concat(v, ignore_index=True) if v else empty[k]) for k, v in parts.items()}
+        return Result(out["segments"], out["walks"], out["measured"], out["replayed"], total, scales,
+                      out["base_segments"])
+
+
 def analyse(run, scales=(), steps: pd.DataFrame | None = None, limit: int = BATCH_EVENTS) -> Result:
     """The critical path of every step of `run` (an open Run), replayed with `scales`
     (scale.Scale or `SELECTOR=FACTOR` strings). `steps` restricts the steps (rank, step, ts, end_ts)."""
-    scales = [s if isinstance(s, S.Scale) else S.parse(s) for s in scales]
-    if steps is None:
-        steps = run.sql("SELECT rank, step, ts, end_ts FROM steps")
-    kinds = ", ".join(f"'{k}'" for k in N.WORK_KINDS)
-    counts = run.sql(f"SELECT step, COUNT(*) AS n FROM events WHERE step IS NOT NULL AND kind IN ({kinds}) "
-                     "GROUP BY step ORDER BY step")
-    counts = counts[counts["step"].isin(steps["step"].unique())]
-    parts = {"segments": [], "walks": [], "measured": [], "replayed": []}
-    total_nodes = 0
-    for low, high in step_batches(counts, limit):
-        batch_steps = steps[(steps["step"] >= low) & (steps["step"] <= high)]
-        graph = G.build(N.flatten(run.sql(N.events_sql((low, high)))), batch_steps)
-        total_nodes += len(graph.nodes)
-        base = R.solve(graph)
-        changed = base
-        if scales:
-            work_f, gap_f = S.factors(graph.nodes, graph.work, scales)
-            changed = R.solve(graph, work_f, gap_f, _step_gap_factor(graph, scales))
-        segments, walks = P.critical_path(graph, changed)
-        parts["segments"].append(segments)
-        parts["walks"].append(walks)
-        parts["measured"].append(base.steps.groupby("step", as_index=False)["dur"].max())
-        parts["replayed"].append(changed.steps.groupby("step", as_index=False)["dur"].max())
-    out = {k: (pd.concat(v, ignore_index=True) if v else pd.DataFrame()) for k, v in parts.items()}
-    if out["segments"].empty:
-        out["segments"] = pd.DataFrame(columns=P.SEGMENT_COLUMNS)
-        out["walks"] = pd.DataFrame(columns=["step", "rank", "late_rank_wait"])
-        out["measured"] = out["replayed"] = pd.DataFrame(columns=["step", "dur"])
-    return Result(out["segments"], out["walks"], out["measured"], out["replayed"], total_nodes, scales)
+    return Replayer(run, steps, limit).replay(scales)
