@@ -39,6 +39,8 @@ class Graph:
     tail: np.ndarray       # ns after its end predecessor (collective transfer, sync tail)
     join: np.ndarray       # collective instance id, -1 when not joined across ranks
     sync_on: np.ndarray    # device node a blocking host call waited for, -1 when none
+    launch_by: np.ndarray  # host node still running when the nested call this device node waited for ended
+    launch_at: np.ndarray  # ns into launch_by's work at which that call ended
     members: dict          # instance id -> node indices
     steps: pd.DataFrame    # rank, step, ts, end_ts, tail_gap (times in ns after `origin`)
     origin: int            # ns on the run's clock of time 0 here (keeps float replay exact)
@@ -46,11 +48,17 @@ class Graph:
 
 def _latest_before(group: np.ndarray, ends: np.ndarray, queries: np.ndarray, eligible: np.ndarray) -> np.ndarray:
     """Per query, the eligible node of the same group with the latest end <= the query time (-1)."""
+    idx = np.arange(len(group))
+    return _latest_end(group, queries, group[eligible], ends[eligible], idx[eligible])
+
+
+def _latest_end(group, queries, end_group, ends, end_ids) -> np.ndarray:
+    """Per query (group, time): the id of the latest end <= time in the same group, or -1."""
     n = len(group)
     idx = np.arange(n)
-    e_idx = idx[eligible]
-    g = np.concatenate([group[e_idx], group])
-    t = np.concatenate([ends[e_idx], queries])
+    e_idx = np.asarray(end_ids, np.int64)
+    g = np.concatenate([end_group, group])
+    t = np.concatenate([ends, queries])
     typ = np.concatenate([np.zeros(len(e_idx), np.int8), np.ones(n, np.int8)])
     who = np.concatenate([e_idx, idx])
     order = np.lexsort((typ, t, g))
@@ -90,12 +98,14 @@ def _joins(nodes: pd.DataFrame):
     return join, members
 
 
-def build(nodes: pd.DataFrame, steps: pd.DataFrame) -> Graph:
-    """The graph of flattened `nodes` (nodes.flatten) within `steps` (rank, step, ts, end_ts)."""
+def build(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame) -> Graph:
+    """The graph of flattened nodes and marks (nodes.flatten) within `steps` (rank, step, ts, end_ts)."""
+    nodes, marks = flat
     origin = int(steps["ts"].min()) if len(steps) else 0
     steps = steps.rename(columns={"ts": "step_ts"})[["rank", "step", "step_ts", "end_ts"]].copy()
     steps[["step_ts", "end_ts"]] -= origin
     nodes = nodes.assign(ts=nodes["ts"] - origin, end=nodes["end"] - origin)
+    marks = marks.assign(end=marks["end"] - origin)
     nodes = nodes.merge(steps, on=["rank", "step"], how="inner")
     nodes = nodes[nodes["ts"] >= nodes["step_ts"]].rename(columns={"step_ts": "base"})
     nodes = nodes.sort_values(["rank", "step", "lane", "ts"], kind="stable").reset_index(drop=True)
@@ -112,6 +122,9 @@ def build(nodes: pd.DataFrame, steps: pd.DataFrame) -> Graph:
     ready = np.maximum.reduce([nodes["base"].to_numpy(np.int64),
                                np.where(lane_prev >= 0, e0[np.maximum(lane_prev, 0)], 0),
                                np.where(near >= 0, e0[np.maximum(near, 0)], 0)])
+    launch_by, launch_at = _launches(nodes, marks, group, s0, e0)
+    has = launch_by >= 0
+    ready[has] = np.maximum(ready[has], s0[launch_by[has]] + launch_at[has])
     gap = np.maximum(s0 - ready, 0)
     dur = e0 - s0
     work, tail = dur.copy(), np.zeros(n, np.int64)
@@ -127,8 +140,33 @@ def build(nodes: pd.DataFrame, steps: pd.DataFrame) -> Graph:
     s = sync_on >= 0
     tail[s] = e0[s] - e0[sync_on[s]]
     work[s] = tail[s]
-    return Graph(nodes, order, lane_prev, near, gap, work, tail, join, sync_on, members,
+    return Graph(nodes, order, lane_prev, near, gap, work, tail, join, sync_on, launch_by, launch_at, members,
                  _step_ends(nodes, steps), origin)
+
+
+def _launches(nodes: pd.DataFrame, marks: pd.DataFrame, group, s0, e0):
+    """Device nodes that waited for a call nested in a host node still running when they started
+    (a kernel launched from inside an op): that node and how far into it the call ended."""
+    n = len(nodes)
+    by, at = np.full(n, -1, np.int64), np.zeros(n, np.int64)
+    position = pd.Series(np.arange(n), index=nodes["nid"].to_numpy())
+    marks = marks[marks["owner"].isin(position.index)]
+    if marks.empty:
+        return by, at
+    owner = position.reindex(marks["owner"].to_numpy()).to_numpy()
+    keys = pd.MultiIndex.from_frame(nodes[["rank", "step"]])
+    mark_group = pd.Series(group, index=keys).groupby(level=[0, 1]).first().reindex(
+        pd.MultiIndex.from_frame(marks[["rank", "step"]])).to_numpy()
+    ok = ~pd.isna(mark_group)
+    ends = marks["end"].to_numpy(np.int64)[ok]
+    found = _latest_end(group, s0, mark_group[ok].astype(np.int64), ends, np.flatnonzero(ok))
+    device = nodes["lane"].str.contains(DEVICE_LANE, regex=True).to_numpy()
+    hit = device & (found >= 0)
+    o = np.where(hit, owner[np.maximum(found, 0)], -1).astype(np.int64)
+    end_at = np.where(hit, marks["end"].to_numpy(np.int64)[np.maximum(found, 0)], 0)
+    live = hit & (e0[np.maximum(o, 0)] > s0) & (o != np.arange(n))
+    by[live], at[live] = o[live], end_at[live] - s0[o[live]]
+    return by, at
 
 
 def _syncs(nodes: pd.DataFrame, group, s0, e0) -> np.ndarray:

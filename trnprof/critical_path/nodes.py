@@ -24,9 +24,11 @@ def events_sql(steps: tuple[int, int]) -> str:
             f"WHERE step BETWEEN {int(steps[0])} AND {int(steps[1])} AND kind IN ({kinds}) AND dur >= 0")
 
 
-def flatten(events: pd.DataFrame) -> pd.DataFrame:
-    """Top-level work per (rank, step, lane), ordered by start; `syncs` marks a node that holds a
-    blocking host sync (itself or a nested call)."""
+def flatten(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(nodes, marks). Nodes: top-level work per (rank, step, lane), ordered by start, with `nid`
+    (their id here) and `syncs` (the node holds a blocking host sync, itself or a nested call).
+    Marks: the ends of host events nested in a node (rank, step, end, owner nid): where inside
+    it a launch or a nested call finished, which device work may wait for."""
     ev = events.sort_values(["rank", "step", "lane", "ts", "dur"], ascending=[True, True, True, True, False],
                             kind="stable").reset_index(drop=True)
     ev["end"] = ev["ts"] + ev["dur"]
@@ -43,4 +45,8 @@ def flatten(events: pd.DataFrame) -> pd.DataFrame:
     nodes = ev[top].copy()
     nodes["syncs"] = nodes.index.isin(synced)
     nodes["dur"] = nodes["end"] - nodes["ts"]
-    return nodes.reset_index(drop=True)
+    nodes["nid"] = nodes.index
+    inner = ~top & owner.notna() & ~ev["lane"].str.contains(DEVICE_LANE)
+    marks = pd.DataFrame({"rank": ev["rank"][inner], "step": ev["step"][inner], "end": ev["end"][inner],
+                          "owner": owner[inner].astype(np.int64)})
+    return nodes.reset_index(drop=True), marks.reset_index(drop=True)

@@ -32,10 +32,13 @@ def _walk(graph: Graph, sol: Solution, row) -> tuple[list, float]:
     if t > sol.end[j]:
         segs.append((int(row.rank), GAP, "(untraced)", sol.end[j], t))
     cur_rank = int(row.rank)
+    until = None      # entering a node part-way: the end of the nested call a device node waited for
     while j >= 0:
         cur_rank = int(rank[j])
         by = int(sol.end_by[j])
-        if by >= 0 and graph.join[j] >= 0:          # waited for the last arrival
+        if until is not None:
+            segs.append((cur_rank, kind_cat[j], names[j], sol.start[j], until))
+        elif by >= 0 and graph.join[j] >= 0:        # waited for the last arrival
             arrived = sol.start[by]
             segs.append((cur_rank, kind_cat[j], names[j], arrived, sol.end[j]))
             if by != j:
@@ -49,7 +52,11 @@ def _walk(graph: Graph, sol: Solution, row) -> tuple[list, float]:
             segs.append((cur_rank, kind_cat[j], names[j], sol.start[j], sol.end[j]))
         cur_rank = int(rank[j])
         pred = int(sol.start_by[j])
-        ready = sol.end[pred] if pred >= 0 else float(step_start[(cur_rank, int(row.step))])
+        until = None
+        if pred >= 0 and sol.via_launch[j]:
+            until = ready = sol.start[pred] + graph.launch_at[j] * _scale_of(sol, graph, pred)
+        else:
+            ready = sol.end[pred] if pred >= 0 else float(step_start[(cur_rank, int(row.step))])
         if sol.start[j] > ready:
             segs.append((cur_rank, GAP, "(gap)", ready, sol.start[j]))
         j = pred
@@ -57,6 +64,13 @@ def _walk(graph: Graph, sol: Solution, row) -> tuple[list, float]:
     if first > row.ts:
         segs.append((cur_rank, LATE_RANK, f"rank {cur_rank} starts the step late", float(row.ts), first))
     return segs, waited
+
+
+def _scale_of(sol: Solution, graph: Graph, node: int) -> float:
+    """The factor the replay applied to `node`'s work (its replayed over its measured length)."""
+    work = graph.work[node]
+    return (sol.end[node] - sol.start[node]) / work if work > 0 and graph.join[node] < 0 and \
+        graph.sync_on[node] < 0 else 1.0
 
 
 def _clip(segs: list, start: float) -> list:

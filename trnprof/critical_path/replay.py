@@ -1,6 +1,7 @@
 """Solve the graph: every node's start and end with its work, tail and lead gap scaled.
 
-start = max(end of lane predecessor, end of the node finished last before it, step start) + gap
+start = max(end of lane predecessor, end of the node finished last before it, step start,
+            start of a host node + the scaled offset of the nested call it waited for) + gap
 end   = start + work                              for plain nodes
 end   = max(start + work, last arrival + tail)    for a collective joined across ranks
 end   = max(start + work, device node end + tail) for a host call blocking on the device
@@ -24,6 +25,7 @@ class Solution:
     end: np.ndarray
     start_by: np.ndarray    # predecessor that set the start, -1: the step's start
     end_by: np.ndarray      # member / device node that set the end, -1: its own work
+    via_launch: np.ndarray  # the start was set by a call nested in start_by, not by its end
     steps: pd.DataFrame     # rank, step, ts, end (replayed), dur, last
 
 
@@ -38,8 +40,11 @@ def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndar
     s0 = graph.nodes["ts"].to_numpy(np.int64).tolist()
     lane_prev, near = graph.lane_prev.tolist(), graph.near.tolist()
     join, sync_on, members = graph.join.tolist(), graph.sync_on.tolist(), graph.members
+    launch_by, launch_at = graph.launch_by.tolist(), graph.launch_at.tolist()
+    work_f = (ones if work_scale is None else work_scale).tolist()
     start, end = [None] * n, [None] * n
     start_by, end_by = [-1] * n, [-1] * n
+    via_launch = [False] * n
 
     def end_of(p):
         if end[p] is None:
@@ -73,13 +78,19 @@ def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndar
             e = end_of(q)
             if e > ready:
                 ready, by = e, q
+        o = launch_by[j]
+        if o >= 0:
+            t = start[o] + launch_at[j] * work_f[o]
+            if t > ready:
+                ready, by = t, o
+                via_launch[j] = True
         start[j], start_by[j] = ready + gap[j], by
         if join[j] < 0 and sync_on[j] < 0:
             end[j] = start[j] + work[j]
     for j in range(n):
         end_of(j)
     return Solution(np.array(start, float), np.array(end, float), np.array(start_by), np.array(end_by),
-                    _steps(graph, np.array(end, float), step_gap_scale))
+                    np.array(via_launch), _steps(graph, np.array(end, float), step_gap_scale))
 
 
 def _steps(graph: Graph, end: np.ndarray, gap_scale) -> pd.DataFrame:
