@@ -9,7 +9,8 @@ SELECTOR is one term or several joined by `,` (all must match):
     size:CLASS            collectives by message size: small (< 1 MiB), medium (< 64 MiB), large
     gap                   the time between recorded work (untraced host work, launch latency)
 FACTOR is a number >= 0 (0 removes the time) or `peers` with a rank term: the rank's matching
-work per step scaled to the median of the other ranks' (bring a straggler to its peers' pace).
+work of each category per step scaled to the median of the other ranks' (bring a straggler to
+its peers' pace).
 """
 
 from __future__ import annotations
@@ -102,17 +103,20 @@ def _matches(nodes: pd.DataFrame, terms, skip_rank: bool = False) -> np.ndarray:
 
 
 def _peer_factor(nodes: pd.DataFrame, work: np.ndarray, scale: Scale) -> np.ndarray:
-    """Per node of the scale's rank: the median of the other ranks' matching work in that step over
-    the rank's own (1 where the rank has none)."""
+    """Per node of the scale's rank: the median of the other ranks' matching work of the node's
+    category in that step over the rank's own (1 where either has none): each kind of work is
+    brought to its peers' pace on its own."""
     rank = int(next(v for f, v in scale.terms if f == "rank"))
     hit = _matches(nodes, scale.terms, skip_rank=True)
+    keys = ["step", "category"]
     frame = pd.DataFrame({"rank": nodes["rank"].to_numpy()[hit], "step": nodes["step"].to_numpy()[hit],
-                          "work": work[hit]})
-    per = frame.groupby(["step", "rank"])["work"].sum().reset_index()
-    own = per[per["rank"] == rank].set_index("step")["work"]
-    peers = per[per["rank"] != rank].groupby("step")["work"].median()
-    ratio = (peers / own).replace([np.inf, -np.inf], np.nan).fillna(1.0)
-    return nodes["step"].map(ratio).fillna(1.0).to_numpy()
+                          "category": nodes["category"].to_numpy()[hit], "work": work[hit]})
+    per = frame.groupby([*keys, "rank"])["work"].sum().reset_index()
+    own = per[per["rank"] == rank].set_index(keys)["work"]
+    peers = per[per["rank"] != rank].groupby(keys)["work"].median()
+    ratio = (peers / own).replace([np.inf, -np.inf], np.nan).dropna()
+    index = pd.MultiIndex.from_frame(nodes[keys])
+    return pd.Series(ratio).reindex(index).fillna(1.0).to_numpy()
 
 
 def factors(nodes: pd.DataFrame, work: np.ndarray, scales) -> tuple[np.ndarray, np.ndarray]:
