@@ -9,8 +9,8 @@ SELECTOR is one term or several joined by `,` (all must match):
     size:CLASS            collectives by message size: small (< 1 MiB), medium (< 64 MiB), large
     gap                   the time between recorded work (untraced host work, launch latency)
 FACTOR is a number >= 0 (0 removes the time) or `peers` with a rank term: the rank's matching
-work of each category per step scaled to the median of the other ranks' (bring a straggler to
-its peers' pace).
+work of each category but communication per step scaled to the median of the other ranks'
+(bring a straggler to its peers' pace).
 """
 
 from __future__ import annotations
@@ -105,7 +105,8 @@ def _matches(nodes: pd.DataFrame, terms, skip_rank: bool = False) -> np.ndarray:
 def _peer_factor(nodes: pd.DataFrame, work: np.ndarray, scale: Scale) -> np.ndarray:
     """Per node of the scale's rank: the median of the other ranks' matching work of the node's
     category in that step over the rank's own (1 where either has none): each kind of work is
-    brought to its peers' pace on its own."""
+    brought to its peers' pace on its own. Communication keeps its length: a collective's time on
+    one rank is set by the others' arrivals and the shared transfer, not by the rank's pace."""
     rank = int(next(v for f, v in scale.terms if f == "rank"))
     hit = _matches(nodes, scale.terms, skip_rank=True)
     keys = ["step", "category"]
@@ -115,6 +116,7 @@ def _peer_factor(nodes: pd.DataFrame, work: np.ndarray, scale: Scale) -> np.ndar
     own = per[per["rank"] == rank].set_index(keys)["work"]
     peers = per[per["rank"] != rank].groupby(keys)["work"].median()
     ratio = (peers / own).replace([np.inf, -np.inf], np.nan).dropna()
+    ratio = ratio[ratio.index.get_level_values("category") != "communication"]
     index = pd.MultiIndex.from_frame(nodes[keys])
     return pd.Series(ratio).reindex(index).fillna(1.0).to_numpy()
 
