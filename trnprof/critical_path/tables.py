@@ -82,7 +82,7 @@ class _Reader:
 
 def exists(con: duckdb.DuckDBPyConnection, schema: str) -> bool:
     found = con.execute("SELECT COUNT(*) FROM duckdb_tables() WHERE schema_name = ? AND table_name = ?",
-                        [schema, SEGMENTS]).fetchone()[0]
+                        [schema, SEGMENTS]).fetchall()[0][0]
     return bool(found)
 
 
