@@ -95,8 +95,9 @@ def test_report_loads_offline_and_every_chart_draws(browser, sample_run, tmp_pat
     assert seen["console"] == []
     assert seen["requests"] == [out.resolve().as_uri()]
     views = page.evaluate("() => Object.keys(window.trnprofViews)")
-    assert seen["charts"] == 6 and sorted(views) == sorted(
-        f"chart-{s}" for s in ("breakdown", "timeline", "collectives", "memory", "stragglers", "input"))
+    assert seen["charts"] == 7 and sorted(views) == sorted(
+        f"chart-{s}" for s in ("breakdown", "timeline", "critical_path", "collectives", "memory", "stragglers",
+                               "input"))
     marks = {view: page.evaluate(COUNT_MARKS, view) for view in views}
     assert all(n > 0 for n in marks.values()), marks
     assert marks["chart-stragglers"] >= 2 * 8 * 4  # two heatmaps, 8 ranks x 4 steps each
