@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .nodes import DEVICE_LANE
+from .nodes import DEVICE_LANE, matches
 
 CATEGORY_OF_KIND = {"compute": "compute", "collective": "communication", "p2p": "communication",
                     "input": "input", "transfer": "transfer", "memory": "transfer", "compile": "compile",
@@ -41,7 +41,7 @@ class Graph:
     sync_on: np.ndarray    # device node a blocking host call waited for, -1 when none
     launch_by: np.ndarray  # host node still running when the nested call this device node waited for ended
     launch_at: np.ndarray  # ns into launch_by's work at which that call ended
-    members: dict          # instance id -> node indices
+    members: dict          # instance id -> list of node indices
     steps: pd.DataFrame    # rank, step, ts, end_ts, tail_gap (times in ns after `origin`)
     origin: int            # ns on the run's clock of time 0 here (keeps float replay exact)
 
@@ -93,8 +93,11 @@ def _joins(nodes: pd.DataFrame):
     valid = (keys["rank"].transform("nunique") > 1) & (keys["end"].transform("min") >= arrive)
     coll = coll[valid]
     ids = coll.groupby(["coll_group", "coll_seq"], sort=False).ngroup().to_numpy()
-    join[coll.index.to_numpy()] = ids
-    members = pd.Series(coll.index.to_numpy()).groupby(ids).apply(list).to_dict()
+    rows = coll.index.to_numpy()
+    join[rows] = ids
+    order = np.argsort(ids, kind="stable")
+    cuts = np.flatnonzero(np.diff(ids[order])) + 1
+    members = dict(enumerate(r.tolist() for r in np.split(rows[order], cuts)))
     return join, members
 
 
@@ -160,7 +163,7 @@ def _launches(nodes: pd.DataFrame, marks: pd.DataFrame, group, s0, e0):
     ok = ~pd.isna(mark_group)
     ends = marks["end"].to_numpy(np.int64)[ok]
     found = _latest_end(group, s0, mark_group[ok].astype(np.int64), ends, np.flatnonzero(ok))
-    device = nodes["lane"].str.contains(DEVICE_LANE, regex=True).to_numpy()
+    device = matches(nodes["lane"], DEVICE_LANE).to_numpy()
     hit = device & (found >= 0)
     o = np.where(hit, owner[np.maximum(found, 0)], -1).astype(np.int64)
     end_at = np.where(hit, marks["end"].to_numpy(np.int64)[np.maximum(found, 0)], 0)

@@ -24,6 +24,13 @@ def events_sql(steps: tuple[int, int]) -> str:
             f"WHERE step BETWEEN {int(steps[0])} AND {int(steps[1])} AND kind IN ({kinds}) AND dur >= 0")
 
 
+def matches(values: pd.Series, pattern: str) -> pd.Series:
+    """Regex search per row, evaluated once per distinct value (names and lanes repeat)."""
+    distinct = pd.Series(values.dropna().unique())
+    hits = set(distinct[distinct.astype(str).str.contains(pattern, regex=True)])
+    return values.isin(hits)
+
+
 def flatten(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(nodes, marks). Nodes: top-level work per (rank, step, lane), ordered by start, with `nid`
     (their id here) and `syncs` (the node holds a blocking host sync, itself or a nested call).
@@ -39,14 +46,14 @@ def flatten(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     reach = reach.where(~first, lowest)   # int64 throughout: floats lose ns at epoch scale
     top = (ev["end"] > reach) | (ev["ts"] >= reach)   # not inside an earlier event of the lane
     ev["ts"] = np.maximum(ev["ts"].to_numpy(), reach.to_numpy())   # cut partial overlaps
-    is_sync = ev["name"].str.contains(SYNC_NAME, regex=True, na=False) & ~ev["lane"].str.contains(DEVICE_LANE)
+    is_sync = matches(ev["name"], SYNC_NAME) & ~matches(ev["lane"], DEVICE_LANE)
     owner = pd.Series(np.where(top, np.arange(len(ev)), np.nan)).groupby(keys, sort=False).ffill()
     synced = owner[is_sync & owner.notna()].astype(np.int64).unique()
     nodes = ev[top].copy()
     nodes["syncs"] = nodes.index.isin(synced)
     nodes["dur"] = nodes["end"] - nodes["ts"]
     nodes["nid"] = nodes.index
-    inner = ~top & owner.notna() & ~ev["lane"].str.contains(DEVICE_LANE)
+    inner = ~top & owner.notna() & ~matches(ev["lane"], DEVICE_LANE)
     marks = pd.DataFrame({"rank": ev["rank"][inner], "step": ev["step"][inner], "end": ev["end"][inner],
                           "owner": owner[inner].astype(np.int64)})
     return nodes.reset_index(drop=True), marks.reset_index(drop=True)

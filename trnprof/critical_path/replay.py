@@ -46,16 +46,30 @@ def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndar
     start_by, end_by = [-1] * n, [-1] * n
     via_launch = [False] * n
 
+    arrival = {}       # instance id -> (last arrival, node): once every member has started
+
+    def last_arrival(p):
+        inst = join[p]
+        known = arrival.get(inst)
+        if known is not None:
+            return known
+        shift = start[p] - s0[p]
+        best, who, complete = -np.inf, -1, True
+        for m in members[inst]:
+            arrived = start[m]
+            if arrived is None:     # clocks disagree on the order: assume it kept its offset
+                arrived, complete = s0[m] + shift, False
+            if arrived > best:
+                best, who = arrived, m
+        if complete:
+            arrival[inst] = (best, who)
+        return best, who
+
     def end_of(p):
         if end[p] is None:
             own = start[p] + work[p]
             if join[p] >= 0:
-                shift = start[p] - s0[p]
-                best, who = -np.inf, -1
-                for m in members[join[p]]:
-                    arrived = start[m] if start[m] is not None else s0[m] + shift
-                    if arrived > best:
-                        best, who = arrived, m
+                best, who = last_arrival(p)
                 joined = best + tail[p]
             else:
                 who = sync_on[p]
@@ -70,12 +84,16 @@ def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndar
         ready, by = base[j], -1
         p = lane_prev[j]
         if p >= 0:
-            e = end_of(p)
+            e = end[p]
+            if e is None:
+                e = end_of(p)
             if e > ready:
                 ready, by = e, p
         q = near[j]
         if q >= 0 and q != p:
-            e = end_of(q)
+            e = end[q]
+            if e is None:
+                e = end_of(q)
             if e > ready:
                 ready, by = e, q
         o = launch_by[j]
@@ -88,7 +106,8 @@ def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndar
         if join[j] < 0 and sync_on[j] < 0:
             end[j] = start[j] + work[j]
     for j in range(n):
-        end_of(j)
+        if end[j] is None:
+            end_of(j)
     return Solution(np.array(start, float), np.array(end, float), np.array(start_by), np.array(end_by),
                     np.array(via_launch), _steps(graph, np.array(end, float), step_gap_scale))
 
