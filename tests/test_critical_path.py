@@ -129,3 +129,21 @@ def test_fault_removed_by_replay_agrees_with_the_job_simulated_without_it(tmp_pa
         errors[name] = abs(predicted / expected - 1)
     assert np.median(list(errors.values())) <= 0.05, errors
     assert max(errors.values()) <= 0.05, errors
+
+
+@pytest.mark.parametrize("scales", [[], ["rank:1=peers"], ["collective=0"], ["compute=0.5", "gap=0.3"]],
+                         ids=["unchanged", "peers", "no-collectives", "compute-and-gaps"])
+def test_wavefront_solver_agrees_with_the_one_node_at_a_time_reference(tmp_path, scales):
+    from trnprof.critical_path import replay, scale
+    from trnprof.critical_path.compute import Replayer
+
+    from .critical_path_reference import solve as reference
+
+    run_dir = tmp_path / "run"
+    ingest([DATA / "kineto_ddp" / "slow"], run_dir, rank=None)
+    with open_run(run_dir) as run:
+        for graph in Replayer(run).graphs():
+            work, gap = scale.factors(graph.nodes, graph.work, [scale.parse(s) for s in scales])
+            fast, slow = replay.solve(graph, work, gap), reference(graph, work, gap)
+            assert np.array_equal(fast.end, slow.end) and np.array_equal(fast.start, slow.start)
+            assert np.array_equal(fast.start_by, slow.start_by) and np.array_equal(fast.end_by, slow.end_by)
