@@ -13,7 +13,7 @@ import pandas as pd
 
 from . import graph as G, nodes as N, path as P, replay as R, scale as S
 
-BATCH_EVENTS = 2_000_000
+BATCH_EVENTS = 1_000_000   # events per batch of steps: about 1 GB at peak (bench/bench_critical_path.py)
 KEEP_NODES = 5_000_000    # graphs kept in memory between replays (about 0.5 GB)
 
 
@@ -102,7 +102,8 @@ class Replayer:
                 parts["base_segments"].append(P.critical_path(graph, base)[0] if scales else segments)
             parts["measured"].append(base.steps.groupby("step", as_index=False)["dur"].max())
             parts["replayed"].append(changed.steps.groupby("step", as_index=False)["dur"].max())
-        empty = {"segments": pd.DataFrame(columns=P.SEGMENT_COLUMNS), "base_segments": pd.DataFrame(columns=P.SEGMENT_COLUMNS),
+        empty = {"segments": pd.DataFrame(columns=P.SEGMENT_COLUMNS),
+                 "base_segments": pd.DataFrame(columns=P.SEGMENT_COLUMNS),
                  "walks": pd.DataFrame(columns=["step", "rank", "late_rank_wait"]),
                  "measured": pd.DataFrame(columns=["step", "dur"]), "replayed": pd.DataFrame(columns=["step", "dur"])}
         out = {k: (pd.concat(v, ignore_index=True) if v else empty[k]) for k, v in parts.items()}

@@ -10,7 +10,6 @@ when the path ends on a rank that started the step later, the difference is `lat
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from .graph import GAP, LATE_RANK, SYNC, Graph

@@ -70,6 +70,8 @@ def parse(spec: str) -> Scale:
     if not terms:
         raise TrnprofError(f"--scale {spec}: no selector before '='")
     if value.strip() == PEERS:
+        if any(f == "gap" for f, _ in terms):
+            raise TrnprofError(f"--scale {spec}: 'peers' scales work, not gaps: give gap a number")
         if not any(f == "rank" for f, _ in terms):
             raise TrnprofError(f"--scale {spec}: 'peers' needs a rank:N term (whose work to bring to its peers' pace)")
         return Scale(terms, None, spec)

@@ -8,7 +8,6 @@ step events. Their documentation (DOCS) is in docs/stdlib.md.
 from __future__ import annotations
 
 import duckdb
-import numpy as np
 import pandas as pd
 
 from .graph import CATEGORIES, LATE_RANK
@@ -101,13 +100,3 @@ def attach(con: duckdb.DuckDBPyConnection, schema: str = "main") -> None:
             con.execute(f'CREATE TABLE "{schema}"."{name}" AS SELECT * FROM _critical_path_source')
         finally:
             con.unregister("_critical_path_source")
-
-
-def step_share(segments: pd.DataFrame) -> pd.DataFrame:
-    """Mean ns per step on the path, by category (the report's chart)."""
-    if segments.empty:
-        return pd.DataFrame(columns=["category", "dur"])
-    steps = segments["step"].nunique()
-    per = segments.groupby("category")["dur"].sum() / max(steps, 1)
-    return per.reindex([c for c in CATEGORIES if c in per.index]).rename("dur").reset_index().assign(
-        dur=lambda d: np.round(d["dur"]))
