@@ -147,3 +147,15 @@ def test_wavefront_solver_agrees_with_the_one_node_at_a_time_reference(tmp_path,
             fast, slow = replay.solve(graph, work, gap), reference(graph, work, gap)
             assert np.array_equal(fast.end, slow.end) and np.array_equal(fast.start, slow.start)
             assert np.array_equal(fast.start_by, slow.start_by) and np.array_equal(fast.end_by, slow.end_by)
+
+
+def test_collective_whose_ranks_disagree_on_the_order_is_left_unjoined(tmp_path):
+    """Rank 0's copy of a collective ends before rank 1's starts: the ranks' clocks are offset,
+    so no last arrival can be trusted; each keeps its measured length."""
+    coll = {"coll_group": "dp", "coll_seq": 7, "coll_op": "all_reduce"}
+    events = [_ev(0, 0, 20, "step", "step", "host/main"), _ev(0, 0, 5, "collective", "ar", "nc/cc", **coll),
+              _ev(1, 0, 20, "step", "step", "host/main"), _ev(1, 10, 5, "collective", "ar", "nc/cc", **coll)]
+    with open_run(write_inline_run(tmp_path / "skew", events)) as run:
+        _check_exact(run)
+        # without them: rank 0 is its 15 ms tail; rank 1 its 10 ms lead gap and 5 ms tail
+        assert float(analyse(run, ["collective=0"]).replayed["dur"].iloc[0]) == 15 * MS

@@ -92,6 +92,8 @@ def _joins(nodes: pd.DataFrame):
     arrive = keys["ts"].transform("max")
     valid = (keys["rank"].transform("nunique") > 1) & (keys["end"].transform("min") >= arrive)
     coll = coll[valid]
+    if coll.empty:
+        return join, {}
     ids = coll.groupby(["coll_group", "coll_seq"], sort=False).ngroup().to_numpy()
     rows = coll.index.to_numpy()
     join[rows] = ids
