@@ -19,7 +19,7 @@ from pathlib import Path
 
 PHASES = ("balanced", "slow", "no_sync")
 SLOW_RANK, WORLD = 1, 2
-WAIT, WARMUP, ACTIVE = 1, 2, 24
+WAIT, WARMUP, ACTIVE = 1, 2, 36   # 12 steps of each variant
 EXTRA_MATMULS = 20
 
 
