@@ -39,7 +39,6 @@ def build(run) -> Section:
         x=alt.X("step:O", title="step"),
         y=alt.Y("ms:Q", title="ms on the critical path", stack="zero"),
         color=alt.Color("category:N", scale=alt.Scale(domain=list(CATEGORIES)), title="category"),
-        order=alt.Order("category:N"),
         tooltip=[alt.Tooltip("step:O"), alt.Tooltip("rank:Q", title="ends on rank"), alt.Tooltip("category:N"),
                  alt.Tooltip("ms:Q", format=".3f", title="ms"), alt.Tooltip("bound_by:N", title="bound by")],
     ).properties(width=WIDTH, height=240)
