@@ -95,8 +95,9 @@ def test_report_loads_offline_and_every_chart_draws(browser, sample_run, tmp_pat
     assert seen["console"] == []
     assert seen["requests"] == [out.resolve().as_uri()]
     views = page.evaluate("() => Object.keys(window.trnprofViews)")
-    assert seen["charts"] == 6 and sorted(views) == sorted(
-        f"chart-{s}" for s in ("breakdown", "timeline", "collectives", "memory", "stragglers", "input"))
+    assert seen["charts"] == 7 and sorted(views) == sorted(
+        f"chart-{s}" for s in ("breakdown", "timeline", "critical_path", "collectives", "memory", "stragglers",
+                               "input"))
     marks = {view: page.evaluate(COUNT_MARKS, view) for view in views}
     assert all(n > 0 for n in marks.values()), marks
     assert marks["chart-stragglers"] >= 2 * 8 * 4  # two heatmaps, 8 ranks x 4 steps each
@@ -121,7 +122,7 @@ def test_hostile_names_show_as_text_and_never_run(browser, tmp_path):
     write_report(run, out, findings=hostile_findings(tmp_path / "analyze.json"))
     seen = open_page(browser, out)
     page = seen["page"]
-    assert_inert(seen, out, 6)
+    assert_inert(seen, out, 7)
     script, img, quoted = HOSTILE
     assert page.title().endswith(f"({script})")
     findings = page.inner_text("#findings")
@@ -135,7 +136,7 @@ def test_hostile_names_show_as_text_and_never_run(browser, tmp_path):
     page.mouse.move(*page.evaluate(COMPUTE_BAR, "chart-timeline"))
     tooltip = page.wait_for_selector("#vg-tooltip-element.visible")
     assert img in tooltip.inner_text() and script in tooltip.inner_text()  # name and phase, as text
-    assert_inert(seen, out, 6)
+    assert_inert(seen, out, 7)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=ARTIFACTS / "report-hostile.png", full_page=True)
     page.close()
@@ -165,7 +166,7 @@ def test_hostile_kineto_trace_ingested_and_reported(browser, tmp_path, cli):
     assert cli("report", tmp_path / "run", "-o", out).exit_code == 0
     seen = open_page(browser, out)
     page = seen["page"]
-    assert_inert(seen, out, 3)  # breakdown, timeline, stragglers: no collectives, memory or input
+    assert_inert(seen, out, 4)  # breakdown, timeline, critical path, stragglers: no collectives, memory or input
     page.click("#timeline > details > summary")
     ops = page.inner_text("#timeline")
     assert script in ops and img in ops and quoted + script in ops and quoted in ops

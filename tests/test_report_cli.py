@@ -17,9 +17,9 @@ def test_report_runs_the_rules_and_writes_one_page(sample_run, tmp_path, cli):
     out = tmp_path / "report.html"
     result = cli("report", sample_run, "-o", out)
     assert result.exit_code == 0, result.output
-    assert result.output.startswith(f"wrote {out} (") and "6 charts, " in result.output and " findings)" in result.output
+    assert result.output.startswith(f"wrote {out} (") and "7 charts, " in result.output and " findings)" in result.output
     page = out.read_text(encoding="utf-8")
-    assert page.count('class="vega-spec"') == 6
+    assert page.count('class="vega-spec"') == 7
     assert "Findings of the built-in rule packs, computed for this report." in page
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # no temporary file left
 
@@ -45,10 +45,10 @@ def test_saved_findings_of_the_same_run_carry_no_warning(sample_run, tmp_path, c
 def test_report_without_findings_and_with_chart_files(sample_run, tmp_path, cli):
     result = cli("report", sample_run, "-o", tmp_path / "r.html", "--no-analyze", "--png", tmp_path / "charts")
     assert result.exit_code == 0 and "findings not computed" in result.output
-    assert "wrote 12 chart files to" in result.output
+    assert "wrote 14 chart files to" in result.output
     assert "Findings were not computed" in (tmp_path / "r.html").read_text(encoding="utf-8")
     files = sorted(p.name for p in (tmp_path / "charts").iterdir())
-    sections = ["breakdown", "collectives", "input", "memory", "stragglers", "timeline"]
+    sections = ["breakdown", "collectives", "critical_path", "input", "memory", "stragglers", "timeline"]
     assert files == sorted(f"{s}.{ext}" for s in sections for ext in ("png", "svg"))
     for section in sections:
         assert (tmp_path / "charts" / f"{section}.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")

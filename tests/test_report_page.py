@@ -96,7 +96,7 @@ def test_only_the_pages_own_scripts_may_run(hostile_page):
     parser.feed(hostile_page)
     executable = [s["text"] for s in parser.scripts if s["type"] is None]
     specs = [json.loads(s["text"]) for s in parser.scripts if s["type"] == "application/json"]
-    assert len(executable) == 2 and len(specs) == 6
+    assert len(executable) == 2 and len(specs) == 7
     allowed = set(re.findall(r"'sha256-([^']+)'", parser.csp))
     assert allowed == {base64.b64encode(hashlib.sha256(s.encode()).digest()).decode() for s in executable}
     assert "default-src 'none'" in parser.csp and "'unsafe-inline'" not in parser.csp.split("style-src")[0]

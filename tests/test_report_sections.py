@@ -9,10 +9,10 @@ import pytest
 from tests.conftest import write_inline_run
 from trnprof.api import open_run
 from trnprof.rules_engine.document import SCHEMA, Document
-from trnprof.report.sections import (breakdown, collectives, findings_table, header, input_pipeline, memory,
-                                     stragglers, timeline)
+from trnprof.report.sections import (breakdown, collectives, critical_path, findings_table, header, input_pipeline,
+                                     memory, stragglers, timeline)
 
-CHARTS = (breakdown, timeline, collectives, memory, stragglers, input_pipeline)
+CHARTS = (breakdown, timeline, critical_path, collectives, memory, stragglers, input_pipeline)
 HOSTILE = "</script><img src=x onerror=alert(1)>"
 
 
@@ -56,6 +56,18 @@ def test_sections_without_data_say_so_in_one_line(tmp_path):
     assert sections["collectives"].empty == "No collective or point-to-point events in this run."
     assert sections["memory"].empty == "No device-memory counters (hbm.*) in this run."
     assert sections["input_pipeline"].empty == "No input-pipeline events or queue-depth counters in this run."
+    assert "no step" in sections["critical_path"].empty.lower()
+
+
+def test_critical_path_section_says_what_bounds_the_steps(run):
+    section = critical_path.build(run)
+    bound = run.sql("SELECT bound_by, COUNT(*) AS n FROM critical_path_steps GROUP BY bound_by ORDER BY n DESC")
+    assert section.intro.endswith(f"Bound by {bound['bound_by'][0]} in {bound['n'][0]} of 4 steps"
+                                  + ("." if len(bound) == 1 else f", {bound['bound_by'][1]} in {bound['n'][1]} of 4 steps."))
+    bars = section.chart.to_dict()["datasets"]
+    drawn = sum(row["ns"] for rows in bars.values() for row in rows)
+    # the bars add up to the steps' critical paths, which add up to the measured steps
+    assert drawn == int(run.sql("SELECT SUM(dur) AS d FROM step_times")["d"][0])
 
 
 def test_collectives_without_bytes_cannot_show_bandwidth(tmp_path):

@@ -63,22 +63,30 @@ def test_analyze_outputs_carry_the_projection(demo):
     runner = CliRunner()
     doc = json.loads(runner.invoke(main, ["analyze", str(demo), "--format", "json"]).output)
     starved = next(f for f in doc["findings"] if f["name"] == "input.starvation")
-    assert set(starved["projected"]) == {"change", "step_time_s", "gain_fraction", "band", "reason"}
+    assert set(starved["projected"]) == {"change", "step_time_s", "gain_fraction", "band", "reason", "method"}
+    assert starved["projected"]["method"] == "execution model"
     text = runner.invoke(main, ["analyze", str(demo)]).output
     assert "fix this -> -" in text and "% step time (input.workers=2" in text
     markdown = runner.invoke(main, ["analyze", str(demo), "--format", "markdown"]).output
     assert "**What the fix is worth:** fix this -> -" in markdown
 
 
-def test_ingested_run_without_a_description_says_so(tmp_path):
+def test_ingested_run_without_a_description_is_priced_by_replay(tmp_path):
+    """No job description: the model cannot price the fixes, the replay of the trace does
+    (docs/critical-path.md), and says so."""
+    from trnprof.critical_path.whatif import document
+
     result = CliRunner().invoke(main, ["ingest", str(Path(__file__).parent / "data" / "kineto_ddp" / "base"),
                                        "-o", str(tmp_path / "ddp")])
     assert result.exit_code == 0
     doc = analyze(tmp_path / "ddp")
     projected = [f.projected for f in doc.findings if f.projected]
-    assert projected   # its exposed communication findings have a config fix (overlap on)
+    assert projected   # its exposed communication findings have a fix (communication hidden)
+    with open_run(tmp_path / "ddp") as run:
+        hidden = document(run, ["communication=0"], 0.0)["predicted"]["step_time_s"]
     for p in projected:
-        assert p["gain_fraction"] is None and "the trace cannot tell the job" in p["reason"]
+        assert p["method"] == "replay" and p["change"] == {"scale": ["communication=0"]}
+        assert p["step_time_s"] == pytest.approx(hidden) and p["gain_fraction"] > 0 and p["band"] is None
 
 
 def test_report_section_draws_the_priced_fixes(demo, tmp_path):

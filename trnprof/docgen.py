@@ -7,6 +7,7 @@ from __future__ import annotations
 
 
 from .schema import FORMAT_NAME, MANIFEST_FILE, SCHEMA_VERSION, TABLE_COLUMNS
+from .critical_path.tables import DOCS as CRITICAL_PATH_TABLES
 from .session_tables import DOCS as SESSION_TABLES
 from .stdlib import load_views
 from .textfmt import markdown_table as _table
@@ -76,6 +77,13 @@ def stdlib_md() -> str:
              "## Session tables", "",
              "Two tables every session has beside the run's own (`trnprof/session_tables.py`):", ""]
     for name, (doc, columns) in SESSION_TABLES.items():
+        lines += [f"### `{name}`", "", doc, ""]
+        lines += _table([(f"`{c}`", d) for c, d in columns], ("column", "meaning"))
+        lines.append("")
+    lines += ["## Computed tables", "",
+              "Tables a session computes in Python the first time a query names them "
+              "(`trnprof/critical_path/tables.py`, docs/critical-path.md):", ""]
+    for name, (doc, columns) in CRITICAL_PATH_TABLES.items():
         lines += [f"### `{name}`", "", doc, ""]
         lines += _table([(f"`{c}`", d) for c, d in columns], ("column", "meaning"))
         lines.append("")

@@ -174,3 +174,11 @@ def prepare(con: duckdb.DuckDBPyConnection, query: str) -> None:
             wanted.setdefault(schema, set()).add(name)
     for schema, names in wanted.items():
         materialize(con, names, schema)
+        if names & set(_critical_path_tables()):
+            from .critical_path import tables
+            tables.attach(con, schema)
+
+
+def _critical_path_tables() -> tuple[str, ...]:
+    from .critical_path.tables import NAMES
+    return NAMES

@@ -16,10 +16,10 @@ from ..errors import TrnprofError
 from ..rules_engine.document import Document
 from . import export, findings as findings_mod, vega
 from .page import render
-from .sections import (breakdown, collectives, comparison, findings_table, fixes_worth, header, input_pipeline, memory,
-                       stragglers, timeline)
+from .sections import (breakdown, collectives, comparison, critical_path, findings_table, fixes_worth, header,
+                       input_pipeline, memory, stragglers, timeline)
 
-CHART_SECTIONS = (breakdown, timeline, collectives, memory, stragglers, input_pipeline)
+CHART_SECTIONS = (breakdown, timeline, critical_path, collectives, memory, stragglers, input_pipeline)
 
 
 def _findings(run, findings, analyze: bool, config=None) -> tuple[Document | None, str]:

@@ -4,8 +4,10 @@ what-if model fitted to the same run.
 A finding gains `projected` (the Finding field, a plain mapping):
     {"change": {...}, "step_time_s": s, "gain_fraction": 1 - predicted / fitted step,
      "band": {"low_s", "high_s"}, "reason": null}
-or, when the fix is no config change, the run is no described Trn1 job, or the model does not
-fit the run, {"change": null or {...}, "step_time_s": null, "gain_fraction": null, "band": null,
+`method` names what priced it: "execution model", or "replay" when the run is no described Trn1
+job and the fix is priced by replaying the run's own dependency graph (trnprof/critical_path/
+whatif.py: project_by_replay). Otherwise, when the fix is no config change, neither prices it, or
+the model does not fit the run, {"change": null or {...}, "step_time_s": null, "gain_fraction": null, "band": null,
 "reason": "..."}. Rules without an entry in FIXES are left without `projected`.
 """
 
@@ -109,7 +111,8 @@ def _price(prep: Prepared, change: dict) -> dict:
     step = predicted.predictions["step_time_s"]
     fitted = prep.fitted.predictions["step_time_s"]
     band = prep.band_of(job, step)
-    return {"change": change, "step_time_s": step, "gain_fraction": 1 - step / fitted, "band": band, "reason": None}
+    return {"change": change, "step_time_s": step, "gain_fraction": 1 - step / fitted, "band": band, "reason": None,
+            "method": "execution model"}
 
 
 def project(run: Run, findings) -> None:
@@ -119,9 +122,9 @@ def project(run: Run, findings) -> None:
         return
     try:
         prep = Prepared(run)
-    except TrnprofError as exc:
-        for finding in wanted:
-            finding.projected = _empty(f"no what-if for this run: {exc}")
+    except TrnprofError as exc:  # no Trn1 job to model: price by replaying the trace instead
+        from trnprof.critical_path.whatif import project_by_replay
+        project_by_replay(run, wanted, str(exc))
         return
     for finding in wanted:
         try:
@@ -150,8 +153,9 @@ def gain_line(finding) -> str | None:
     spread = ""
     if band:
         spread = f", {band['low_s'] * 1e3:.4g}..{band['high_s'] * 1e3:.4g} ms"
+    method = f", by {projected['method']}" if projected.get("method") else ""
     return (f"fix this -> {-projected['gain_fraction']:+.1%} step time "
-            f"({change}: {projected['step_time_s'] * 1e3:.4g} ms{spread})")
+            f"({change}: {projected['step_time_s'] * 1e3:.4g} ms{spread}{method})")
 
 
 def change_text(change: dict) -> str:

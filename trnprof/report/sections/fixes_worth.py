@@ -1,5 +1,6 @@
-"""What the fixes are worth (template `fixes.html.j2`): for each finding whose fix is a config
-change, the change, the step time the what-if model predicts with it, the gain and its band;
+"""What the fixes are worth (template `fixes.html.j2`): for each finding whose fix is priced, the
+change, the step time the what-if model (or the replay) predicts with it, the gain, its band and
+the method;
 then the findings whose fix could not be priced, with the reason. The numbers are the findings
 document's `projected` fields (trnprof/whatif/projections.py); this section only draws them."""
 
@@ -11,7 +12,9 @@ from ...rules_engine.document import Document
 from ...whatif.projections import change_text
 
 INTRO = ("What fixing each finding is worth: the execution model fitted to this run's steady-state steps, "
-         "re-run with the fix as a config change (trnprof whatif). The band comes from the fit's residual.")
+         "re-run with the fix as a config change (trnprof whatif), with a band from the fit's residual; on a run "
+         "the model cannot describe, the run's own dependency graph replayed with the fix's time scaled "
+         "(trnprof whatif --scale, docs/critical-path.md), without a band.")
 
 
 def _row(finding) -> dict:
@@ -19,7 +22,7 @@ def _row(finding) -> dict:
     return {"code": finding.code, "name": finding.name, "title": finding.title,
             "change": change_text(projected["change"]) if projected.get("change") else "",
             "step_time_s": projected.get("step_time_s"), "gain_fraction": projected.get("gain_fraction"),
-            "band": projected.get("band"), "reason": projected.get("reason")}
+            "band": projected.get("band"), "reason": projected.get("reason"), "method": projected.get("method")}
 
 
 def build(findings: Document | None) -> Section:

@@ -1,0 +1,71 @@
+"""Benchmark: critical path + replay of a large simulated run (issue 26).
+
+Simulates Llama-2-7B with tp 8 on NODES trn1.32xlarge (32 NeuronCores each) for STEPS steps,
+then times, in-process with a fresh session and TRNPROF_CACHE=off: the critical path of every
+step (`critical_path_steps`), and one replay with a scale (`whatif --scale collective=0`), and
+reports peak RSS. The target (issue 26) is 1,024 ranks x 10 steps in <= 60 s within the default
+memory budget; on the 2-core project machine, shared, measure at 64-256 ranks and extrapolate.
+
+    python bench/bench_critical_path.py [--nodes 2,4,8] [--steps 10] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("TRNPROF_CACHE", "off")
+
+from trnprof.api import open_run  # noqa: E402
+from trnprof.collectors.trn1.config import load_config  # noqa: E402
+from trnprof.collectors.trn1.simulate import simulate  # noqa: E402
+from trnprof.critical_path import tables  # noqa: E402
+from trnprof.critical_path.compute import Replayer  # noqa: E402
+
+JOB = ["model=llama2-7b", "cluster.instance=trn1.32xlarge", "parallel.tp=8", "batch.micro=1",
+       "memory.activation_checkpointing=selective"]
+
+
+def _run(folder: Path, nodes: int, steps: int) -> Path:
+    path = folder / f"cp-{nodes}n-{steps}s"
+    if not (path / "trnprof.json").exists():
+        config = load_config(overrides=[*JOB, f"cluster.nodes={nodes}", f"batch.global={16 * nodes}",
+                                        f"run.steps={steps}"])
+        simulate(config, path, overwrite=True)
+    return path
+
+
+def _time(path: Path) -> dict:
+    with open_run(path) as run:
+        events = int(run.sql("SELECT COUNT(*) AS n FROM events")["n"][0])
+        started = time.perf_counter()
+        steps = run.sql(f"SELECT * FROM {tables.SUMMARY}")
+        path_s = time.perf_counter() - started
+        started = time.perf_counter()
+        replayed = Replayer(run).replay(["collective=0"])
+        replay_s = time.perf_counter() - started
+    return {"events": events, "steps": len(steps), "nodes": replayed.nodes, "path_s": path_s, "replay_s": replay_s}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", default="2,4,8", help="comma-separated node counts (32 ranks each)")
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--keep", type=Path, help="folder to build (or reuse) the runs in")
+    args = parser.parse_args()
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="bench-cp-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"{'ranks':>6} {'events':>10} {'nodes':>10} {'path s':>8} {'replay s':>9} {'peak RSS MB':>12}")
+    for nodes in (int(n) for n in args.nodes.split(",")):
+        result = _time(_run(folder, nodes, args.steps))
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"{32 * nodes:>6} {result['events']:>10,} {result['nodes']:>10,} {result['path_s']:>8.1f} "
+              f"{result['replay_s']:>9.1f} {rss:>12.0f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""A plain reference solver of the critical-path graph (one node at a time, in measured start
+order), for tests: the vectorised wavefront in trnprof/critical_path/replay.py must agree with
+it exactly (tests/test_critical_path.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trnprof.critical_path.graph import Graph
+from trnprof.critical_path.replay import Solution, _steps
+
+
+def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndarray | None = None,
+          step_gap_scale: np.ndarray | None = None) -> Solution:
+    n = len(graph.nodes)
+    ones = np.ones(n)
+    work = (graph.work * (ones if work_scale is None else work_scale)).tolist()
+    tail = (graph.tail * (ones if work_scale is None else work_scale)).tolist()
+    gap = (graph.gap * (ones if gap_scale is None else gap_scale)).tolist()
+    base = graph.nodes["base"].to_numpy(np.int64).tolist()
+    s0 = graph.nodes["ts"].to_numpy(np.int64).tolist()
+    lane_prev, near = graph.lane_prev.tolist(), graph.near.tolist()
+    join, sync_on, members = graph.join.tolist(), graph.sync_on.tolist(), graph.members
+    launch_by, launch_at = graph.launch_by.tolist(), graph.launch_at.tolist()
+    work_f = (ones if work_scale is None else work_scale).tolist()
+    start, end = [None] * n, [None] * n
+    start_by, end_by = [-1] * n, [-1] * n
+    via_launch = [False] * n
+
+    arrival = {}       # instance id -> (last arrival, node): once every member has started
+
+    def last_arrival(p):
+        inst = join[p]
+        known = arrival.get(inst)
+        if known is not None:
+            return known
+        shift = start[p] - s0[p]
+        best, who, complete = -np.inf, -1, True
+        for m in members[inst]:
+            arrived = start[m]
+            if arrived is None:     # clocks disagree on the order: assume it kept its offset
+                arrived, complete = s0[m] + shift, False
+            if arrived > best:
+                best, who = arrived, m
+        if complete:
+            arrival[inst] = (best, who)
+        return best, who
+
+    def end_of(p):
+        if end[p] is None:
+            own = start[p] + work[p]
+            if join[p] >= 0:
+                best, who = last_arrival(p)
+                joined = best + tail[p]
+            else:
+                who = sync_on[p]
+                joined = end_of(who) + tail[p]
+            if joined > own:
+                end[p], end_by[p] = joined, who
+            else:
+                end[p] = own
+        return end[p]
+
+    for j in graph.order.tolist():
+        ready, by = base[j], -1
+        p = lane_prev[j]
+        if p >= 0:
+            e = end[p]
+            if e is None:
+                e = end_of(p)
+            if e > ready:
+                ready, by = e, p
+        q = near[j]
+        if q >= 0 and q != p:
+            e = end[q]
+            if e is None:
+                e = end_of(q)
+            if e > ready:
+                ready, by = e, q
+        o = launch_by[j]
+        if o >= 0:
+            t = start[o] + launch_at[j] * work_f[o]
+            if t > ready:
+                ready, by = t, o
+                via_launch[j] = True
+        start[j], start_by[j] = ready + gap[j], by
+        if join[j] < 0 and sync_on[j] < 0:
+            end[j] = start[j] + work[j]
+    for j in range(n):
+        if end[j] is None:
+            end_of(j)
+    return Solution(np.array(start, float), np.array(end, float), np.array(start_by), np.array(end_by),
+                    np.array(via_launch), _steps(graph, np.array(end, float), step_gap_scale))

@@ -1,0 +1,117 @@
+"""Build, replay and walk the graph of a run, a batch of steps at a time.
+
+Collectives join ranks, never steps, so a batch is a run of consecutive steps with all their
+ranks; batches hold at most BATCH_EVENTS events, which bounds memory whatever the rank count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from . import graph as G, nodes as N, path as P, replay as R, scale as S
+
+BATCH_EVENTS = 1_000_000   # events per batch of steps: about 1 GB at peak (bench/bench_critical_path.py)
+KEEP_NODES = 5_000_000    # graphs kept in memory between replays (about 0.5 GB)
+
+
+@dataclass
+class Result:
+    segments: pd.DataFrame          # critical path of the replayed run (path.SEGMENT_COLUMNS)
+    walks: pd.DataFrame             # step, rank (the rank that ended the step), late_rank_wait
+    measured: pd.DataFrame          # step, dur: the replay of the unchanged graph (slowest rank), ns
+    replayed: pd.DataFrame          # step, dur: with the scales applied, ns
+    nodes: int = 0
+    scales: list = field(default_factory=list)
+    base_segments: pd.DataFrame | None = None   # critical path of the unchanged replay (base_path)
+
+
+def step_batches(counts: pd.DataFrame, limit: int = BATCH_EVENTS) -> list[tuple[int, int]]:
+    """Consecutive step ranges of at most `limit` events each (a bigger step is a batch alone)."""
+    batches, low, total = [], None, 0
+    for step, n in zip(counts["step"].tolist(), counts["n"].tolist()):
+        if low is not None and total + n > limit:
+            batches.append((low, prev))
+            low, total = None, 0
+        low = step if low is None else low
+        total += n
+        prev = step
+    if low is not None:
+        batches.append((low, prev))
+    return batches
+
+
+def _step_gap_factor(graph: G.Graph, scales) -> np.ndarray:
+    """The gap scales that name no node attribute but a rank also scale the gap after a step's
+    last node."""
+    factor = np.ones(len(graph.steps))
+    for scale in scales:
+        terms = dict(scale.terms)
+        if "gap" in terms and set(terms) <= {"gap", "rank"} and scale.factor is not None:
+            hit = np.ones(len(graph.steps), bool)
+            if "rank" in terms:
+                hit = (graph.steps["rank"] == int(terms["rank"])).to_numpy()
+            factor[hit] *= scale.factor
+    return factor
+
+
+class Replayer:
+    """A run's graphs, built once per batch of steps (kept in memory up to KEEP_NODES nodes,
+    rebuilt per replay beyond), replayed with any number of scale sets."""
+
+    def __init__(self, run, steps: pd.DataFrame | None = None, limit: int = BATCH_EVENTS):
+        self.run = run
+        self.steps = run.sql("SELECT rank, step, ts, end_ts FROM steps") if steps is None else steps
+        kinds = ", ".join(f"'{k}'" for k in N.WORK_KINDS)
+        counts = run.sql(f"SELECT step, COUNT(*) AS n FROM events WHERE step IS NOT NULL AND kind IN ({kinds}) "
+                         "GROUP BY step ORDER BY step")
+        counts = counts[counts["step"].isin(self.steps["step"].unique())]
+        self.batches = step_batches(counts, limit)
+        self._kept: dict[tuple[int, int], G.Graph] = {}
+        self._kept_nodes = 0
+
+    def graphs(self):
+        for low, high in self.batches:
+            graph = self._kept.get((low, high))
+            if graph is None:
+                batch_steps = self.steps[(self.steps["step"] >= low) & (self.steps["step"] <= high)]
+                graph = G.build(N.flatten(self.run.sql(N.events_sql((low, high)))), batch_steps)
+                if self._kept_nodes + len(graph.nodes) <= KEEP_NODES:
+                    self._kept[(low, high)] = graph
+                    self._kept_nodes += len(graph.nodes)
+            yield graph
+
+    def replay(self, scales=(), base_path: bool = False) -> Result:
+        """Replay every batch with `scales` (Scale or `SELECTOR=FACTOR` strings); the critical
+        path is the changed run's, and also the unchanged one's with `base_path`."""
+        scales = [s if isinstance(s, S.Scale) else S.parse(s) for s in scales]
+        parts = {"segments": [], "walks": [], "measured": [], "replayed": [], "base_segments": []}
+        total = 0
+        for graph in self.graphs():
+            total += len(graph.nodes)
+            base = changed = R.solve(graph)
+            if scales:
+                work_f, gap_f = S.factors(graph.nodes, graph.work, scales)
+                changed = R.solve(graph, work_f, gap_f, _step_gap_factor(graph, scales))
+            segments, walks = P.critical_path(graph, changed)
+            parts["segments"].append(segments)
+            parts["walks"].append(walks)
+            if base_path:
+                parts["base_segments"].append(P.critical_path(graph, base)[0] if scales else segments)
+            parts["measured"].append(base.steps.groupby("step", as_index=False)["dur"].max())
+            parts["replayed"].append(changed.steps.groupby("step", as_index=False)["dur"].max())
+        empty = {"segments": pd.DataFrame(columns=P.SEGMENT_COLUMNS),
+                 "base_segments": pd.DataFrame(columns=P.SEGMENT_COLUMNS),
+                 "walks": pd.DataFrame(columns=["step", "rank", "late_rank_wait"]),
+                 "measured": pd.DataFrame(columns=["step", "dur"]), "replayed": pd.DataFrame(columns=["step", "dur"])}
+        out = {k: (pd.concat(v, ignore_index=True) if v else empty[k]) for k, v in parts.items()}
+        return Result(out["segments"], out["walks"], out["measured"], out["replayed"], total, scales,
+                      out["base_segments"])
+
+
+def analyse(run, scales=(), steps: pd.DataFrame | None = None, limit: int = BATCH_EVENTS) -> Result:
+    """The critical path of every step of `run` (an open Run), replayed with `scales`
+    (scale.Scale or `SELECTOR=FACTOR` strings). `steps` restricts the steps (rank, step, ts, end_ts)."""
+    return Replayer(run, steps, limit).replay(scales)

@@ -1,0 +1,99 @@
+"""The critical path of each step: walk back from the end of the rank that finished the step last.
+
+At a node whose own work set its end, the path takes that work, then the gap before it, then the
+predecessor that set its start. At a collective whose end the last arrival set, it takes the
+transfer after that arrival and continues on the rank that arrived last (the others waited for
+it: `late_rank_wait` in the summary). At a host call held by the device, it takes the tail after
+the device work (`sync`) and continues on the device. Segments of a step sum to its duration:
+when the path ends on a rank that started the step later, the difference is `late_rank`.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .graph import GAP, LATE_RANK, SYNC, Graph
+from .replay import Solution
+
+SEGMENT_COLUMNS = ["step", "rank", "seq", "category", "name", "ts", "dur"]
+
+
+def _walk(graph: Graph, sol: Solution, row) -> tuple[list, float]:
+    """Segments (rank, category, name, start, end) of one step, latest first, and the time the
+    ranks on the path waited at collectives for a later rank."""
+    nodes = graph.nodes
+    rank, kind_cat, names = nodes["rank"].to_numpy(), nodes["category"].to_numpy(), nodes["name"].to_numpy()
+    step_start = graph.steps.set_index(["rank", "step"])["ts"]
+    segs, waited = [], 0.0
+    j, t = int(row.last), float(row.end)
+    if j < 0:
+        return [(int(row.rank), GAP, "(untraced)", float(row.ts), t)], 0.0
+    if t > sol.end[j]:
+        segs.append((int(row.rank), GAP, "(untraced)", sol.end[j], t))
+    cur_rank = int(row.rank)
+    until = None      # entering a node part-way: the end of the nested call a device node waited for
+    while j >= 0:
+        cur_rank = int(rank[j])
+        by = int(sol.end_by[j])
+        if until is not None:
+            segs.append((cur_rank, kind_cat[j], names[j], sol.start[j], until))
+        elif by >= 0 and graph.join[j] >= 0:        # waited for the last arrival
+            arrived = sol.start[by]
+            segs.append((cur_rank, kind_cat[j], names[j], arrived, sol.end[j]))
+            if by != j:
+                waited += max(arrived - sol.start[j], 0.0)
+            j = by
+        elif by >= 0:                               # held by the device
+            segs.append((cur_rank, SYNC, names[j], sol.end[by], sol.end[j]))
+            j = by
+            continue
+        else:
+            segs.append((cur_rank, kind_cat[j], names[j], sol.start[j], sol.end[j]))
+        cur_rank = int(rank[j])
+        pred = int(sol.start_by[j])
+        until = None
+        if pred >= 0 and sol.via_launch[j]:
+            until = ready = sol.start[pred] + graph.launch_at[j] * _scale_of(sol, graph, pred)
+        else:
+            ready = sol.end[pred] if pred >= 0 else float(step_start[(cur_rank, int(row.step))])
+        if sol.start[j] > ready:
+            segs.append((cur_rank, GAP, "(gap)", ready, sol.start[j]))
+        j = pred
+    first = float(step_start[(cur_rank, int(row.step))])
+    if first > row.ts:
+        segs.append((cur_rank, LATE_RANK, f"rank {cur_rank} starts the step late", float(row.ts), first))
+    return segs, waited
+
+
+def _scale_of(sol: Solution, graph: Graph, node: int) -> float:
+    """The factor the replay applied to `node`'s work (its replayed over its measured length)."""
+    work = graph.work[node]
+    return (sol.end[node] - sol.start[node]) / work if work > 0 and graph.join[node] < 0 and \
+        graph.sync_on[node] < 0 else 1.0
+
+
+def _clip(segs: list, start: float) -> list:
+    """Drop what lies before the step's start (a path ending on a rank that started earlier)."""
+    out = []
+    for rank, cat, name, a, b in segs:
+        if b <= start:
+            continue
+        out.append((rank, cat, name, max(a, start), b))
+    return out
+
+
+def critical_path(graph: Graph, sol: Solution) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(segments, per-step walk facts) for every step: the rank whose replayed step is longest."""
+    steps = sol.steps
+    rows, facts = [], []
+    if steps.empty:
+        return pd.DataFrame(columns=SEGMENT_COLUMNS), pd.DataFrame(columns=["step", "rank", "late_rank_wait"])
+    ends = steps.loc[steps.groupby("step")["dur"].idxmax()]
+    for row in ends.itertuples(index=False):
+        segs, waited = _walk(graph, sol, row)
+        segs = [s for s in _clip(segs, float(row.ts)) if s[4] > s[3]][::-1]
+        for seq, (rank, cat, name, a, b) in enumerate(segs):
+            rows.append((int(row.step), rank, seq, cat, name, int(round(a)) + graph.origin, int(round(b - a))))
+        facts.append((int(row.step), int(row.rank), waited))
+    segments = pd.DataFrame(rows, columns=SEGMENT_COLUMNS)
+    return segments, pd.DataFrame(facts, columns=["step", "rank", "late_rank_wait"])

@@ -1,0 +1,191 @@
+"""Solve the graph: every node's start and end with its work, tail and lead gap scaled.
+
+start = max(end of lane predecessor, end of the node finished last before it, step start,
+            start of a host node + the scaled offset of the nested call it waited for) + gap
+end   = start + work                              for plain nodes
+end   = max(start + work, last arrival + tail)    for a collective joined across ranks
+end   = max(start + work, device node end + tail) for a host call blocking on the device
+Each rank's step starts when it was measured to; its end is its last node's end plus the
+measured gap after it. With every scale at 1 the solution is the measured timeline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .graph import Graph
+
+
+@dataclass
+class Solution:
+    start: np.ndarray
+    end: np.ndarray
+    start_by: np.ndarray    # predecessor that set the start, -1: the step's start
+    end_by: np.ndarray      # member / device node that set the end, -1: its own work
+    via_launch: np.ndarray  # the start was set by a call nested in start_by, not by its end
+    steps: pd.DataFrame     # rank, step, ts, end (replayed), dur, last
+
+
+def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndarray | None = None,
+          step_gap_scale: np.ndarray | None = None) -> Solution:
+    """Every node's replayed start and end: a wavefront over all (rank, step) sequences at once.
+    Each round takes the next node of every sequence whose predecessors have ended (vectorised
+    over sequences); a collective's end is settled once all its members have started, a
+    blocking host call's once its device node has ended."""
+    return _Wave(graph, work_scale, gap_scale).run(step_gap_scale)
+
+
+class _Wave:
+    def __init__(self, graph: Graph, work_scale, gap_scale):
+        n = len(graph.nodes)
+        self.g, self.n = graph, n
+        self.work_f = np.ones(n) if work_scale is None else np.asarray(work_scale, float)
+        self.work = graph.work * self.work_f
+        self.tail = graph.tail * self.work_f
+        self.gap = graph.gap * (1.0 if gap_scale is None else np.asarray(gap_scale, float))
+        self.base = graph.nodes["base"].to_numpy(np.int64).astype(float)
+        self.start = np.full(n, np.nan)
+        self.end = np.full(n, np.nan)
+        self.start_by = np.full(n, -1, np.int64)
+        self.end_by = np.full(n, -1, np.int64)
+        self.via_launch = np.zeros(n, bool)
+        self.blocked = (graph.join >= 0) | (graph.sync_on >= 0)
+        inst = graph.join[graph.join >= 0]
+        size = int(inst.max()) + 1 if len(inst) else 1   # one spare slot: lookups of -1 stay in bounds
+        self.size = np.bincount(inst, minlength=size)
+        self.started = np.zeros(size, np.int64)
+        self.arrival = np.full(size, -np.inf)     # latest start among the started members
+        self.last = np.full(size, -1, np.int64)   # the member that started latest
+        self.pending = np.zeros(0, np.int64)      # started nodes whose end waits on a join or a sync
+
+    def _sequences(self):
+        """Node order per (rank, step): the measured start order, as positions and bounds."""
+        group = self.g.nodes.groupby(["rank", "step"], sort=False).ngroup().to_numpy()
+        order = self.g.order[np.argsort(group[self.g.order], kind="stable")]
+        counts = np.bincount(group, minlength=group.max() + 1 if len(group) else 0)
+        first = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        return order, first, first + counts
+
+    def run(self, step_gap_scale) -> Solution:
+        order, pos, stop = self._sequences()
+        while True:
+            active = pos < stop
+            if not active.any():
+                break
+            heads = order[pos[active]]
+            ready = self._ready(heads)
+            if ready.any():
+                self._start(heads[ready])
+                advanced = np.flatnonzero(active)[ready]
+                pos[advanced] += 1
+            settled = self._settle(force=not ready.any())
+            if not ready.any() and not settled:
+                raise RuntimeError("critical path: the graph has a cycle")  # measured order forbids it
+        self._settle(force=True)
+        return Solution(self.start, self.end, self.start_by, self.end_by, self.via_launch,
+                        _steps(self.g, self.end, step_gap_scale))
+
+    def _known(self, nodes: np.ndarray) -> np.ndarray:
+        return (nodes < 0) | ~np.isnan(self.end[np.maximum(nodes, 0)])
+
+    def _ready(self, heads: np.ndarray) -> np.ndarray:
+        g = self.g
+        return self._known(g.lane_prev[heads]) & self._known(g.near[heads])
+
+    def _start(self, j: np.ndarray) -> None:
+        g = self.g
+        ready, by = self.base[j].copy(), np.full(len(j), -1, np.int64)
+        for preds in (g.lane_prev[j], g.near[j]):
+            has = preds >= 0
+            e = np.where(has, self.end[np.maximum(preds, 0)], -np.inf)
+            later = e > ready
+            ready, by = np.where(later, e, ready), np.where(later, preds, by)
+        owner = g.launch_by[j]
+        has = owner >= 0
+        o = np.maximum(owner, 0)
+        t = np.where(has, self.start[o] + g.launch_at[j] * self.work_f[o], -np.inf)
+        later = t > ready
+        ready, by = np.where(later, t, ready), np.where(later, owner, by)
+        self.via_launch[j] = later
+        self.start[j], self.start_by[j] = ready + self.gap[j], by
+        plain = ~self.blocked[j]
+        self.end[j[plain]] = self.start[j[plain]] + self.work[j[plain]]
+        joined = j[g.join[j] >= 0]
+        inst = g.join[joined]
+        np.add.at(self.started, inst, 1)
+        np.maximum.at(self.arrival, inst, self.start[joined])
+        latest = self.start[joined] >= self.arrival[inst]
+        self.last[inst[latest]] = joined[latest]
+        self.pending = np.concatenate([self.pending, j[~plain]])
+
+    def _settle(self, force: bool) -> bool:
+        """End the pending nodes whose join is complete or whose device node has ended; with
+        `force`, all of them (members not started yet, where clocks disagree, count from their
+        measured offset)."""
+        g, p = self.g, self.pending
+        if not len(p):
+            return False
+        inst, dev = g.join[p], g.sync_on[p]
+        i, d = np.maximum(inst, 0), np.maximum(dev, 0)
+        joins = (inst >= 0) & (self.started[i] == self.size[i])
+        syncs = (inst < 0) & ~np.isnan(self.end[d])
+        can = joins | syncs
+        if can.any():
+            q = p[can]
+            own = self.start[q] + self.work[q]
+            after = np.where(joins[can], self.arrival[i[can]], self.end[d[can]]) + self.tail[q]
+            who = np.where(joins[can], self.last[i[can]], dev[can])
+            later = after > own
+            self.end[q] = np.where(later, after, own)
+            self.end_by[q] = np.where(later, who, -1)
+            self.pending = p[~can]
+            return True
+        if force:
+            for node in p.tolist():
+                self._end_one(node)
+            self.pending = p[:0]
+            return True
+        return False
+
+    def _end_one(self, p: int) -> None:
+        g = self.g
+        own = self.start[p] + self.work[p]
+        if g.join[p] >= 0:
+            members = g.members[int(g.join[p])]
+            arrived = self.start[members]
+            missing = np.isnan(arrived)
+            if missing.any():   # clocks disagree on the order: they keep their measured offset
+                s0 = g.nodes["ts"].to_numpy()[members]
+                shift = self.start[p] - g.nodes["ts"].iat[p]
+                arrived = np.where(missing, s0 + shift, arrived)
+            k = int(np.argmax(arrived))
+            who, joined = members[k], arrived[k] + self.tail[p]
+        else:
+            who = int(g.sync_on[p])
+            if np.isnan(self.end[who]):
+                self._end_one(who)
+            joined = self.end[who] + self.tail[p]
+        if joined > own:
+            self.end[p], self.end_by[p] = joined, who
+        else:
+            self.end[p] = own
+
+
+def _steps(graph: Graph, end: np.ndarray, gap_scale) -> pd.DataFrame:
+    """Each rank's step ends at the latest end of its nodes that ended within the measured step,
+    plus the measured gap after the last of them."""
+    nodes = graph.nodes
+    inside = (nodes["end"] <= nodes["end_ts"]).to_numpy()
+    found = pd.DataFrame({"rank": nodes["rank"].to_numpy()[inside], "step": nodes["step"].to_numpy()[inside],
+                          "end": end[inside], "node": np.flatnonzero(inside)})
+    found = found.loc[found.groupby(["rank", "step"])["end"].idxmax()] if len(found) else found
+    steps = graph.steps.merge(found[["rank", "step", "node"]], on=["rank", "step"], how="left")
+    last = steps["node"].fillna(-1).astype(np.int64).to_numpy()
+    tail_gap = steps["tail_gap"].to_numpy(float) * (1.0 if gap_scale is None else gap_scale)
+    start = steps["ts"].to_numpy(float)
+    finished = np.where(last >= 0, end[np.maximum(last, 0)], start) + tail_gap
+    return pd.DataFrame({"rank": steps["rank"].to_numpy(), "step": steps["step"].to_numpy(), "ts": start,
+                         "end": finished, "dur": finished - start, "last": last})

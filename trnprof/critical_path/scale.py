@@ -1,0 +1,137 @@
+"""`--scale SELECTOR=FACTOR`: which nodes' durations a replay scales, and by how much.
+
+SELECTOR is one term or several joined by `,` (all must match):
+    KIND or CATEGORY      compute, collective, p2p, input, transfer, memory, compile, host;
+                          communication (collective + p2p)
+    kind:K, category:C    the same, spelled out
+    name:GLOB             op / kernel / collective name (fnmatch pattern, case-sensitive)
+    rank:N                one rank
+    size:CLASS            collectives by message size: small (< 1 MiB), medium (< 64 MiB), large
+    gap                   the time between recorded work (untraced host work, launch latency)
+FACTOR is a number >= 0 (0 removes the time) or `peers` with a rank term: the rank's matching
+work of each category but communication per step scaled to the median of the other ranks'
+(bring a straggler to its peers' pace).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from trnprof.errors import TrnprofError
+
+from .graph import CATEGORY_OF_KIND
+
+KINDS = tuple(CATEGORY_OF_KIND)
+CATEGORIES = tuple(sorted(set(CATEGORY_OF_KIND.values())))
+SIZE_CLASSES = {"small": (0, 1 << 20), "medium": (1 << 20, 64 << 20), "large": (64 << 20, math.inf)}
+PEERS = "peers"
+
+
+@dataclass(frozen=True)
+class Scale:
+    terms: tuple[tuple[str, str], ...]   # (field, value): kind, category, name, rank, size, gap
+    factor: float | None                 # None: `peers`
+    text: str
+
+
+def _term(text: str, spec: str) -> tuple[str, str]:
+    field, sep, value = text.partition(":")
+    field, value = field.strip(), value.strip()
+    if not sep:
+        if field == "gap":
+            return "gap", ""
+        if field in KINDS or field in CATEGORIES:
+            return ("kind" if field in KINDS else "category"), field
+        raise TrnprofError(f"--scale {spec}: unknown selector {field!r} (a kind: {', '.join(KINDS)}; "
+                           f"a category: {', '.join(CATEGORIES)}; gap; or kind:, category:, name:, rank:, size:)")
+    allowed = {"kind": KINDS, "category": CATEGORIES, "size": tuple(SIZE_CLASSES)}
+    if field in allowed and value not in allowed[field]:
+        raise TrnprofError(f"--scale {spec}: {field} {value!r} is not one of {', '.join(allowed[field])}")
+    if field == "rank" and not re.fullmatch(r"-?\d{1,9}", value):
+        raise TrnprofError(f"--scale {spec}: rank {value!r} is not a rank number")
+    if field not in ("kind", "category", "name", "rank", "size") or not value:
+        raise TrnprofError(f"--scale {spec}: selector {text!r} not understood (kind:K, category:C, name:GLOB, "
+                           "rank:N, size:small|medium|large, gap)")
+    return field, value
+
+
+def parse(spec: str) -> Scale:
+    """`collective=0`, `rank:3=peers`, `name:aten::mm,rank:1=0.5` -> Scale (one error line when bad)."""
+    if not isinstance(spec, str) or "=" not in spec:
+        raise TrnprofError(f"--scale {spec!r}: expected SELECTOR=FACTOR, e.g. collective=0 or rank:3=peers")
+    selector, _, value = spec.rpartition("=")
+    terms = tuple(_term(t, spec) for t in selector.split(",") if t.strip())
+    if not terms:
+        raise TrnprofError(f"--scale {spec}: no selector before '='")
+    if value.strip() == PEERS:
+        if any(f == "gap" for f, _ in terms):
+            raise TrnprofError(f"--scale {spec}: 'peers' scales work, not gaps: give gap a number")
+        if not any(f == "rank" for f, _ in terms):
+            raise TrnprofError(f"--scale {spec}: 'peers' needs a rank:N term (whose work to bring to its peers' pace)")
+        return Scale(terms, None, spec)
+    try:
+        factor = float(value)
+    except ValueError:
+        raise TrnprofError(f"--scale {spec}: factor {value!r} is not a number or 'peers'") from None
+    if not math.isfinite(factor) or factor < 0:
+        raise TrnprofError(f"--scale {spec}: factor must be a finite number >= 0")
+    return Scale(terms, factor, spec)
+
+
+def _matches(nodes: pd.DataFrame, terms, skip_rank: bool = False) -> np.ndarray:
+    hit = np.ones(len(nodes), bool)
+    for field, value in terms:
+        if field == "kind":
+            hit &= (nodes["kind"] == value).to_numpy()
+        elif field == "category":
+            hit &= (nodes["category"] == value).to_numpy()
+        elif field == "name":
+            names = pd.Series(nodes["name"].unique())
+            chosen = set(names[names.map(lambda n: fnmatch.fnmatchcase(str(n), value))])
+            hit &= nodes["name"].isin(chosen).to_numpy()
+        elif field == "rank" and not skip_rank:
+            hit &= (nodes["rank"] == int(value)).to_numpy()
+        elif field == "size":
+            low, high = SIZE_CLASSES[value]
+            size = nodes["bytes"].astype("float64").to_numpy()
+            hit &= (nodes["category"] == "communication").to_numpy() & (size >= low) & (size < high)
+    return hit
+
+
+def _peer_factor(nodes: pd.DataFrame, work: np.ndarray, scale: Scale) -> np.ndarray:
+    """Per node of the scale's rank: the median of the other ranks' matching work of the node's
+    category in that step over the rank's own (1 where either has none): each kind of work is
+    brought to its peers' pace on its own. Communication keeps its length: a collective's time on
+    one rank is set by the others' arrivals and the shared transfer, not by the rank's pace."""
+    rank = int(next(v for f, v in scale.terms if f == "rank"))
+    hit = _matches(nodes, scale.terms, skip_rank=True)
+    keys = ["step", "category"]
+    frame = pd.DataFrame({"rank": nodes["rank"].to_numpy()[hit], "step": nodes["step"].to_numpy()[hit],
+                          "category": nodes["category"].to_numpy()[hit], "work": work[hit]})
+    per = frame.groupby([*keys, "rank"])["work"].sum().reset_index()
+    own = per[per["rank"] == rank].set_index(keys)["work"]
+    peers = per[per["rank"] != rank].groupby(keys)["work"].median()
+    ratio = (peers / own).replace([np.inf, -np.inf], np.nan).dropna()
+    ratio = ratio[ratio.index.get_level_values("category") != "communication"]
+    index = pd.MultiIndex.from_frame(nodes[keys])
+    return pd.Series(ratio).reindex(index).fillna(1.0).to_numpy()
+
+
+def factors(nodes: pd.DataFrame, work: np.ndarray, scales) -> tuple[np.ndarray, np.ndarray]:
+    """(work factor per node, gap factor per node): the scales applied in order, multiplied."""
+    work_f, gap_f = np.ones(len(nodes)), np.ones(len(nodes))
+    for scale in scales:
+        if any(f == "gap" for f, _ in scale.terms):
+            hit = _matches(nodes, [t for t in scale.terms if t[0] != "gap"])
+            gap_f[hit] *= scale.factor if scale.factor is not None else 1.0
+            continue
+        hit = _matches(nodes, scale.terms)
+        factor = _peer_factor(nodes, work, scale) if scale.factor is None else scale.factor
+        work_f[hit] *= factor[hit] if isinstance(factor, np.ndarray) else factor
+    return work_f, gap_f
