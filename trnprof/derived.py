@@ -280,3 +280,37 @@ class Store:
 
     def discard(self, staging: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _links(folder: Path):
+    """Symbolic links in the real `derived/` folder and in its key folders (never made by trnprof)."""
+    for entry in sorted(folder.iterdir()):
+        if entry.is_symlink():
+            yield entry
+        elif KEY_NAME.match(entry.name) and entry.is_dir():
+            yield from (view for view in sorted(entry.iterdir()) if view.is_symlink())
+
+
+def cache_problems(run_dir: Path) -> list[tuple[str, Path]]:
+    """What is wrong with the run's cache (`trnprof check`), each with the path to remove: a
+    symbolic link where trnprof keeps the cache, or a stored view whose parts fail their checksums."""
+    folder = run_dir / FOLDER
+    if folder.is_symlink():
+        return [(f"{FOLDER} is a symbolic link to {os.readlink(folder)} (trnprof does not use it)", folder)]
+    if not folder.is_dir():
+        return []
+    found = [(f"{entry.relative_to(run_dir)} is a symbolic link to {os.readlink(entry)}", entry)
+             for entry in _links(folder)]
+    for key, view, path in entries(run_dir):
+        problem = None if path.is_symlink() else entry_problem(path)
+        if problem:
+            found.append((f"{FOLDER}/{key}/{view}: stored view damaged ({problem})", path))
+    return found
+
+
+def remove(path: Path) -> None:
+    """Remove a bad cache entry: a link itself (never what it points to), or a folder."""
+    if path.is_symlink() or not path.is_dir():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
