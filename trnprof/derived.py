@@ -172,6 +172,8 @@ def entry_problem(folder: Path) -> str | None:
             part = folder / name
             if part.is_symlink() or part.stat().st_size != size or _digest(part) != digest:
                 return f"{name} does not match its checksum"
+    except PermissionError:
+        raise  # not damaged: another user's entry this one cannot read
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return f"no valid checksum list ({type(exc).__name__})"
     return None
@@ -251,7 +253,11 @@ class Store:
         if not is_real_folder(folder):
             return None
         if view not in self._verified:
-            problem = entry_problem(folder)
+            try:
+                problem = entry_problem(folder)
+            except PermissionError as exc:
+                self.fall_back(f"{view}: {exc.strerror}")
+                return None
             if problem:
                 warn(f"stored view {view} of {self.run_dir} is damaged ({problem}): removed, recomputing it")
                 shutil.rmtree(folder, ignore_errors=True)
@@ -302,7 +308,10 @@ def cache_problems(run_dir: Path) -> list[tuple[str, Path]]:
     found = [(f"{entry.relative_to(run_dir)} is a symbolic link to {os.readlink(entry)}", entry)
              for entry in _links(folder)]
     for key, view, path in entries(run_dir):
-        problem = None if path.is_symlink() else entry_problem(path)
+        try:
+            problem = None if path.is_symlink() else entry_problem(path)
+        except PermissionError as exc:
+            problem = f"unreadable ({exc.strerror})"
         if problem:
             found.append((f"{FOLDER}/{key}/{view}: stored view damaged ({problem})", path))
     return found
