@@ -64,3 +64,19 @@ def markdown_table(rows, head) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return lines
+
+
+BRIEF = 60  # characters of a user's value quoted in an error message
+
+
+def brief(value, limit: int = BRIEF) -> str:
+    """A user's value for an error message, bounded whatever its size: a short repr, or its
+    type and size (never a repr of a whole, perhaps huge, structure)."""
+    if isinstance(value, (dict, list, tuple, set)):
+        return f"a {type(value).__name__} of {len(value):,} item(s)"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"an integer of {value.bit_length():,} bits"
+    if isinstance(value, str) and len(value) > limit:
+        return repr(value[:limit]) + f"... ({len(value):,} characters)"
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
