@@ -79,7 +79,7 @@ def read_text(path: str | Path, what: str) -> str:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise TrnprofError(f"{what} {path}: cannot read: {exc.strerror or type(exc).__name__}") from None
+        raise TrnprofError(f"cannot read {what} {path}: {exc.strerror or type(exc).__name__}") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

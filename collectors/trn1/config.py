@@ -242,7 +242,7 @@ def read_config_file(path: str | Path) -> dict:
     try:
         data = yamlio.load(yamlio.read_text(path, "config"))
     except yamlio.YAMLError as exc:
-        raise TrnprofError(f"config {path}: {yamlio.describe_error(exc)}") from None
+        raise TrnprofError(f"config {path} is not valid YAML: {str(exc).splitlines()[0][:200]}") from None
     return _normalise(data, str(path))
 
 
