@@ -10,9 +10,11 @@ see each other's tables.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import warnings
 from importlib import resources
+from pathlib import Path
 
 from trnprof.errors import TrnprofError
 
@@ -56,8 +58,18 @@ def check_settings(master: str, conf: dict) -> None:
             raise TrnprofError(f"spark setting {key} is fixed to {FIXED[key]} by trnprof")
 
 
+LOG_ENV = "TRNPROF_SPARK_LOG"  # where the driver's log goes (default: log_path())
+
+
 def _log_config() -> str:
     return str(resources.files("trnprof.spark") / "log4j2.properties")
+
+
+def log_path() -> Path:
+    """The Spark driver's log file: its warnings, errors and JVM stack traces (the terminal gets
+    one line per error). TRNPROF_SPARK_LOG, else ~/.cache/trnprof/spark-driver.log."""
+    default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trnprof" / "spark-driver.log"
+    return Path(os.environ.get(LOG_ENV) or default)
 
 
 def _text(value) -> str:
@@ -71,7 +83,10 @@ def _base(master: str, conf: tuple[tuple[str, str], ...]):
     builder = builder.remote(master) if master.startswith("sc://") else builder.master(master)
     settings = dict(DEFAULTS)
     if not master.startswith("sc://"):  # a local or cluster driver runs in this process's JVM
-        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile={_log_config()}"
+        log = log_path()
+        log.parent.mkdir(parents=True, exist_ok=True)
+        settings["spark.driver.extraJavaOptions"] = (f"-Dlog4j.configurationFile={_log_config()} "
+                                                     f"-Dtrnprof.spark.log={log}")
     settings.update(conf)
     settings.update(FIXED)
     for key, value in settings.items():
