@@ -83,16 +83,19 @@ def markdown_text(value) -> str:
     return _LINE_START.sub(r"\1\\\2", text)
 
 
-def _cell(value) -> str:
+def _cell(value, escape) -> str:
     if isinstance(value, float):
         value = f"{value:.4g}"
-    return markdown_text(value)
+    return markdown_text(value) if escape else " ".join(str(value).split()).replace("|", "\\|")
 
 
-def markdown_table(rows, head) -> list[str]:
-    """Lines of a Markdown table: `rows` are sequences in the order of `head`."""
-    lines = ["| " + " | ".join(markdown_text(h) for h in head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+def markdown_table(rows, head, *, markdown: bool = False) -> list[str]:
+    """Lines of a Markdown table: `rows` are sequences in the order of `head`. Cells are data,
+    escaped (`markdown_text`); `markdown=True` keeps their Markdown (docs written by trnprof
+    from its own code, never values from a run)."""
+    escape = not markdown
+    lines = ["| " + " | ".join(_cell(h, escape) for h in head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(_cell(c, escape) for c in row) + " |" for row in rows]
     return lines
 
 
