@@ -121,3 +121,17 @@ def test_a_group_writable_share_works_for_two_users(cli):
         assert {p.stat().st_uid for p in made} == {USER_A, USER_B}
     finally:
         shutil.rmtree(share, ignore_errors=True)
+
+
+@pytest.mark.parametrize("mask", [0o002, 0o027])
+def test_reports_and_exports_follow_the_umask(tmp_path, cli, mask):
+    run = synthetic_run(tmp_path / "run", ranks=2, steps=2, ops_per_step=4)
+    old = os.umask(mask)
+    try:
+        assert cli("export", run, "--format", "chrome", "-o", tmp_path / "t.json").exit_code == 0
+        assert cli("report", run, "-o", tmp_path / "r.html").exit_code == 0
+    finally:
+        os.umask(old)
+    for name in ("t.json", "r.html"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o666 & ~mask, name
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]

@@ -120,3 +120,12 @@ def test_a_config_that_is_not_utf8_is_one_line(tmp_path, cli, run_a, command):
                     max_leaves=200))
 def test_brief_is_bounded_for_any_value(value):
     assert len(brief(value)) <= BRIEF + 40
+
+
+def test_whatif_into_an_existing_folder_is_one_line_and_leaves_nothing(run_a, cli, tmp_path):
+    target = tmp_path / "out"
+    target.mkdir()
+    result = cli("whatif", run_a, "--set", "tp=2", "-o", target)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert "it is a folder" in result.stderr and ".tmp" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"] and not any(target.iterdir())
