@@ -10,6 +10,7 @@ see each other's tables.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import re
 import warnings
@@ -41,7 +42,28 @@ def pyspark():
         import pyspark.sql  # noqa: F401,PLC0415
     except ImportError:
         raise TrnprofError(f"--engine spark needs pyspark, an optional extra: {INSTALL_HINT}") from None
+    _python_log_to_file()
     return module
+
+
+@functools.cache
+def _python_log_to_file() -> None:
+    """pyspark's own Python logger of failed queries writes each error with its JVM stack trace
+    to stderr: send it to the driver's log file too (trnprof prints one line per error)."""
+    try:
+        from pyspark.logger import PySparkLogger  # noqa: PLC0415 (pyspark >= 4)
+    except ImportError:
+        return
+    logger = PySparkLogger.getLogger(QUERY_LOGGER)
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+    log = log_path()
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        logger.addHandler(logging.FileHandler(log, encoding="utf-8", delay=True))
+    except OSError:
+        logger.addHandler(logging.NullHandler())
+    logger.propagate = False
 
 
 def check_settings(master: str, conf: dict) -> None:
@@ -59,6 +81,7 @@ def check_settings(master: str, conf: dict) -> None:
 
 
 LOG_ENV = "TRNPROF_SPARK_LOG"  # where the driver's log goes (default: log_path())
+QUERY_LOGGER = "SQLQueryContextLogger"  # pyspark's Python logger of failed queries
 
 
 def _log_config() -> str:
