@@ -129,3 +129,14 @@ def test_whatif_into_an_existing_folder_is_one_line_and_leaves_nothing(run_a, cl
     assert result.exit_code == 2 and result.stderr.count("\n") == 1
     assert "it is a folder" in result.stderr and ".tmp" not in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"] and not any(target.iterdir())
+
+
+@pytest.mark.parametrize("kind", ["unknown key", "unknown preset", "huge number"])
+def test_an_error_never_quotes_a_huge_value_whole(tmp_path, kind):
+    big = 100_000
+    config = tmp_path / "big.yaml"
+    config.write_text({"unknown key": "cluster:\n  " + "k" * big + ": 1\n",
+                       "huge number": "cluster:\n  nodes: " + "9" * big + "\n"}.get(kind, ""), encoding="utf-8")
+    with pytest.raises(TrnprofError) as caught:
+        load_config(preset="m" * big) if kind == "unknown preset" else load_config(path=config)
+    assert len(str(caught.value)) < 1000 and "\n" not in str(caught.value)

@@ -68,7 +68,11 @@ def load(text: str):
         size = _expanded_size(node, {})
         if size > MAX_NODES:
             raise ExpansionError(size)
-        return loader.construct_document(node)
+        try:
+            return loader.construct_document(node)
+        except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a value cannot be read ({str(exc).split(':')[0][:100]})", node.start_mark) from None
     finally:
         loader.dispose()
 

@@ -193,7 +193,7 @@ def preset_config(name: str) -> dict:
         config = copy.deepcopy(model_presets()[name].get("job", {}))
         config["model"] = {"preset": name}
         return config
-    raise TrnprofError(f"unknown preset {name!r}; job presets: {', '.join(sorted(job_presets()))}; "
+    raise TrnprofError(f"unknown preset {brief(name)}; job presets: {', '.join(sorted(job_presets()))}; "
                        f"model presets: {', '.join(sorted(model_presets()))}")
 
 
@@ -227,7 +227,7 @@ def parse_override(text: str) -> dict:
     key, sep, raw = text.partition("=")
     key = key.strip()
     if not sep or not re.fullmatch(r"[A-Za-z_][\w.-]*", key) or ".." in key or key.endswith("."):
-        raise TrnprofError(f"--set {text!r}: expected dotted.key=value, e.g. cluster.nodes=32")
+        raise TrnprofError(f"--set {brief(text)}: expected dotted.key=value, e.g. cluster.nodes=32")
     try:
         value = yamlio.load(raw) if raw.strip() else None
     except yamlio.YAMLError as exc:
@@ -290,7 +290,7 @@ def _explain(message: str, mapping: dict) -> str:
         typ = _type_at(path, mapping)
         key = _dotted(path + [unknown.group(1)])
         allowed = ", ".join(_field_names(typ)) if typ is not None else ""
-        return f"config: unknown key {key!r}; allowed keys here: {allowed}"
+        return f"config: unknown key {brief(key)}; allowed keys here: {allowed}"
     missing = re.match(r"Object missing required field `(.+)`", problem)
     if missing:
         return f"config {_dotted(path + [missing.group(1)])}: required key is missing"
