@@ -273,8 +273,12 @@ class Store:
         """Record the parts' checksums and move a complete staging folder into place; returns
         the stored files' glob. When another process stored the view meanwhile, its entry is
         kept and ours dropped."""
-        parts = {p.name: [p.stat().st_size, _digest(p)] for p in sorted(staging.glob("*.parquet"))}
-        (staging / CHECKSUMS).write_text(json.dumps({"parts": parts}), encoding="utf-8")
+        try:
+            parts = {p.name: [p.stat().st_size, _digest(p)] for p in sorted(staging.glob("*.parquet"))}
+            (staging / CHECKSUMS).write_text(json.dumps({"parts": parts}), encoding="utf-8")
+        except OSError:  # a full disk: nothing half-written stays behind
+            self.discard(staging)
+            raise
         try:
             staging.rename(self.root / view)
             self._verified.add(view)
