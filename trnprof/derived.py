@@ -312,6 +312,8 @@ def cache_problems(run_dir: Path) -> list[tuple[str, Path]]:
     found = [(f"{entry.relative_to(run_dir)} is a symbolic link to {os.readlink(entry)}", entry)
              for entry in _links(folder)]
     for key, view, path in entries(run_dir):
+        if not key.startswith(f"v{FORMAT}-"):
+            continue  # an older format's entry: never read, swept on the next open
         try:
             problem = None if path.is_symlink() else entry_problem(path)
         except PermissionError as exc:
