@@ -18,7 +18,8 @@ def run_path(tmp_path, monkeypatch):
 def _entries(run_path):
     """The cache entries (one per key) and the views each holds."""
     root = run_path / FOLDER
-    return {key.name: sorted(p.name for p in key.iterdir()) for key in root.iterdir()} if root.is_dir() else {}
+    return {key.name: sorted(p.name for p in key.iterdir() if p.is_dir())
+            for key in root.iterdir()} if root.is_dir() else {}
 
 
 def _refuse_to_compute(monkeypatch):

@@ -43,9 +43,11 @@ def test_the_slow_ranks_extra_work_and_the_wait_for_it_lead_the_regressions(slow
     assert "scale.straggler" in slower["findings"]["new"]
 
 
-def test_an_ingested_run_compares_with_a_simulated_one(runs, sample_run):
+def test_an_ingested_run_without_a_model_is_not_comparable_with_a_simulated_one(runs, sample_run):
     document = trnprof.diff(sample_run, runs["base"])
-    assert document["comparable"]  # neither manifest names a different model
+    assert not document["comparable"]  # nothing shows the traced job trains the synthetic model
+    assert document["reasons"] == ["the new run (trnprof.ingest) records no model, the base run is synthetic: "
+                                   "nothing shows they are the same job"]
     assert "different sources: trnprof.synthetic vs trnprof.ingest" in document["notes"]
     assert any("world size differs (8 vs 2 ranks)" in note for note in document["notes"])
     assert document["throughput"] is None  # the traces do not say how many samples a step holds

@@ -109,7 +109,7 @@ class DuckDBRun(Run):
         return session.is_stored(self.con, view)
 
     def close(self) -> None:
-        self.con.close()
+        session.close(self.con)
 
 
 def open_run(path: str | Path, *, threads: int | None = None, engine: str | None = None) -> Run:
@@ -142,7 +142,7 @@ class RunSet:
         return _query(self.con, query, params)
 
     def close(self) -> None:
-        self.con.close()
+        session.close(self.con)
 
 
 def open_runs(runs: dict[str, str | Path]) -> RunSet:

@@ -22,6 +22,7 @@ import click
 import duckdb
 
 from .derived import Store
+from .errors import first_line
 from .schema import PARTITIONED_TABLES, TABLE_COLUMNS
 from .stdlib import dependencies, load_views
 
@@ -228,7 +229,32 @@ def _store_whole(con, run: AttachedRun, name: str) -> None:
     read_stored(con, run, name)
 
 
+def _write_failure(exc: BaseException, store: Store) -> str | None:
+    """Why writing to the run's cache failed (disk full, quota, permissions, a concurrent
+    writer), or None when `exc` is not such a failure."""
+    if not store.persistent:
+        return None
+    if isinstance(exc, OSError):
+        return exc.strerror or first_line(exc)
+    if isinstance(exc, duckdb.IOException) and str(store.root) in str(exc):
+        return first_line(exc).split(": ")[-1]
+    return None
+
+
 def materialize(con, run: AttachedRun, names, *, memory_limit: str, progress: bool = False) -> None:
+    """Store `names` and the views they read (`_materialize`); when the run's cache cannot be
+    written, warn once and store them in the session's scratch folder instead."""
+    try:
+        _materialize(con, run, names, memory_limit=memory_limit, progress=progress)
+    except (OSError, duckdb.IOException) as exc:
+        reason = _write_failure(exc, run.store)
+        if reason is None:
+            raise
+        run.store.fall_back(reason)
+        _materialize(con, run, names, memory_limit=memory_limit, progress=progress)
+
+
+def _materialize(con, run: AttachedRun, names, *, memory_limit: str, progress: bool) -> None:
     """Store `names` and the views they read: rank-local ones per batch of ranks first, then
     cross-rank ones over the whole run, in load order. With `progress`, a bar on stderr counts
     the batches and the cross-rank views when there is more than one batch."""

@@ -3,29 +3,53 @@
 A stored view is a folder of Parquet files (one per batch of ranks) that later sessions read
 instead of recomputing the view. Entries live in `RUN/derived/v<FORMAT>-<stdlib>-<run>/<view>/`,
 where <stdlib> fingerprints the stdlib SQL and the trnprof version and <run> the run's content
-(its manifest and the name, size and modification time of each of its data files): a changed
-run or stdlib never reads stale results. A view's folder is written under a temporary name and
-renamed into place when complete, so a crash never leaves a partial entry that looks whole.
-When the run folder cannot be written (read-only media, a shipped sample) or TRNPROF_CACHE=off,
-views are stored in the session's private temporary folder instead and vanish with it.
+(its manifest and the name, size, modification and change time and inode of each data file, so a
+same-size replacement with the old modification time changes it too): a changed run or stdlib
+never reads stale results.
+
+Safety (docs/hardening.md):
+- `derived/` and every entry must be real folders: a symbolic link (e.g. unpacked from a
+  tarball) is never followed, written into or swept; trnprof then works without the cache.
+- A view's folder is written under a temporary name with `_checksums.json` (size and SHA-256 of
+  each part) and renamed into place when complete; an entry is verified before its first read,
+  and a bad one is removed with one warning line and recomputed.
+- Every session holds a shared lock (`flock`) on its key's `.lock` file; entries of other keys
+  are swept only under an exclusive lock, so a process (of any trnprof version) never loses the
+  folder it reads. Only folders named like keys inside the real `derived/` are ever removed.
+- When the run folder cannot be written (read-only media, a shipped sample, a full disk, a
+  quota), or TRNPROF_CACHE=off, views are stored in the session's private temporary folder
+  instead and vanish with it; a failed write says so in one warning line.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import json
 import os
+import re
 import shutil
-import tempfile
+import sys
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from . import atomic
 from ._version import __version__
 from .schema import MANIFEST_FILE, PARTITIONED_TABLES, TABLE_COLUMNS
 
-FORMAT = 1
+FORMAT = 2  # 2: entries carry _checksums.json
 FOLDER = "derived"
 CACHE_ENV = "TRNPROF_CACHE"  # "off" disables the cache in the run folder
+CHECKSUMS = "_checksums.json"
+LOCK = ".lock"
+KEY_NAME = re.compile(r"^v\d+-[0-9a-f]{16}-[0-9a-f]{16}$")  # the only folders ever swept
+_LOCK_TRIES = 8
+
+
+def warn(message: str) -> None:
+    """One warning line on stderr."""
+    print(f"warning: {message}", file=sys.stderr)
 
 
 @lru_cache(maxsize=1)
@@ -51,12 +75,23 @@ def data_files(run_dir: Path) -> list[Path]:
 
 
 def run_fingerprint(run_dir: Path, files: list[Path]) -> str:
-    """Hash of the manifest and of each data file's name, size and modification time."""
+    """Hash of the manifest and of each data file's name, size, inode, modification and change
+    time (the change time cannot be set back by a user: a rewrite in place always changes it)."""
     digest = hashlib.sha256((run_dir / MANIFEST_FILE).read_bytes())
     for path in files:
         stat = path.stat()
-        digest.update(f"{path.relative_to(run_dir)}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+        digest.update(f"{path.relative_to(run_dir)}:{stat.st_size}:{stat.st_ino}:"
+                      f"{stat.st_mtime_ns}:{stat.st_ctime_ns}\n".encode())
     return digest.hexdigest()[:16]
+
+
+def is_real_folder(path: Path) -> bool:
+    """A folder that is not a symbolic link (nor reached through one at its last step)."""
+    return path.is_dir() and not path.is_symlink()
+
+
+def cache_disabled() -> bool:
+    return os.environ.get(CACHE_ENV, "").lower() in ("off", "0", "false", "no")
 
 
 def _alive(pid: int) -> bool:
@@ -73,57 +108,224 @@ def _remove_orphans(root: Path) -> None:
     """Remove the staging folders of processes that died before committing them."""
     for staging in root.glob(".*.tmp"):
         parts = staging.name.split(".")
-        if len(parts) >= 4 and parts[-3].isdigit() and not _alive(int(parts[-3])):
+        if len(parts) >= 4 and parts[-3].isdigit() and not _alive(int(parts[-3])) and is_real_folder(staging):
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def _lock(root: Path, mode: int) -> int:
+    """An open descriptor of `root/.lock` locked with `mode` (fcntl.LOCK_SH or LOCK_EX, maybe
+    | LOCK_NB). Retried when the file was removed between open and lock (a sweep won the race),
+    so the lock held is always the one on the file in place."""
+    for _ in range(_LOCK_TRIES):
+        fd = os.open(root / LOCK, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+        try:
+            fcntl.flock(fd, mode)
+            if os.fstat(fd).st_ino == os.stat(root / LOCK, follow_symlinks=False).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+        root.mkdir(exist_ok=True)
+    raise OSError(f"cannot lock {root / LOCK}")
+
+
+def sweep(folder: Path, keep: str | None = None) -> list[str]:
+    """Remove the entries of other keys than `keep` that no process holds; returns their names.
+    Only key-named real folders inside the real `folder` are touched."""
+    if not is_real_folder(folder):
+        return []
+    removed = []
+    for entry in sorted(folder.iterdir()):
+        if entry.name == keep or not KEY_NAME.match(entry.name) or not is_real_folder(entry):
+            continue
+        try:
+            fd = _lock(entry, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held by a reader (BlockingIOError), or not ours to lock
+            continue
+        try:
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry.name)
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _digest(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def entry_problem(folder: Path) -> str | None:
+    """What is wrong with a stored view's folder (None when whole): its parts against its
+    `_checksums.json`."""
+    if not is_real_folder(folder):
+        return "a symbolic link, not a folder trnprof wrote"
+    try:
+        listed = json.loads((folder / CHECKSUMS).read_text(encoding="utf-8"))["parts"]
+        found = {p.name for p in folder.iterdir() if p.name.endswith(".parquet")}
+        if not isinstance(listed, dict) or found != set(listed):
+            return "its parts differ from its checksum list"
+        for name, (size, digest) in listed.items():
+            part = folder / name
+            if part.is_symlink() or part.stat().st_size != size or _digest(part) != digest:
+                return f"{name} does not match its checksum"
+    except PermissionError:
+        raise  # not damaged: another user's entry this one cannot read
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return f"no valid checksum list ({type(exc).__name__})"
+    return None
+
+
+def entries(run_dir: Path):
+    """(key, view, folder) of every stored view in the run's real `derived/` folder."""
+    folder = run_dir / FOLDER
+    if not is_real_folder(folder):
+        return
+    for key in sorted(folder.iterdir()):
+        if KEY_NAME.match(key.name) and is_real_folder(key):
+            for view in sorted(key.iterdir()):
+                if not view.name.startswith(".") and (view.is_dir() or view.is_symlink()):
+                    yield key.name, view.name, view
 
 
 class Store:
     """The stored views of one attached run."""
 
     def __init__(self, run_dir: Path, files: list[Path], scratch: Path):
-        key = f"v{FORMAT}-{stdlib_fingerprint()}-{run_fingerprint(run_dir, files)}"
-        self.root = self._writable(run_dir / FOLDER, key) or scratch / f"derived-{key}"
+        self.run_dir = run_dir
+        self.key = f"v{FORMAT}-{stdlib_fingerprint()}-{run_fingerprint(run_dir, files)}"
+        self._scratch = scratch / f"derived-{self.key}"
+        self._fd: int | None = None
+        self._verified: set[str] = set()
+        self.root = self._in_run() or self._scratch
         self.root.mkdir(parents=True, exist_ok=True)
-        self.persistent = self.root.parent.parent == run_dir
-        _remove_orphans(self.root)
+        self.persistent = self.root != self._scratch
+        if self.persistent:
+            _remove_orphans(self.root)
 
-    @staticmethod
-    def _writable(folder: Path, key: str) -> Path | None:
-        """`folder/key` when the cache is on and the folder can be written, after removing
-        entries of other keys (an older stdlib or an earlier content of the run)."""
-        if os.environ.get(CACHE_ENV, "").lower() in ("off", "0", "false", "no"):
+    def _in_run(self) -> Path | None:
+        """`RUN/derived/KEY`, held, when the cache is on and can be written there (after sweeping
+        other keys' entries that no process holds)."""
+        folder = self.run_dir / FOLDER
+        if cache_disabled():
             return None
-        root = folder / key
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            if folder.is_symlink():
+                warn(f"{folder} is a symbolic link: trnprof does not follow it and works without the cache")
+            return None
+        root = folder / self.key
         try:
-            root.mkdir(parents=True, exist_ok=True)
-            probe = tempfile.NamedTemporaryFile(dir=root, prefix=".probe-")
-            probe.close()
+            folder.mkdir(exist_ok=True)
+            root.mkdir(exist_ok=True)
+            if not is_real_folder(root):
+                return None
+            self._fd = _lock(root, fcntl.LOCK_SH)
+            atomic.temp_folder(root, ".probe-").rmdir()
         except OSError:
+            self.release()
             return None
-        for stale in folder.glob("v*-*"):
-            if stale.name != key and stale.is_dir():
-                shutil.rmtree(stale, ignore_errors=True)
+        sweep(folder, keep=self.key)
         return root
 
+    def release(self) -> None:
+        """Let other processes sweep this entry (when the session closes)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self):
+        self.release()
+
+    def fall_back(self, reason: str) -> None:
+        """Store views in the session's scratch folder from now on (the run folder failed)."""
+        warn(f"cannot write the cache in {self.run_dir / FOLDER} ({reason}): computing without it")
+        self.release()
+        self.root, self.persistent = self._scratch, False
+        self.root.mkdir(parents=True, exist_ok=True)
+
     def files(self, view: str) -> str | None:
-        """Glob of the stored Parquet files of `view`, or None when it is not stored."""
+        """Glob of the stored Parquet files of `view`, or None when it is not stored. A stored
+        entry is verified before its first read; a bad one is removed (it is recomputed)."""
         folder = self.root / view
-        return str(folder / "*.parquet") if folder.is_dir() else None
+        if not is_real_folder(folder):
+            return None
+        if view not in self._verified:
+            try:
+                problem = entry_problem(folder)
+            except PermissionError as exc:
+                self.fall_back(f"{view}: {exc.strerror}")
+                return None
+            if problem:
+                warn(f"stored view {view} of {self.run_dir} is damaged ({problem}): removed, recomputing it")
+                shutil.rmtree(folder, ignore_errors=True)
+                return None
+            self._verified.add(view)
+        return str(folder / "*.parquet")
 
     def staging(self, view: str) -> Path:
         """A fresh folder to write `view`'s files into before `commit`."""
-        return Path(tempfile.mkdtemp(prefix=f".{view}.{os.getpid()}.", suffix=".tmp", dir=self.root))
+        return atomic.temp_folder(self.root, f".{view}.{os.getpid()}.")
 
     def commit(self, view: str, staging: Path) -> str:
-        """Move a complete staging folder into place; returns the stored files' glob. When
-        another process stored the view meanwhile, its entry is kept and ours dropped."""
+        """Record the parts' checksums and move a complete staging folder into place; returns
+        the stored files' glob. When another process stored the view meanwhile, its entry is
+        kept and ours dropped."""
+        try:
+            parts = {p.name: [p.stat().st_size, _digest(p)] for p in sorted(staging.glob("*.parquet"))}
+            (staging / CHECKSUMS).write_text(json.dumps({"parts": parts}), encoding="utf-8")
+        except OSError:  # a full disk: nothing half-written stays behind
+            self.discard(staging)
+            raise
         try:
             staging.rename(self.root / view)
+            self._verified.add(view)
         except OSError:
             shutil.rmtree(staging, ignore_errors=True)
-            if not (self.root / view).is_dir():
+            if not is_real_folder(self.root / view):
                 raise
         return self.files(view)
 
     def discard(self, staging: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _links(folder: Path):
+    """Symbolic links in the real `derived/` folder and in its key folders (never made by trnprof)."""
+    for entry in sorted(folder.iterdir()):
+        if entry.is_symlink():
+            yield entry
+        elif KEY_NAME.match(entry.name) and entry.is_dir():
+            yield from (view for view in sorted(entry.iterdir()) if view.is_symlink())
+
+
+def cache_problems(run_dir: Path) -> list[tuple[str, Path]]:
+    """What is wrong with the run's cache (`trnprof check`), each with the path to remove: a
+    symbolic link where trnprof keeps the cache, or a stored view whose parts fail their checksums."""
+    folder = run_dir / FOLDER
+    if folder.is_symlink():
+        return [(f"{FOLDER} is a symbolic link to {os.readlink(folder)} (trnprof does not use it)", folder)]
+    if not folder.is_dir():
+        return []
+    found = [(f"{entry.relative_to(run_dir)} is a symbolic link to {os.readlink(entry)}", entry)
+             for entry in _links(folder)]
+    for key, view, path in entries(run_dir):
+        if not key.startswith(f"v{FORMAT}-"):
+            continue  # an older format's entry: never read, swept on the next open
+        try:
+            problem = None if path.is_symlink() else entry_problem(path)
+        except PermissionError as exc:
+            problem = f"unreadable ({exc.strerror})"
+        if problem:
+            found.append((f"{FOLDER}/{key}/{view}: stored view damaged ({problem})", path))
+    return found
+
+
+def remove(path: Path) -> None:
+    """Remove a bad cache entry: a link itself (never what it points to), or a folder."""
+    if path.is_symlink() or not path.is_dir():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)

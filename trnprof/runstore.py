@@ -29,6 +29,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from .errors import TrnprofError
+from .integrity import problems_with_files
 from .manifest import read_manifest
 from .schema import EVENT_KINDS, MANIFEST_FILE, PARTITIONED_TABLES, TABLES
 
@@ -261,7 +262,12 @@ def recover(path: str | Path) -> list[str]:
                 olds.remove(old)
                 done.append(f"restored {path} from {old.name} (an interrupted --force commit)")
                 break
+    why_not_whole = _not_whole(path) if olds else None
     for leftover in olds:
+        if why_not_whole:
+            done.append(f"kept {leftover} ({why_not_whole}; this copy may hold the only data): to restore "
+                        f"it, move {path} aside and rename {leftover.name} to {path.name}")
+            continue
         shutil.rmtree(leftover, ignore_errors=True)
         done.append(f"removed {leftover.name} (a replaced run a finished commit left behind)")
     for tmp in path.parent.glob(".*.tmp-*"):
@@ -269,6 +275,17 @@ def recover(path: str | Path) -> list[str]:
             shutil.rmtree(tmp, ignore_errors=True)
             done.append(f"removed {tmp.name} (the temporary folder of a writer that died)")
     return done
+
+
+def _not_whole(path: Path) -> str | None:
+    """Why `path` is not a whole run (None when it is): only beside a whole run is an old copy
+    of it a leftover."""
+    try:
+        manifest = read_manifest(path, check_files=False)
+        problems = problems_with_files(path, manifest)
+    except (TrnprofError, OSError) as exc:
+        return f"{path} is not a whole run: {exc}"
+    return f"{path} is damaged: {'; '.join(problems)}" if problems else None
 
 
 def _owner_alive(folder: Path, marker: str) -> bool:

@@ -141,6 +141,14 @@ def connect(threads: int | None = None, memory_limit: str | None = None) -> duck
     return con
 
 
+def close(con: duckdb.DuckDBPyConnection) -> None:
+    """Close a session: release its runs' cache entries (others may sweep them) and DuckDB."""
+    state = _SESSIONS.get(con)
+    for attached in (state.runs.values() if state else ()):
+        attached.store.release()
+    con.close()
+
+
 def materialize(con: duckdb.DuckDBPyConnection, names=MATERIALIZABLE, schema: str = "main") -> None:
     """Compute the stdlib views `names` of `schema` (and the views they read) once and store
     them, so later queries read stored rows (idempotent). Views as large as the events

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 def duration(seconds: float | None) -> str:
     """A duration in the unit that reads best: '1.234 s', '12.30 ms', '45.0 µs'."""
@@ -53,14 +55,61 @@ def compact(values) -> str:
     return ", ".join(parts)
 
 
-def _cell(value) -> str:
+# Control characters a name may carry into a terminal: C0 but tab and newline, DEL, C1 (ESC
+# starts clear-screen and OSC 8 hyperlink sequences; a lone CR overwrites the line) and the
+# bidirectional overrides that reorder what is shown.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# Markdown (CommonMark / GitHub) syntax, backslash-escaped so a name renders as the text it is,
+# never as a link, image, emphasis, code span, strikethrough or table column; a line-start
+# marker (heading, list, quote) and a bare URL's "://" or "www." too. HTML becomes entities.
+_MARKDOWN = re.compile(r"([\\`*_\[\]|~])")
+_LINE_START = re.compile(r"^(\d*)([.)](?=\s|$)|(?<!\d)[#+=-])")
+_AUTOLINK = re.compile(r"(?i)(?<=[a-z])(:)(?=//)|(?<=www)(\.)")
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def terminal(text: str) -> str:
+    """`text` safe to print: control characters (other than tab and newline) shown as escapes."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
+
+
+def markdown_text(value) -> str:
+    """A value as inline Markdown text: one line (CR, LF and other whitespace runs become one
+    space, other control characters escapes), HTML and Markdown syntax escaped."""
+    text = terminal(" ".join(str(value).split()))
+    text = _MARKDOWN.sub(r"\\\1", text)
+    text = _AUTOLINK.sub(lambda m: "\\" + m.group(), text)
+    text = "".join(_HTML.get(char, char) for char in text)
+    return _LINE_START.sub(r"\1\\\2", text)
+
+
+def _cell(value, escape) -> str:
     if isinstance(value, float):
         value = f"{value:.4g}"
-    return " ".join(str(value).split()).replace("|", "\\|")
+    return markdown_text(value) if escape else " ".join(str(value).split()).replace("|", "\\|")
 
 
-def markdown_table(rows, head) -> list[str]:
-    """Lines of a Markdown table: `rows` are sequences in the order of `head`."""
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+def markdown_table(rows, head, *, markdown: bool = False) -> list[str]:
+    """Lines of a Markdown table: `rows` are sequences in the order of `head`. Cells are data,
+    escaped (`markdown_text`); `markdown=True` keeps their Markdown (docs written by trnprof
+    from its own code, never values from a run)."""
+    escape = not markdown
+    lines = ["| " + " | ".join(_cell(h, escape) for h in head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(_cell(c, escape) for c in row) + " |" for row in rows]
     return lines
+
+
+BRIEF = 60  # characters of a user's value quoted in an error message
+
+
+def brief(value, limit: int = BRIEF) -> str:
+    """A user's value for an error message, bounded whatever its size: a short repr, or its
+    type and size (never a repr of a whole, perhaps huge, structure)."""
+    if isinstance(value, (dict, list, tuple, set)):
+        return f"a {type(value).__name__} of {len(value):,} item(s)"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"an integer of {value.bit_length():,} bits"
+    if isinstance(value, str) and len(value) > limit:
+        return repr(value[:limit]) + f"... ({len(value):,} characters)"
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,13 +1,19 @@
 """The one YAML reader: safe loading with YAML 1.2 numbers (PyYAML follows YAML 1.1, which reads
-`1e7` or `95.0e12` as strings, where authors of rules, configs and presets mean floats)."""
+`1e7` or `95.0e12` as strings, where authors of rules, configs and presets mean floats), a bound
+on what aliases expand to (a "billion laughs" file is one error, not exhausted memory), and
+files decoded as UTF-8 with a one-line error."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import yaml
 
+from .errors import TrnprofError
+
 YAMLError = yaml.YAMLError
+MAX_NODES = 100_000  # values in a document with every alias expanded: far above any config or rule
 
 
 class Loader(yaml.SafeLoader):
@@ -24,12 +30,69 @@ Loader.add_implicit_resolver(
     list("-+0123456789."))
 
 
+class ExpansionError(yaml.YAMLError):
+    """A document whose aliases expand beyond MAX_NODES values."""
+
+    def __init__(self, nodes: int):
+        super().__init__()
+        self.problem = (f"its aliases (*name) expand to more than {MAX_NODES:,} values "
+                        f"({nodes:,} counted so far); write the values out or use fewer aliases")
+
+    def __str__(self) -> str:
+        return self.problem
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
+    """Values under `node` with every alias expanded, counted on the node graph (each shared
+    node once, so this is linear in the file however far it would expand)."""
+    known = sizes.get(id(node))
+    if known is not None:
+        return known
+    sizes[id(node)] = 1  # a recursive alias counts once
+    if isinstance(node, yaml.SequenceNode):
+        size = 1 + sum(_expanded_size(child, sizes) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        size = 1 + sum(_expanded_size(k, sizes) + _expanded_size(v, sizes) for k, v in node.value)
+    else:
+        size = 1
+    sizes[id(node)] = min(size, MAX_NODES + 1)
+    return sizes[id(node)]
+
+
 def load(text: str):
-    return yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader subclass
+    loader = Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        size = _expanded_size(node, {})
+        if size > MAX_NODES:
+            raise ExpansionError(size)
+        try:
+            return loader.construct_document(node)
+        except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a value cannot be read ({str(exc).split(':')[0][:100]})", node.start_mark) from None
+    finally:
+        loader.dispose()
+
+
+def read_text(path: str | Path, what: str) -> str:
+    """A text file as UTF-8; unreadable or not UTF-8 is one error naming `what` and the path."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise TrnprofError(f"cannot read {what} {path}: {exc.strerror or type(exc).__name__}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TrnprofError(f"{what} {path}: byte {exc.start}: not UTF-8 text (save it as UTF-8)") from None
 
 
 def describe_error(exc: yaml.YAMLError) -> str:
     """A YAML syntax error in one line: where and what."""
     mark = getattr(exc, "problem_mark", None)
     where = f"line {mark.line + 1}" if mark else "file"
-    return f"{where}: not valid YAML: {getattr(exc, 'problem', None) or exc} (check indentation and quoting)"
+    problem = str(getattr(exc, "problem", None) or exc).splitlines()[0][:200]
+    return f"{where}: not valid YAML: {problem} (check indentation and quoting)"

@@ -150,6 +150,9 @@ class Collected:
         manifest["world_size"] = len(self.ranks)
         manifest["job"] = self.job
         manifest["ingest"] = {"files": self.files, "totals": self.totals()}
+        truncated = sum(f.get("truncated_args", 0) for f in self.files)
+        if truncated:  # events kept, their args over limits.MAX_ARGS_BYTES replaced by their size
+            manifest["ingest"]["truncated_args"] = truncated
 
     def totals(self) -> dict:
         totals = {"source_entries": 0, "events": 0, "counters": 0, "flows": 0, "meta": 0, "quarantine": 0}
@@ -165,4 +168,5 @@ class Collected:
             for reason, n in f.get("quarantine_reasons", {}).items():
                 reasons[reason] = reasons.get(reason, 0) + n
         return {"run": str(out), "files": len(self.files), "events": self.events, "counters": self.counters,
-                "quarantined": sum(reasons.values()), "quarantine_reasons": reasons, "ranks": len(self.ranks)}
+                "quarantined": sum(reasons.values()), "quarantine_reasons": reasons, "ranks": len(self.ranks),
+                "truncated_args": sum(f.get("truncated_args", 0) for f in self.files)}

@@ -32,3 +32,28 @@ def finite_number(value) -> float | None:
     except OverflowError:
         return None
     return number if number == number and abs(number) != float("inf") else None
+
+
+# Largest `args` object in the real test traces (tests/data/kineto): 6,720 bytes of JSON. An
+# event's args beyond 64 KiB are not metadata but a corrupt or hostile entry: they are replaced
+# by {"trnprof_truncated_bytes": N} (the event itself is kept), counted and reported, so every
+# value a run holds stays small enough to read within the default memory budget (a single
+# 200 MB string made DuckDB run out of memory on every command).
+MAX_ARGS_BYTES = 1 << 16
+# Source JSON kept per quarantined entry (the `event` column of ingest/quarantine).
+MAX_QUARANTINED_BYTES = 1 << 16
+
+
+def truncated_args(size: int) -> bytes:
+    """What replaces an `args` object of `size` bytes over MAX_ARGS_BYTES."""
+    return b'{"trnprof_truncated_bytes":%d}' % size
+
+
+def bounded_source(text: str | None) -> str | None:
+    """A quarantined entry's source JSON, cut at MAX_QUARANTINED_BYTES (then no longer JSON)."""
+    if text is None or len(text) <= MAX_QUARANTINED_BYTES // 4:
+        return text
+    data = text.encode("utf-8")
+    if len(data) <= MAX_QUARANTINED_BYTES:
+        return text
+    return data[:MAX_QUARANTINED_BYTES].decode("utf-8", "ignore") + f"... (truncated: {len(data):,} bytes)"

@@ -8,6 +8,8 @@ import json
 
 import pyarrow as pa
 
+from .limits import bounded_source
+
 FLOWS = pa.schema([("rank", pa.int32()), ("ph", pa.string()), ("cat", pa.string()), ("name", pa.string()),
                    ("id", pa.string()), ("bp", pa.string()), ("ts", pa.int64()), ("pid", pa.string()),
                    ("tid", pa.string()), ("args", pa.string())])
@@ -21,6 +23,7 @@ def quarantine_table(rows: list[tuple], rank: int | None, source: str) -> pa.Tab
     """rows: (index, reason, detail, event JSON text)."""
     n = len(rows)
     columns = list(zip(*rows)) if rows else [[], [], [], []]
+    columns[3] = [bounded_source(text) for text in columns[3]]
     return pa.table({"rank": pa.array([rank] * n, pa.int32()), "source": pa.array([source] * n, pa.string()),
                      "index": pa.array(columns[0], pa.int64()), "reason": pa.array(columns[1], pa.string()),
                      "detail": pa.array(columns[2], pa.string()), "event": pa.array(columns[3], pa.string())},

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from trnprof.collectors.ingest.limits import MAX_ARGS_BYTES, truncated_args
 from trnprof.errors import TrnprofError
 
 from .classify import COMM_KERNEL, matches
@@ -59,6 +60,7 @@ class Staged:
     flows: pa.Table                                  # idx, id (JSON text), bp
     originals: dict[int, bytes] = field(default_factory=dict)   # idx -> source JSON
     bad: list[tuple[int, str, bytes]] = field(default_factory=list)  # (idx, error, source JSON)
+    truncated_args: int = 0  # args over limits.MAX_ARGS_BYTES, replaced by their size
 
 
 def json_texts(values: list) -> pa.Array:
@@ -112,7 +114,7 @@ def _extra_tails(events: list, rows: set[int], extras: dict[int, dict]) -> dict[
 
 
 def _compose_args(events: list, cats: pa.Array, pids: pa.Array, tids: pa.Array,
-                  rare: set[int], extras: dict[int, dict], skip: np.ndarray) -> pa.Array:
+                  rare: set[int], extras: dict[int, dict], skip: np.ndarray) -> tuple[pa.Array, int]:
     """`{"cat":..,"pid":..,"tid":..,"args":{...source args verbatim...}}` per row (null where
     `skip`), plus `"extra":{...}` for the `rare` rows and those with `extras`. The head is built
     once per distinct (cat, pid, tid); rows are laid out straight into one Arrow buffer."""
@@ -134,6 +136,9 @@ def _compose_args(events: list, cats: pa.Array, pids: pa.Array, tids: pa.Array,
                       + ',"tid":' + tid_values[t] + ',"args":').encode())
     head_list = [heads[i] for i in inverse.tolist()]
     raw = [e.args or _EMPTY_OBJECT for e in events]
+    oversize = [i for i, text in enumerate(raw) if len(text) > MAX_ARGS_BYTES]
+    for i in oversize:
+        raw[i] = truncated_args(len(raw[i]))
     tail = [b"}"] * n
     for i in np.flatnonzero(skip).tolist():
         raw[i] = tail[i] = b""
@@ -150,7 +155,7 @@ def _compose_args(events: list, cats: pa.Array, pids: pa.Array, tids: pa.Array,
         composed.validate(full=True)
     except pa.ArrowInvalid:
         raise TrnprofError("an event's args are not valid UTF-8 text (JSON traces must be UTF-8)") from None
-    return composed.cast(pa.string())
+    return composed.cast(pa.string()), len(oversize)
 
 
 def _positions(mask) -> np.ndarray:
@@ -195,7 +200,7 @@ def _stage(chunk: Chunk) -> Staged | None:
     pid = json_texts([e.pid for e in events])
     tid = json_texts([e.tid for e in events])
     flow_mask = np.isin(ph_np, FLOW_PHASES)
-    args = _args_column(events, cat, pid, tid, ph_np, extras, flow_mask)
+    args, truncated = _args_column(events, cat, pid, tid, ph_np, extras, flow_mask)
     rows = pa.Table.from_arrays([pa.array(idx), ph, cat, name, pid, tid, ts[0], dur[0], ts[1], dur[1], args],
                                 schema=STAGED_SCHEMA)
     sources = {keep_position: raw_json for keep_position, raw_json in _sources(chunk, keep).items()}
@@ -203,12 +208,12 @@ def _stage(chunk: Chunk) -> Staged | None:
                  for i in _positions(_suspicious(ph, name, ts[1], dur[1]))}
     flows = np.flatnonzero(flow_mask)
     return Staged(rows, _select_args(events, idx, cat, name), _flow_ids(idx[flows], [events[i] for i in flows]),
-                  originals, bad)
+                  originals, bad, truncated)
 
 
-def _args_column(events: list, cat, pid, tid, ph_np, extras: dict, flow_mask: np.ndarray) -> pa.Array:
+def _args_column(events: list, cat, pid, tid, ph_np, extras: dict, flow_mask: np.ndarray) -> tuple[pa.Array, int]:
     """The composed `args` of every row but plain flow arrows (no args, no extra fields: their
-    `id`/`bp` go to the flows table), which stay null."""
+    `id`/`bp` go to the flows table), which stay null; and how many args were truncated."""
     plain_flows = flow_mask.copy()
     carrying = [i for i in np.flatnonzero(flow_mask).tolist() if events[i].args] + \
         [i for i in extras if flow_mask[i]]

@@ -60,6 +60,7 @@ class TraceFile:
         self._lanes: dict = {}
         self._export = None
         self._entries = 0
+        self._truncated_args = 0  # events whose args were over limits.MAX_ARGS_BYTES
         try:
             self._settle(self._read(progress), rank_option)
         except BaseException:
@@ -139,6 +140,7 @@ class TraceFile:
     def _chunk(self, staged: Staged) -> None:
         rows = staged.rows
         self._entries += rows.num_rows + len(staged.bad)
+        self._truncated_args += staged.truncated_args
         code = reason_codes(rows)
         dest, memory = destinations(rows, code)
         ranks = self._row_ranks(rows)
@@ -289,6 +291,8 @@ class TraceFile:
         reasons = Counter(r[1] for r in self._quarantine)
         self.counts = {"source_entries": self._entries, "to": totals, "counter_rows": self.counters.num_rows,
                        "by_source": nested, "quarantine_reasons": dict(sorted(reasons.items()))}
+        if self._truncated_args:
+            self.counts["truncated_args"] = self._truncated_args
         if self.facts.refused_payloads:  # kept as events, without bytes: see collectives.py
             self.counts["ignored_args"] = {"collective_payload": self.facts.refused_payloads}
 

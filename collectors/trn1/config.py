@@ -18,13 +18,17 @@ from pathlib import Path
 from typing import Annotated, Literal, Union
 
 import msgspec
-import yaml
 
+from trnprof import yamlio
 from trnprof.errors import TrnprofError
+from trnprof.textfmt import brief
 
-PosInt = Annotated[int, msgspec.Meta(ge=1)]
-NonNegInt = Annotated[int, msgspec.Meta(ge=0)]
-NonNegFloat = Annotated[float, msgspec.Meta(ge=0)]
+# Every number has a finite range (docs/whatif.md, "Value ranges"): far beyond any real job,
+# small enough that no derived quantity overflows or allocates without bound.
+PosInt = Annotated[int, msgspec.Meta(ge=1, le=1 << 20)]
+NonNegInt = Annotated[int, msgspec.Meta(ge=0, le=1 << 20)]
+NonNegFloat = Annotated[float, msgspec.Meta(ge=0, le=1e6)]
+Factor = Annotated[float, msgspec.Meta(ge=1, le=1000)]  # a fault's slowdown
 
 
 class _Section(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -39,15 +43,15 @@ class Cluster(_Section):
 class ModelSpec(_Section):
     preset: str | None = None
     kind: Literal["decoder", "encoder", "vit"] | None = None
-    layers: PosInt | None = None
-    hidden: PosInt | None = None
-    heads: PosInt | None = None
-    kv_heads: PosInt | None = None
+    layers: Annotated[int, msgspec.Meta(ge=1, le=1024)] | None = None
+    hidden: Annotated[int, msgspec.Meta(ge=1, le=131_072)] | None = None
+    heads: Annotated[int, msgspec.Meta(ge=1, le=1024)] | None = None
+    kv_heads: Annotated[int, msgspec.Meta(ge=1, le=1024)] | None = None
     ffn_hidden: PosInt | None = None
     vocab: PosInt | None = None
     seq_len: PosInt | None = None
-    image_size: PosInt | None = None
-    patch_size: PosInt | None = None
+    image_size: Annotated[int, msgspec.Meta(ge=1, le=16_384)] | None = None
+    patch_size: Annotated[int, msgspec.Meta(ge=1, le=1024)] | None = None
     classes: PosInt | None = None
     mlp: Literal["gelu", "swiglu"] | None = None
     tie_embeddings: bool | None = None
@@ -59,15 +63,15 @@ class ModelSpec(_Section):
 
 
 class Parallel(_Section):
-    tp: PosInt = 1
-    pp: PosInt = 1
+    tp: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 1
+    pp: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 1
     sequence_parallel: bool = True
     zero1: bool = False
     microbatches: Union[PosInt, Literal["auto"]] = "auto"
 
 
 class Batch(_Section):
-    global_: PosInt = msgspec.field(name="global", default=32)
+    global_: Annotated[int, msgspec.Meta(ge=1, le=65_536)] = msgspec.field(name="global", default=32)
     micro: PosInt = 1
 
 
@@ -91,24 +95,24 @@ class Memory(_Section):
 
 
 class Input(_Section):
-    workers: NonNegInt = 4
+    workers: Annotated[int, msgspec.Meta(ge=0, le=1024)] = 4
     # host CPU time to produce one sample; unset: 1 ms for text, image decode + augment for ViT
     per_sample_ms: NonNegFloat | None = None
-    prefetch: PosInt = 2
+    prefetch: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 2
 
 
 class Comm(_Section):
     overlap_dp: bool = True
-    bucket_mb: Annotated[float, msgspec.Meta(gt=0)] = 50.0
+    bucket_mb: Annotated[float, msgspec.Meta(ge=0.001, le=65_536)] = 50.0
 
 
 class Run(_Section):
     steps: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 10
-    seed: NonNegInt = 0
+    seed: Annotated[int, msgspec.Meta(ge=0, le=(1 << 32) - 1)] = 0
     noise: Annotated[float, msgspec.Meta(ge=0, le=0.2)] = 0.01
 
 
-Fraction = Annotated[float, msgspec.Meta(gt=0, le=1)]
+Fraction = Annotated[float, msgspec.Meta(ge=0.01, le=1)]
 
 
 class Calibration(_Section):
@@ -125,16 +129,16 @@ class _Fault(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, tag_field
 
 class Straggler(_Fault, tag="straggler"):
     rank: NonNegInt
-    slowdown: Annotated[float, msgspec.Meta(ge=1)] = 1.3
+    slowdown: Factor = 1.3
 
 
 class SlowLoader(_Fault, tag="slow_loader"):
-    factor: Annotated[float, msgspec.Meta(ge=1)] = 8.0
+    factor: Factor = 8.0
 
 
 class SlowLink(_Fault, tag="slow_link"):
     node: NonNegInt
-    factor: Annotated[float, msgspec.Meta(ge=1)] = 4.0
+    factor: Factor = 4.0
 
 
 class Recompile(_Fault, tag="recompile"):
@@ -142,7 +146,7 @@ class Recompile(_Fault, tag="recompile"):
 
 
 class MemoryLeak(_Fault, tag="memory_leak"):
-    bytes_per_step: NonNegFloat = 2.0e9
+    bytes_per_step: Annotated[float, msgspec.Meta(ge=0, le=1e15)] = 2.0e9
 
 
 class NoOverlap(_Fault, tag="no_overlap"):
@@ -150,7 +154,7 @@ class NoOverlap(_Fault, tag="no_overlap"):
 
 
 class SlowHost(_Fault, tag="slow_host"):
-    factor: Annotated[float, msgspec.Meta(ge=1)] = 4.0
+    factor: Factor = 4.0
 
 
 Fault = Union[Straggler, SlowLoader, SlowLink, Recompile, MemoryLeak, NoOverlap, SlowHost]
@@ -174,7 +178,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 def _preset_file(name: str) -> dict:
     text = (resources.files("trnprof.collectors.trn1") / "presets" / name).read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return yamlio.load(text)
 
 
 @lru_cache(maxsize=None)
@@ -199,7 +203,7 @@ def preset_config(name: str) -> dict:
         config = copy.deepcopy(model_presets()[name].get("job", {}))
         config["model"] = {"preset": name}
         return config
-    raise TrnprofError(f"unknown preset {name!r}; job presets: {', '.join(sorted(job_presets()))}; "
+    raise TrnprofError(f"unknown preset {brief(name)}; job presets: {', '.join(sorted(job_presets()))}; "
                        f"model presets: {', '.join(sorted(model_presets()))}")
 
 
@@ -233,11 +237,11 @@ def parse_override(text: str) -> dict:
     key, sep, raw = text.partition("=")
     key = key.strip()
     if not sep or not re.fullmatch(r"[A-Za-z_][\w.-]*", key) or ".." in key or key.endswith("."):
-        raise TrnprofError(f"--set {text!r}: expected dotted.key=value, e.g. cluster.nodes=32")
+        raise TrnprofError(f"--set {brief(text)}: expected dotted.key=value, e.g. cluster.nodes=32")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
-    except yaml.YAMLError as exc:
-        raise TrnprofError(f"--set {key}: value {raw!r} is not valid YAML: {str(exc).splitlines()[0]}") from None
+        value = yamlio.load(raw) if raw.strip() else None
+    except yamlio.YAMLError as exc:
+        raise TrnprofError(f"--set {key}: value {brief(raw)} is {yamlio.describe_error(exc)}") from None
     for part in reversed(key.split(".")):
         value = {part: value}
     return value
@@ -246,11 +250,9 @@ def parse_override(text: str) -> dict:
 def read_config_file(path: str | Path) -> dict:
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise TrnprofError(f"cannot read config {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise TrnprofError(f"config {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+        data = yamlio.load(yamlio.read_text(path, "config"))
+    except yamlio.YAMLError as exc:
+        raise TrnprofError(f"config {path} is not valid YAML: {str(exc).splitlines()[0][:200]}") from None
     return _normalise(data, str(path))
 
 
@@ -298,17 +300,17 @@ def _explain(message: str, mapping: dict) -> str:
         typ = _type_at(path, mapping)
         key = _dotted(path + [unknown.group(1)])
         allowed = ", ".join(_field_names(typ)) if typ is not None else ""
-        return f"config: unknown key {key!r}; allowed keys here: {allowed}"
+        return f"config: unknown key {brief(key)}; allowed keys here: {allowed}"
     missing = re.match(r"Object missing required field `(.+)`", problem)
     if missing:
         return f"config {_dotted(path + [missing.group(1)])}: required key is missing"
     key = _dotted(path) or "(top level)"
     if path and path[-1] == "kind" and len(path) >= 2 and path[0] == "faults":
-        return f"config {key}: {_value_at(path, mapping)!r} is not a fault kind; allowed: {', '.join(_fault_kinds())}"
+        return f"config {key}: {brief(_value_at(path, mapping))} is not a fault kind; allowed: {', '.join(_fault_kinds())}"
     typ = _type_at(path[:-1], mapping)
     allowed = _describe(_field_type(typ, path[-1])) if typ is not None and path else None
     got = _value_at(path, mapping)
-    text = f"config {key}: invalid value {got!r}"
+    text = f"config {key}: invalid value {brief(got)}"
     return f"{text}; allowed: {allowed}" if allowed else f"{text} ({problem})"
 
 

@@ -16,6 +16,7 @@ import duckdb
 
 from .._version import __version__
 from ..errors import TrnprofError, first_line
+from ..textfmt import terminal
 
 EXIT_USAGE = 2
 
@@ -35,7 +36,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except TrnprofError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {terminal(exc)}", err=True)
             sys.exit(EXIT_USAGE)
         except duckdb.Error as exc:  # unreadable run data met in the middle of a query
             click.echo(f"error: reading the run failed: {first_line(exc)}", err=True)

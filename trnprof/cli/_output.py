@@ -6,6 +6,7 @@ import click
 import pandas as pd
 
 from ..jsonplain import plain, to_json
+from ..textfmt import terminal
 
 
 def frame_records(frame: pd.DataFrame) -> list[dict]:
@@ -22,6 +23,6 @@ def echo_frame(frame: pd.DataFrame, fmt: str, *, max_rows: int | None = None) ->
             click.echo("(no rows)" if len(frame.columns) else "(no result)")
             return
         shown = frame if max_rows is None or len(frame) <= max_rows else frame.head(max_rows)
-        click.echo(shown.to_string(index=False, na_rep="null"))
+        click.echo(terminal(shown.to_string(index=False, na_rep="null")))
         if len(shown) < len(frame):
             click.echo(f"... {len(frame) - len(shown)} more rows (use --format csv for all)")

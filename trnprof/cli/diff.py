@@ -24,12 +24,12 @@ EXIT_TRIPPED = 1
 EXIT_ERROR = 2
 
 
-def _check_gateable(document: dict, gates: tuple[str, ...]) -> None:
+def _check_gateable(document: dict, gates: tuple[str, ...], force: bool) -> None:
     if not gates:
         return
-    if not document["comparable"]:
+    if not document["comparable"] and not force:
         raise TrnprofError("the runs are not comparable (" + "; ".join(document["reasons"])
-                           + "), so --fail-if cannot judge them")
+                           + "), so --fail-if cannot judge them (--force gates them anyway)")
     errors = document["findings"]["errors"]
     failed = [e["name"] for side in ("base", "new") for e in errors[side]]
     if failed and any(parse_gate(g).metric == "new_findings" for g in gates):
@@ -49,21 +49,22 @@ def _check_gateable(document: dict, gates: tuple[str, ...]) -> None:
               show_default=True, help="Significance level of the Mann-Whitney test over steady-state steps.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
               help="Ops listed as top regressions and improvements.")
+@click.option("--force", is_flag=True, help="Evaluate --fail-if gates even when the runs are not comparable.")
 @options.config("Rules config (YAML) for the findings of both runs, and the engine settings.")
 @options.threads
 @options.engine
-def command(base, new, fmt, gates, strict, alpha, top, config, threads):
+def command(base, new, fmt, gates, strict, alpha, top, force, config, threads):
     """Compare run NEW against run BASE: step time, throughput and MFU with their significance
     over steady-state steps, the step breakdown, top regressions by op, collectives, memory, and
     findings new and resolved.
 
     Exit codes: 0 no gate tripped, 1 a --fail-if gate tripped, 2 usage or input error (also
-    when gates are given and the runs are not comparable)."""
+    when gates are given and the runs are not comparable, unless --force)."""
     for gate in gates:
         parse_gate(gate)  # a bad expression or config fails before any work
     options = {"config": read_config(config)} if config else None
     document = diff(base, new, alpha=alpha, top=top, threads=threads, analyze_options=options)
-    _check_gateable(document, gates)
+    _check_gateable(document, gates, force)
     results = evaluate_gates(gates, document, strict=strict)
     if fmt == "json":
         click.echo(to_json({**document, "gates": results, "strict": strict}))

@@ -6,7 +6,7 @@ import click
 
 from ..api import open_run
 from ..jsonplain import to_json
-from ..textfmt import duration
+from ..textfmt import duration, terminal
 from . import _options as options
 
 
@@ -43,4 +43,4 @@ def command(run, fmt):
     """Summarise RUN: world size, steps, step time, throughput, counts, time span."""
     with open_run(run) as opened:
         info = opened.info()
-    click.echo(to_json(info) if fmt == "json" else format_info(info))
+    click.echo(to_json(info) if fmt == "json" else terminal(format_info(info)))

@@ -38,6 +38,8 @@ def command(paths, out, fmt, rank, force):
         summary = ingest(paths, out, fmt=fmt, rank=rank, force=force, inputs=inputs)
     reasons = summary["quarantine_reasons"]
     why = f" ({', '.join(f'{n:,} {r}' for r, n in sorted(reasons.items()))})" if reasons else ""
+    if summary.get("truncated_args"):
+        why += f", {summary['truncated_args']:,} oversized args truncated"
     click.echo(f"{summary['run']}: {summary['events']:,} events, {summary['counters']:,} counters, "
                f"{summary['quarantined']:,} quarantined{why}, {summary['ranks']} rank(s) "
                f"from {summary['files']} input(s)")

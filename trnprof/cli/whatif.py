@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from .. import atomic
 from ..errors import TrnprofError
 from ..jsonplain import to_json
 from ..whatif import whatif
@@ -17,16 +18,15 @@ from . import _options as options
 
 
 def _check_output(out: str | None) -> None:
+    if out and Path(out).is_dir():
+        raise TrnprofError(f"cannot write {out}: it is a folder (give a file name)")
     if out and not Path(out).parent.is_dir():
         raise TrnprofError(f"cannot write {out}: folder {Path(out).parent} does not exist")
 
 
 def _write(text: str, out: str) -> None:
     """Write `text` to `out` whole or not at all (a temporary sibling renamed into place)."""
-    path = Path(out)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text + "\n", encoding="utf-8")
-    tmp.replace(path)
+    atomic.write_text(out, text + "\n")
 
 
 @click.command("whatif")

@@ -19,6 +19,7 @@ def check(base: Side, new: Side) -> dict:
         b, n = base.job.get(key), new.job.get(key)
         if b is not None and n is not None and b != n:
             reasons.append(f"different {key}: {b} vs {n}")
+    reasons += _unknown_model(base, new)
     if not len(base.step_times) or not len(new.step_times):
         empty = [label for label, side in (("base", base), ("new", new)) if not len(side.step_times)]
         reasons.append(f"no steady-state steps in the {' and '.join(empty)} run (no step events)")
@@ -33,3 +34,17 @@ def check(base: Side, new: Side) -> dict:
     if collectors[0] != collectors[1]:
         notes.append(f"different sources: {collectors[0]} vs {collectors[1]}")
     return {"comparable": not reasons, "reasons": reasons, "notes": notes}
+
+
+def _unknown_model(base: Side, new: Side) -> list[str]:
+    """A run that records no model (an ingested trace without a description) cannot be shown to
+    be the same job as one that does: nothing says they train the same thing."""
+    models = {"base": base.job.get("model"), "new": new.job.get("model")}
+    unknown = [label for label, model in models.items() if model is None]
+    if len(unknown) != 1:
+        return []
+    known = "new" if unknown == ["base"] else "base"
+    side = base if unknown == ["base"] else new
+    source = side.manifest.get("source", {}).get("collector") or "an unknown source"
+    return [f"the {unknown[0]} run ({source}) records no model, the {known} run is {models[known]}: "
+            "nothing shows they are the same job"]

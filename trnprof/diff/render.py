@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..textfmt import markdown_text, terminal
 from . import tables
 
 
@@ -45,11 +46,16 @@ def to_text(document: dict, gates: list[dict] | None = None) -> str:
         lines += ["", title + ":"] + _text_table(rows)
     if gates:
         lines += ["", "gates:"] + ["  " + _gate_line(g) for g in gates]
-    return "\n".join(lines)
+    return terminal("\n".join(lines))
 
 
 def _cell(value) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    return markdown_text(value)
+
+
+def _code(value) -> str:
+    """A code span that no value can close early (its backticks become quotes; one line)."""
+    return "`" + terminal(" ".join(str(value).split())).replace("`", "'").replace("|", "\\|") + "`"
 
 
 def _md_table(rows: list[dict]) -> list[str]:
@@ -64,11 +70,11 @@ def to_markdown(document: dict, gates: list[dict] | None = None) -> str:
     step = document["step_time"]
     head = f"**Step time {tables.percent(step['change'])}** ({tables.verdict(step)})"
     if document["findings"]["new"]:
-        head += f", new findings: {', '.join('`' + n + '`' for n in document['findings']['new'])}"
+        head += f", new findings: {', '.join(_code(n) for n in document['findings']['new'])}"
     lines = ["## trnprof diff", "", head + ".", ""] + [f"- {_cell(line)}" for line in _summary(document)]
     if gates:
         lines += ["", "| gate | result | value |", "|---|---|---|"]
-        lines += [f"| `{_cell(g['gate'])}` | {'**tripped**' if g['tripped'] else 'passed'} | "
+        lines += [f"| {_code(g['gate'])} | {'**tripped**' if g['tripped'] else 'passed'} | "
                   f"{_cell(_gate_line(g).split('value ', 1)[1])} |" for g in gates]
     for title, rows in tables.sections(document):
         lines += ["", f"### {title}", ""] + _md_table(rows)

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import atomic
 from .._version import __version__
 from ..api import open_run
 from ..errors import TrnprofError
@@ -131,21 +132,16 @@ def export_chrome(run_path, out: str | Path, *, force: bool = False) -> dict:
         raise TrnprofError(f"output exists: {out} (choose another path or pass --force to replace it)")
     if out.suffix not in (".json", ".gz"):
         raise TrnprofError(f"output {out}: name it .json or .json.gz")
-    tmp = out.parent / f".{out.name}.tmp"
     counts = {"events": 0, "counters": 0, "skipped_counters": 0, "ranks": 0}
-    try:
-        with open_run(run_path) as run:
-            opener = gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6) if out.suffix == ".gz" \
-                else tmp.open("w", encoding="utf-8")
-            with opener as handle:
-                handle.write('{"otherData":' + json.dumps(_other_data(run), default=str) +
-                             ',"displayTimeUnit":"ns","traceEvents":[')
-                writer = _Writer(handle)
-                _write_body(run, writer, counts)
-                handle.write("\n]}\n")
-        tmp.replace(out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with open_run(run_path) as run, atomic.replacing(out) as tmp:
+        opener = gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6) if out.suffix == ".gz" \
+            else tmp.open("w", encoding="utf-8")
+        with opener as handle:
+            handle.write('{"otherData":' + json.dumps(_other_data(run), default=str) +
+                         ',"displayTimeUnit":"ns","traceEvents":[')
+            writer = _Writer(handle)
+            _write_body(run, writer, counts)
+            handle.write("\n]}\n")
     return counts
 
 

@@ -4,12 +4,11 @@ atomically (a temporary sibling renamed into place) and optionally export the ch
 from __future__ import annotations
 
 import datetime as dt
-import os
-import tempfile
 from pathlib import Path
 
 import altair as alt
 
+from .. import atomic
 from .._version import __version__
 from ..api import open_run
 from ..errors import TrnprofError
@@ -46,21 +45,6 @@ def _check_output(path: Path) -> None:
         raise TrnprofError(f"output {path} is a folder: give a file name, e.g. {path / 'report.html'}")
 
 
-def _write_atomically(path: Path, content: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise TrnprofError(f"cannot write {path}: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(content)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_report(run, out, *, findings=None, analyze: bool = True, png_dir=None, threads: int | None = None,
                  baseline=None, config=None) -> dict:
     """Write the HTML report of `run` to `out`.
@@ -90,7 +74,7 @@ def write_report(run, out, *, findings=None, analyze: bool = True, png_dir=None,
     footer = ("Self-contained page: the Vega, Vega-Lite and Vega-Embed libraries are inlined and it makes no "
               "network request. Charts: hover for details; the … menu exports PNG/SVG.")
     page = render(title, subtitle, sections, specs, footer)
-    _write_atomically(out, page)
+    atomic.write_text(out, page)
     exported = export.export_charts(specs, png_dir) if png_dir is not None else []
     return {"path": str(out), "bytes": len(page.encode()), "charts": list(specs),
             "empty": {s.id: s.empty for s in sections if s.empty},

@@ -5,11 +5,11 @@ removes what this export had written."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import vl_convert
 
+from .. import atomic
 from ..errors import TrnprofError
 from . import vega
 
@@ -39,13 +39,9 @@ def export_charts(specs: dict[str, dict], folder: str | Path) -> list[Path]:
     written: list[Path] = []
     try:
         for name, data in files.items():
-            path, tmp = folder / name, folder / f".{name}.tmp-{os.getpid()}"
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
-            written.append(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
+            written.append(atomic.write_bytes(folder / name, data))
+    except TrnprofError as exc:
         for path in written:
             path.unlink(missing_ok=True)
-        raise TrnprofError(f"cannot write the charts to {folder}: {exc.strerror}; none were kept") from None
+        raise TrnprofError(f"{exc}; no chart was kept") from None
     return written

@@ -10,12 +10,12 @@ from __future__ import annotations
 import functools
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import altair as alt
 import vl_convert
 
+from .. import atomic
 from ..errors import TrnprofError
 
 
@@ -40,13 +40,9 @@ def _cached(path: Path, make) -> str:
         pass
     text = make()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+        atomic.write_text(path, text)
+    except TrnprofError:
+        pass  # a cache: the next run makes it again
     return text
 
 

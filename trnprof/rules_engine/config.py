@@ -20,9 +20,7 @@ def read_config(path: str | Path | ConfigFile) -> ConfigFile:
         return path
     path = Path(path)
     try:
-        raw = yamlio.load(path.read_text(encoding="utf-8")) or {}
-    except OSError as exc:
-        raise TrnprofError(f"config {path}: cannot read: {exc.strerror}") from None
+        raw = yamlio.load(yamlio.read_text(path, "config")) or {}
     except yamlio.YAMLError as exc:
         raise TrnprofError(f"config {path}: {yamlio.describe_error(exc)}") from None
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from trnprof.textfmt import compact, cost, duration, markdown_table
+from trnprof.textfmt import compact, cost, duration, markdown_table, markdown_text as md, terminal
 
 from .document import Document, Finding
 from .spec import SEVERITIES
@@ -64,7 +64,7 @@ def to_text(document: Document, *, width: int = 100) -> str:
         lines += [f"  {item.name}: {item.error}" for item in document.errors]
     if not document.findings and not document.errors:
         lines += ["", "no findings"]
-    return "\n".join(lines)
+    return terminal("\n".join(lines))
 
 
 def _table(rows: list[dict]) -> list[str]:
@@ -75,23 +75,24 @@ def _table(rows: list[dict]) -> list[str]:
 
 
 def to_markdown(document: Document) -> str:
-    lines = ["# trnprof findings", "", _header(document), ""]
+    """Every value from the run or a rule (names, messages, evidence) is escaped (`markdown_text`)."""
+    lines = ["# trnprof findings", "", md(_header(document)), ""]
     if document.findings:
         lines += markdown_table([[f.severity, f"{f.code} {f.name}", _cost(f), compact(f.ranks) if f.ranks else "",
                                   compact(f.steps) if f.steps else ""] for f in document.findings],
                                 ["severity", "rule", "impact", "ranks", "steps"])
     for finding in document.findings:
         suffix = f" [{finding.pattern}]" if finding.pattern else ""
-        lines += ["", f"## {finding.code} {finding.name}{suffix}: {finding.title}", "",
-                  f"**{finding.severity}**, {_cost(finding)}.", "", finding.message, "",
-                  *([f"Related: {_related(finding)}.", ""] if finding.related else []),
-                  f"**How to fix:** {finding.recommendation}", ""]
+        lines += ["", f"## {md(f'{finding.code} {finding.name}{suffix}: {finding.title}')}", "",
+                  f"**{md(finding.severity)}**, {md(_cost(finding))}.", "", md(finding.message), "",
+                  *([f"Related: {md(_related(finding))}.", ""] if finding.related else []),
+                  f"**How to fix:** {md(finding.recommendation)}", ""]
         if gain_line(finding):
-            lines += [f"**What the fix is worth:** {gain_line(finding)}", ""]
+            lines += [f"**What the fix is worth:** {gain_line(finding)}", ""]  # trnprof's numbers and config keys
         if finding.evidence:
             lines += ["Evidence (worst rows):", ""] + _table(finding.evidence)
     if document.not_evaluated:
-        lines += ["", "## Not evaluated", ""] + [f"- `{i.name}`: {i.reason}" for i in document.not_evaluated]
+        lines += ["", "## Not evaluated", ""] + [f"- {md(i.name)}: {md(i.reason)}" for i in document.not_evaluated]
     if document.errors:
-        lines += ["", "## Rule errors", ""] + [f"- `{i.name}`: {i.error}" for i in document.errors]
+        lines += ["", "## Rule errors", ""] + [f"- {md(i.name)}: {md(i.error)}" for i in document.errors]
     return "\n".join(lines) + "\n"

@@ -10,9 +10,12 @@ see each other's tables.
 from __future__ import annotations
 
 import functools
+import logging
+import os
 import re
 import warnings
 from importlib import resources
+from pathlib import Path
 
 from trnprof.errors import TrnprofError
 
@@ -39,7 +42,28 @@ def pyspark():
         import pyspark.sql  # noqa: F401,PLC0415
     except ImportError:
         raise TrnprofError(f"--engine spark needs pyspark, an optional extra: {INSTALL_HINT}") from None
+    _python_log_to_file()
     return module
+
+
+@functools.cache
+def _python_log_to_file() -> None:
+    """pyspark's own Python logger of failed queries writes each error with its JVM stack trace
+    to stderr: send it to the driver's log file too (trnprof prints one line per error)."""
+    try:
+        from pyspark.logger import PySparkLogger  # noqa: PLC0415 (pyspark >= 4)
+    except ImportError:
+        return
+    logger = PySparkLogger.getLogger(QUERY_LOGGER)
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+    log = log_path()
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        logger.addHandler(logging.FileHandler(log, encoding="utf-8", delay=True))
+    except OSError:
+        logger.addHandler(logging.NullHandler())
+    logger.propagate = False
 
 
 def check_settings(master: str, conf: dict) -> None:
@@ -56,8 +80,19 @@ def check_settings(master: str, conf: dict) -> None:
             raise TrnprofError(f"spark setting {key} is fixed to {FIXED[key]} by trnprof")
 
 
+LOG_ENV = "TRNPROF_SPARK_LOG"  # where the driver's log goes (default: log_path())
+QUERY_LOGGER = "SQLQueryContextLogger"  # pyspark's Python logger of failed queries
+
+
 def _log_config() -> str:
     return str(resources.files("trnprof.spark") / "log4j2.properties")
+
+
+def log_path() -> Path:
+    """The Spark driver's log file: its warnings, errors and JVM stack traces (the terminal gets
+    one line per error). TRNPROF_SPARK_LOG, else ~/.cache/trnprof/spark-driver.log."""
+    default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trnprof" / "spark-driver.log"
+    return Path(os.environ.get(LOG_ENV) or default)
 
 
 def _text(value) -> str:
@@ -71,7 +106,10 @@ def _base(master: str, conf: tuple[tuple[str, str], ...]):
     builder = builder.remote(master) if master.startswith("sc://") else builder.master(master)
     settings = dict(DEFAULTS)
     if not master.startswith("sc://"):  # a local or cluster driver runs in this process's JVM
-        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile={_log_config()}"
+        log = log_path()
+        log.parent.mkdir(parents=True, exist_ok=True)
+        settings["spark.driver.extraJavaOptions"] = (f"-Dlog4j.configurationFile={_log_config()} "
+                                                     f"-Dtrnprof.spark.log={log}")
     settings.update(conf)
     settings.update(FIXED)
     for key, value in settings.items():

@@ -19,6 +19,7 @@ from trnprof.collectors.trn1.config import _merge, _normalise, convert, parse_ov
 from trnprof.collectors.trn1.hardware import INSTANCES
 from trnprof.collectors.trn1.job import Job, resolve
 from trnprof.errors import TrnprofError
+from trnprof.textfmt import brief
 
 COLLECTOR = "trnprof.trn1"
 # Short names a user types for the changes asked most (`--set tp=16`).
@@ -58,11 +59,11 @@ def parse_overrides(overrides) -> dict:
     if isinstance(overrides, dict):
         overrides = [f"{k}={_yaml_value(v)}" for k, v in overrides.items()]
     if isinstance(overrides, str):
-        raise TrnprofError(f"overrides: give a list of key=value strings or a mapping, not the string {overrides!r}")
+        raise TrnprofError(f"overrides: give a list of key=value strings or a mapping, not the string {brief(overrides)}")
     merged: dict = {}
     for text in overrides:
         if not isinstance(text, str):
-            raise TrnprofError(f"--set {text!r}: expected key=value, e.g. tp=16 or parallel.tp=16")
+            raise TrnprofError(f"--set {brief(text)}: expected key=value, e.g. tp=16 or parallel.tp=16")
         change = _normalise(parse_override(expand(text)), f"--set {text}")
         for section in change:
             if section not in CHANGEABLE:

@@ -17,6 +17,7 @@ The document (`--format json`, `trnprof.whatif(run, overrides)`):
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from trnprof.collectors.trn1 import architecture as A
 from trnprof.collectors.trn1.job import Job
 from trnprof.collectors.trn1.params import BOUNDS, Params, default_params
 from trnprof.collectors.trn1.predict import peak_flops
+from trnprof.errors import TrnprofError
 
 from . import SCHEMA, describe as D
 from .fit import FitResult, least_squares
@@ -181,6 +183,9 @@ def _document(prep: Prepared, changes: dict, seconds: float) -> dict:
     job, predicted = prep.predict(changes)
     pred = predicted.predictions
     step = pred["step_time_s"]
+    if not (isinstance(step, (int, float)) and math.isfinite(step) and step > 0):
+        raise TrnprofError(f"the changed job: the model gives no finite step time ({step}); "
+                           "check the --set values against their ranges (docs/whatif.md)")
     fitted = prep.fitted.predictions
     return {
         "schema": SCHEMA, "run": str(prep.run.path), "change": changes,

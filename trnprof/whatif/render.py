@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trnprof.textfmt import duration
+from trnprof.textfmt import duration, terminal
 
 from .projections import change_text
 
@@ -47,4 +47,4 @@ def to_text(doc: dict) -> str:
         base = duration(row["baseline_s"]) if row["baseline_s"] is not None else "-"
         lines.append(f"{cat:<14} {base:>10} {duration(row['fitted_s']):>10} {duration(row['predicted_s']):>10} "
                      f"{'+' if row['delta_s'] >= 0 else '-'}{duration(abs(row['delta_s'])):>9}")
-    return "\n".join(lines)
+    return terminal("\n".join(lines))

@@ -1,0 +1,137 @@
+"""Hardening of what trnprof writes (issue 28): `check --repair` never deletes the only copy of a
+run, and every file and folder follows the user's umask, so a group-writable share works for
+several users at once."""
+
+import json
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from trnprof import atomic, open_run
+from trnprof.cli import main
+from trnprof.collectors.synthetic import synthetic_run
+
+USER_A, USER_B, GROUP = 64101, 64102, 64100  # ids no account uses: set by the test itself
+
+
+def test_repair_keeps_an_old_copy_beside_a_run_that_is_not_whole(tmp_path, cli):
+    run = synthetic_run(tmp_path / "run", ranks=2, steps=2, ops_per_step=4)
+    rows = open_run(run).sql("SELECT COUNT(*) AS n FROM events")["n"][0]
+    aside = tmp_path / ".run.old-999999999-abcd1234"  # a --force commit moved it aside, then died
+    run.rename(aside)
+    run.mkdir()  # and something left an empty folder in its place
+    result = cli("check", run, "--repair")
+    assert result.exit_code == 2 and aside.is_dir()
+    assert f"kept {aside}" in result.stdout and f"rename {aside.name} to run" in result.stdout
+    run.rmdir()  # as the line says
+    aside.rename(run)
+    assert cli("check", run).exit_code == 0
+    assert open_run(run).sql("SELECT COUNT(*) AS n FROM events")["n"][0] == rows
+
+
+def test_repair_removes_an_old_copy_beside_a_whole_run(tmp_path, cli):
+    run = synthetic_run(tmp_path / "run", ranks=2, steps=2, ops_per_step=4)
+    old = tmp_path / ".run.old-999999999-abcd1234"
+    shutil.copytree(run, old)
+    result = cli("check", run, "--repair")
+    assert result.exit_code == 0 and not old.exists() and "removed .run.old-" in result.stdout
+
+
+@pytest.mark.parametrize("mask", [0o002, 0o022, 0o077])
+def test_written_files_follow_the_umask(tmp_path, mask):
+    old = os.umask(mask)
+    try:
+        written = atomic.write_text(tmp_path / "out" / "a.txt", "x")
+        folder = atomic.temp_folder(tmp_path, ".f.")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(written.stat().st_mode) == 0o666 & ~mask
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o777 & ~mask
+
+
+def test_a_failed_write_leaves_no_temporary_file_and_names_the_target(tmp_path, cli):
+    target = tmp_path / "existing"
+    target.mkdir()
+    with pytest.raises(Exception, match=r"cannot write .*existing: it is a folder") as caught:
+        atomic.write_text(target, "x")
+    assert ".tmp" not in str(caught.value)
+    assert [p.name for p in tmp_path.iterdir()] == ["existing"]
+
+
+def _cli(*args) -> tuple[int, str]:
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    return result.exit_code, result.output
+
+
+def _as_user(uid: int, work) -> list:
+    """`work()` in a forked child as `uid` (group GROUP, umask 002): its JSON-able result."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no pytest machinery from here on
+        os.close(read)
+        try:
+            os.setgroups([GROUP])
+            os.setgid(GROUP)
+            os.setuid(uid)
+            os.umask(0o002)
+            os.environ["HOME"] = tempfile.gettempdir()
+            result = work()
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent
+            result = [(-1, f"{type(exc).__name__}: {exc}")]
+        os.write(write, json.dumps(result).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        data = pipe.read()
+    os.waitpid(pid, 0)
+    return [tuple(r) for r in json.loads(data)]
+
+
+def test_a_group_writable_share_works_for_two_users(cli):
+    if os.geteuid() != 0:
+        pytest.fail("this test switches between two uids: run it as root (CI does)")
+    share = Path(tempfile.mkdtemp(prefix="trnprof-share-"))
+    try:
+        os.chmod(share, 0o755)
+        os.chown(share, 0, GROUP)
+        os.chmod(share, 0o2775)
+        warm = synthetic_run(Path(tempfile.mkdtemp()) / "warm", ranks=2, steps=2, ops_per_step=4)
+        assert cli("analyze", warm, "--format", "json").exit_code == 0  # lazy imports, as root
+        assert cli("report", warm, "-o", warm / "r.html").exit_code == 0
+        shutil.rmtree(warm.parent)
+        run = share / "run"
+
+        def user_a():
+            synthetic_run(run, ranks=4, steps=3, ops_per_step=10, seed=1)
+            return [_cli("analyze", run, "--format", "json")]
+
+        a = _as_user(USER_A, user_a)
+        b = _as_user(USER_B, lambda: [_cli("analyze", run, "--format", "json"),
+                                      _cli("report", run, "-o", share / "b.html"), _cli("info", run)])
+        assert [code for code, _ in a + b] == [0, 0, 0, 0], a + b
+        assert json.loads(a[0][1])["findings"] == json.loads(b[0][1])["findings"]
+        made = list((run / "derived").rglob("*")) + [share / "b.html"]
+        shared = stat.S_IRGRP | stat.S_IWGRP
+        assert [(p, oct(p.stat().st_mode)) for p in made if p.stat().st_mode & shared != shared] == []
+        assert {p.stat().st_uid for p in made} == {USER_A, USER_B}
+    finally:
+        shutil.rmtree(share, ignore_errors=True)
+
+
+@pytest.mark.parametrize("mask", [0o002, 0o027])
+def test_reports_and_exports_follow_the_umask(tmp_path, cli, mask):
+    run = synthetic_run(tmp_path / "run", ranks=2, steps=2, ops_per_step=4)
+    old = os.umask(mask)
+    try:
+        assert cli("export", run, "--format", "chrome", "-o", tmp_path / "t.json").exit_code == 0
+        assert cli("report", run, "-o", tmp_path / "r.html").exit_code == 0
+    finally:
+        os.umask(old)
+    for name in ("t.json", "r.html"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o666 & ~mask, name
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
