@@ -47,3 +47,115 @@ SELECT b.rank, b.step, b.dur, b.compute, b.collective, b.exposed_comm, b.overlap
 FROM step_breakdown AS b
 JOIN step_phases AS p ON p.step = b.step
 WHERE NOT p.warmup;
+
+-- Each steady step's slot of wall time: from its start (earliest rank) to the next steady step's
+-- start, the last one to its end (latest rank). A slot holds the step and whatever ran between it
+-- and the next (a checkpoint save, an evaluation, a pause), so the slots of a run sum to its wall
+-- time after warm-up.
+-- @column step   training step number
+-- @column ts     step start, earliest rank, ns
+-- @column dur    step time (slowest rank), ns
+-- @column slot   wall time from this step's start to the next steady step's start (the last: to its end), ns
+CREATE VIEW step_slots AS
+WITH bounds AS (
+    SELECT s.step, MIN(s.ts) AS ts, MAX(s.end_ts) AS end_ts
+    FROM steps AS s JOIN step_phases AS p ON p.step = s.step
+    WHERE NOT p.warmup
+    GROUP BY s.step
+)
+SELECT b.step, b.ts, p.dur,
+       COALESCE(LEAD(b.ts) OVER (ORDER BY b.ts, b.step), b.end_ts) - b.ts AS slot
+FROM bounds AS b JOIN step_phases AS p ON p.step = b.step;
+
+-- The two views of a run's step time, one row. The *typical* step is the median steady step:
+-- robust to noise, the step to compare runs on. The *effective* step is the wall time per step
+-- after warm-up (the sum of `step_slots` over the steady steps): what the job pays per step,
+-- recurring outliers (a recompile every few steps, checkpoint saves, evaluation, allocator or GC
+-- pauses, a slow shard) included, so samples per step / effective step is samples / wall time.
+-- `trnprof info`, `diff`, the rule engine's shares and whatif's pricing read them from here.
+-- @column steps      steady steps
+-- @column typical    median steady step time (slowest rank), ns
+-- @column p95        95th percentile of the steady step time, ns
+-- @column mean       mean steady step time, ns
+-- @column wall       wall time of the steady steps, first start to last end, ns
+-- @column effective  wall / steps: wall time per step, ns
+-- @column outlier_share  share of the wall time above the typical step (1 - typical / effective); null without steps
+CREATE VIEW step_time_views AS
+SELECT COUNT(*) AS steps,
+       PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY dur) AS typical,
+       PERCENTILE_CONT(0.95) WITHIN GROUP (ORDER BY dur) AS p95,
+       AVG(dur) AS mean,
+       SUM(slot) AS wall,
+       SUM(slot) / NULLIF(COUNT(*), 0) AS effective,
+       GREATEST(1 - PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY dur) / NULLIF(SUM(slot) / COUNT(*), 0), 0)
+           AS outlier_share
+FROM step_slots;
+
+-- Steady steps whose wall slot (`step_slots`) is far longer than the typical step: more than
+-- 10 % and more than 5 robust standard deviations (1.4826 x the median absolute deviation) above
+-- it. `cause` says what made the step long: the step_breakdown category (or the time between
+-- steps) whose excess over its typical value (median over steady steps of the slowest rank's) is
+-- largest, on the rank where it is largest (a rank's wait in communication weighs half: it is
+-- usually another rank's late work). `late rank` is one rank's compute (or host work) that grew
+-- while the other ranks' did not, so they waited for it.
+-- @column step      training step number
+-- @column slot      the step's wall slot, ns
+-- @column typical   the typical step (step_time_views), ns
+-- @column excess    slot - typical, ns
+-- @column cause     compile | checkpoint or other host | input | communication | compute | transfer | idle | between steps | late rank
+-- @column category  the step_breakdown category (or `between`) with the largest excess
+-- @column rank      the rank where that excess is largest; null for `between`
+-- @column cause_ns  that excess, ns
+CREATE VIEW outlier_steps AS
+WITH views AS (SELECT typical FROM step_time_views),
+spread AS (
+    SELECT MEDIAN(ABS(s.dur - v.typical)) * 1.4826 AS sd FROM step_slots AS s, views AS v
+),
+long AS (
+    SELECT s.step, s.slot, s.dur, v.typical
+    FROM step_slots AS s, views AS v, spread AS d
+    WHERE s.slot > v.typical * 1.1 AND s.slot > v.typical + 5 * COALESCE(d.sd, 0)
+),
+typical_parts AS (
+    SELECT MEDIAN(compute) AS compute, MEDIAN(exposed_comm) AS exposed_comm, MEDIAN(input_wait) AS input_wait,
+           MEDIAN(host) AS host, MEDIAN(transfer_exposed) AS transfer_exposed, MEDIAN(compile) AS compile,
+           MEDIAN(idle) AS idle
+    FROM (SELECT step, MAX(compute) AS compute, MAX(exposed_comm) AS exposed_comm, MAX(input_wait) AS input_wait,
+                 MAX(host) AS host, MAX(transfer_exposed) AS transfer_exposed, MAX(compile) AS compile,
+                 MAX(idle) AS idle
+          FROM steady_breakdown GROUP BY step)
+),
+excess AS (
+    SELECT b.step, b.rank, u.category, u.value AS excess
+    FROM steady_breakdown AS b JOIN long AS l ON l.step = b.step, typical_parts AS t,
+    LATERAL (VALUES ('compute', b.compute - t.compute), ('exposed_comm', b.exposed_comm - t.exposed_comm),
+                    ('input_wait', b.input_wait - t.input_wait), ('host', b.host - t.host),
+                    ('transfer_exposed', b.transfer_exposed - t.transfer_exposed),
+                    ('compile', b.compile - t.compile), ('idle', b.idle - t.idle)) AS u(category, value)
+    UNION ALL
+    SELECT step, NULL, 'between', slot - dur FROM long
+),
+spread_of AS (  -- how many ranks show at least half of the largest excess of the category in the step
+    SELECT step, category, MAX(excess) AS top, COUNT(*) AS ranks FROM excess GROUP BY step, category
+),
+worst AS (
+    -- waiting in a collective is usually the effect of another rank's late work: it counts half
+    SELECT e.*, ROW_NUMBER() OVER (PARTITION BY e.step
+                                   ORDER BY e.excess * CASE WHEN e.category = 'exposed_comm' THEN 0.5 ELSE 1 END DESC,
+                                            e.rank) AS pick,
+           (SELECT COUNT(*) FROM excess AS o WHERE o.step = e.step AND o.category = e.category
+                                            AND o.excess >= e.excess / 2) AS showing,
+           s.ranks
+    FROM excess AS e JOIN spread_of AS s ON s.step = e.step AND s.category = e.category
+)
+SELECT l.step, l.slot, l.typical, l.slot - l.typical AS excess,
+       CASE WHEN w.category IN ('compute', 'host') AND w.ranks > 1 AND w.showing = 1 THEN 'late rank'
+            WHEN w.category = 'compile' THEN 'compile'
+            WHEN w.category = 'host' THEN 'checkpoint or other host'
+            WHEN w.category = 'input_wait' THEN 'input'
+            WHEN w.category = 'exposed_comm' THEN 'communication'
+            WHEN w.category = 'transfer_exposed' THEN 'transfer'
+            WHEN w.category = 'between' THEN 'between steps'
+            ELSE w.category END AS cause,
+       w.category, w.rank, w.excess AS cause_ns
+FROM long AS l JOIN worst AS w ON w.step = l.step AND w.pick = 1;

@@ -1,0 +1,104 @@
+"""Recurring costs: a job that recompiles every 4 steps against the same job clean (the tiny
+decoder, 12 steps, simulated). Expected numbers come from the runs' raw step and compile events:
+samples over wall time, the compile time each recompile adds."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from trnprof.api import open_run
+from trnprof.collectors.trn1 import load_config, simulate
+
+STEPS = 12
+EVERY = 4
+
+
+def _simulate(path, faults=None):
+    config = load_config(preset="tiny", overrides=[f"run.steps={STEPS}", "run.seed=1"], faults=faults)
+    return simulate(config, path)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("recurring")
+    return {"clean": _simulate(folder / "clean"),
+            "recompile": _simulate(folder / "recompile", [{"kind": "recompile", "every": EVERY}])}
+
+
+def raw(path) -> dict:
+    """From the raw events: samples per step, steps after the first (compiling) one, their wall
+    time (first start to last end, any rank) and the compile steps after the first."""
+    with open_run(path) as run:
+        steps = run.sql("SELECT step, MIN(ts) AS ts, MAX(ts + dur) AS end_ts FROM events "
+                        "WHERE kind = 'step' GROUP BY step ORDER BY step")
+        compiles = run.sql("SELECT DISTINCT step FROM events WHERE kind = 'compile' ORDER BY step")
+        samples = run.manifest["job"]["samples_per_step"]
+    later = steps[steps["step"] > steps["step"].min()]
+    wall_s = (later["end_ts"].max() - later["ts"].min()) / 1e9
+    return {"samples": samples, "steps": len(later), "wall_s": wall_s,
+            "recompile_steps": [int(s) for s in compiles["step"] if s > steps["step"].min()]}
+
+
+def test_info_effective_throughput_is_samples_over_wall_time(runs):
+    for name, path in runs.items():
+        truth = raw(path)
+        with open_run(path) as run:
+            info = run.info()
+        step = info["step_time_s"]
+        assert step["steps"] == truth["steps"], name
+        assert step["effective"] == pytest.approx(truth["wall_s"] / truth["steps"], rel=0.02), name
+        assert info["throughput"]["effective"] == pytest.approx(
+            truth["samples"] * truth["steps"] / truth["wall_s"], rel=0.02), name
+
+
+def test_info_typical_step_ignores_the_recompiles_and_effective_step_pays_them(runs):
+    with open_run(runs["clean"]) as clean, open_run(runs["recompile"]) as faulty:
+        c, f = clean.info(), faulty.info()
+    truth = raw(runs["recompile"])
+    assert truth["recompile_steps"] == list(range(EVERY, STEPS, EVERY))
+    # the median is blind to 2 long steps in 11; the wall time is not
+    assert f["step_time_s"]["median"] == pytest.approx(c["step_time_s"]["median"], rel=0.02)
+    assert f["step_time_s"]["effective"] > 100 * c["step_time_s"]["effective"]
+    # MFU on each view moves with its step time, so the two rates never contradict each other
+    assert f["mfu"] == pytest.approx(c["mfu"], rel=0.02)
+    assert f["effective_mfu"] / c["effective_mfu"] == pytest.approx(
+        c["step_time_s"]["effective"] / f["step_time_s"]["effective"], rel=0.02)
+
+
+def test_outlier_steps_name_the_recompiles(runs):
+    with open_run(runs["recompile"]) as run:
+        outliers = run.info()["outlier_steps"]
+        compile_s = run.sql("SELECT step, MAX(dur) / 1e9 AS s FROM events WHERE kind = 'compile' GROUP BY step")
+    truth = raw(runs["recompile"])
+    assert [o["step"] for o in outliers] == truth["recompile_steps"]
+    assert {o["cause"] for o in outliers} == {"compile"}
+    longest = dict(zip(compile_s["step"], compile_s["s"]))
+    for outlier in outliers:  # the excess over the typical step is the compile
+        assert outlier["excess_s"] == pytest.approx(longest[outlier["step"]], rel=0.01)
+    with open_run(runs["clean"]) as run:
+        assert run.info()["outlier_steps"] == []
+
+
+def test_outlier_steps_tell_a_checkpoint_between_steps_and_a_late_rank(tmp_path):
+    # 2 ranks, 8 steps of 10 ms: step 3 is followed by a 40 ms save outside any step, and in step 5
+    # rank 1 computes 30 ms longer while rank 0 waits in the all-reduce
+    from .conftest import write_inline_run
+    events, t = [], 0
+    for step in range(8):
+        extra = 30_000_000 if step == 5 else 0
+        for rank in (0, 1):
+            compute = 8_000_000 + (extra if rank == 1 else 0)
+            events += [{"rank": rank, "ts": t, "dur": 10_000_000 + extra, "kind": "step", "name": "s",
+                        "lane": "host/main", "step": step},
+                       {"rank": rank, "ts": t, "dur": compute, "kind": "compute", "name": "mm",
+                        "lane": "nc/tensor", "step": step},
+                       {"rank": rank, "ts": t + compute, "dur": 10_000_000 + extra - compute, "kind": "collective",
+                        "name": "ar", "lane": "nc/cc", "step": step}]
+        t += 10_000_000 + extra + (40_000_000 if step == 3 else 0)
+    run_path = write_inline_run(tmp_path / "r", events)
+    with open_run(run_path) as run:
+        outliers = {o["step"]: o for o in run.info()["outlier_steps"]}
+    assert set(outliers) == {3, 5}
+    assert outliers[3]["cause"] == "between steps" and outliers[3]["excess_s"] == pytest.approx(0.04, rel=0.01)
+    assert outliers[5]["cause"] == "late rank" and outliers[5]["rank"] == 1
