@@ -102,3 +102,57 @@ def test_outlier_steps_tell_a_checkpoint_between_steps_and_a_late_rank(tmp_path)
     assert set(outliers) == {3, 5}
     assert outliers[3]["cause"] == "between steps" and outliers[3]["excess_s"] == pytest.approx(0.04, rel=0.01)
     assert outliers[5]["cause"] == "late rank" and outliers[5]["rank"] == 1
+
+
+@pytest.fixture(scope="module")
+def recompile_diff(runs):
+    import trnprof
+    return trnprof.diff(runs["clean"], runs["recompile"])
+
+
+def test_diff_flags_the_effective_step_and_the_gate_trips(runs, recompile_diff, cli):
+    clean, faulty = raw(runs["clean"]), raw(runs["recompile"])
+    step = recompile_diff["step_time"]
+    assert not step["significant"]  # the median is blind to 2 long steps in 11 ...
+    effective = step["effective"]   # ... the wall time is not
+    assert effective["significant"]
+    assert effective["change"] == pytest.approx(
+        (faulty["wall_s"] / faulty["steps"]) / (clean["wall_s"] / clean["steps"]) - 1, rel=0.02)
+    assert recompile_diff["mfu"]["effective"]["significant"]
+    assert recompile_diff["throughput"]["effective"]["significant"]
+    result = cli("diff", runs["clean"], runs["recompile"], "--fail-if", "step_time>+5%")
+    assert result.exit_code == 1, result.output
+    assert "TRIPPED  step_time>+5%" in result.stdout and "effective step" in result.stdout
+
+
+def test_diff_of_two_clean_seeds_passes_the_effective_gate(runs, tmp_path, cli):
+    other = simulate(load_config(preset="tiny", overrides=[f"run.steps={STEPS}", "run.seed=2"]), tmp_path / "seed2")
+    result = cli("diff", runs["clean"], other, "--fail-if", "step_time>+5%")
+    assert result.exit_code == 0, result.output
+
+
+def test_a_new_op_above_the_noise_floor_is_never_within_noise(recompile_diff):
+    compile_rows = [r for r in recompile_diff["top_regressions"] if r["kind"] == "compile"]
+    assert compile_rows and compile_rows[0]["change"] is None  # an op the base never ran
+    assert compile_rows[0]["new_s"] > recompile_diff["step_time"]["noise_floor_s"]
+    assert compile_rows[0]["significant"]
+
+
+def test_a_halved_rate_is_never_within_noise():
+    from trnprof.diff.headline import _rate
+    assert _rate(0.0644, 0.0322, significant=False)["significant"]
+    assert not _rate(0.0644, 0.0640, significant=False)["significant"]
+
+
+def test_a_relative_gate_on_a_base_of_zero_trips_on_a_significant_rise():
+    from trnprof.diff.gates import evaluate_gates
+    from trnprof.errors import TrnprofError
+    row = {"category": "input_wait", "base_s": 0.0, "new_s": 0.047, "delta_s": 0.047, "change": None,
+           "p_value": 1e-5, "significant": True}
+    document = {"breakdown": [row]}
+    [result] = evaluate_gates(["input_wait>+5%"], document)
+    assert result["tripped"] and result["from_zero"]
+    [quiet] = evaluate_gates(["input_wait>+5%"], {"breakdown": [{**row, "significant": False}]})
+    assert not quiet["tripped"]
+    with pytest.raises(TrnprofError, match="absolute threshold"):
+        evaluate_gates(["input_wait<-5%"], document)

@@ -56,12 +56,6 @@ def outlier_steps(run) -> list[dict]:
              "cause_s": _seconds(r.cause_ns)} for r in frame.itertuples()]
 
 
-def _mfu(run) -> float | None:
-    """The run's MFU over its steady steps: the stdlib's `mfu` view, as the compute.low_mfu rule
-    states it."""
-    return _number(run.sql("SELECT mfu FROM mfu").iloc[0, 0])
-
-
 def _mfu_views(run) -> tuple[float | None, float | None]:
     """MFU on the typical and on the effective step (view `mfu`)."""
     row = run.sql("SELECT typical_mfu, effective_mfu FROM mfu").iloc[0]

@@ -40,19 +40,34 @@ def verdict(entry: dict) -> str:
     return "significant" if entry.get("significant") else "within noise"
 
 
+def _verdict_p(entry: dict, *keys: str) -> str:
+    values = ", ".join(f"{label}={entry[key]:.2g}" for key, label in zip(keys, ("p", "bulk p")) if entry.get(key) is not None)
+    return f"{verdict(entry)} ({values})" if values else verdict(entry)
+
+
+def _rate_rows(name: str, entry: dict | None, show) -> list[dict]:
+    rows = []
+    for label, view in ((name, entry), (f"effective {name}", (entry or {}).get("effective"))):
+        if view:
+            rows.append({"metric": label, "base": show(view["base"]), "new": show(view["new"]),
+                         "change": percent(view["change"]), "verdict": verdict(view)})
+    return rows
+
+
 def headline(document: dict) -> list[dict]:
     step = document["step_time"]
-    rows = [{"metric": "step time", "base": duration(step["base_s"]), "new": duration(step["new_s"]),
-             "change": percent(step["change"]), "verdict": f"{verdict(step)} (p={step['p_value']:.2g})"}]
+    rows = [{"metric": "step time (typical)", "base": duration(step["base_s"]), "new": duration(step["new_s"]),
+             "change": percent(step["change"]), "verdict": _verdict_p(step, "p_value")}]
+    effective = step.get("effective")
+    if effective:
+        rows.append({"metric": "effective step", "base": duration(effective["base_s"]),
+                     "new": duration(effective["new_s"]), "change": percent(effective["change"]),
+                     "verdict": _verdict_p(effective, "p_value", "bulk_p_value")})
     throughput = document.get("throughput")
     if throughput:
-        rows.append({"metric": "throughput", "base": f"{throughput['base']:,.1f} {throughput['unit']}",
-                     "new": f"{throughput['new']:,.1f} {throughput['unit']}", "change": percent(throughput["change"]),
-                     "verdict": verdict(throughput)})
-    mfu = document.get("mfu")
-    if mfu:
-        rows.append({"metric": "MFU", "base": f"{mfu['base']:.2%}", "new": f"{mfu['new']:.2%}",
-                     "change": percent(mfu["change"]), "verdict": verdict(mfu)})
+        unit = throughput["unit"]
+        rows += _rate_rows("throughput", throughput, lambda v: f"{v:,.1f} {unit}")
+    rows += _rate_rows("MFU", document.get("mfu"), lambda v: f"{v:.2%}")
     return rows
 
 
@@ -101,7 +116,8 @@ def sections(document: dict) -> list[tuple[str, list[dict]]]:
     """(title, rows) in display order; empty tables are kept (the renderers say 'none')."""
     moved = document.get("moved_by")
     return [
-        ("Step time, throughput, MFU (median over steady-state steps)", headline(document)),
+        ("Step time, throughput, MFU (typical: median over steady steps; effective: wall time per step)",
+         headline(document)),
         ("Step breakdown per rank and step (median over steady steps of the ranks' mean)"
          + (f"; the step time moved with {LABELS[moved]}" if moved else ""), breakdown(document)),
         ("Top regressions by op (mean time per rank and step)", ops(document["top_regressions"])),
