@@ -32,7 +32,7 @@ def build(base: Side, new: Side, *, alpha: float = DEFAULT_ALPHA, top: int = TOP
         "breakdown": breakdown, "moved_by": headline.mover(breakdown, step),
         "top_regressions": regressions, "top_improvements": improvements,
         "collectives": match.collectives(base, new), "memory": match.memory(base, new),
-        "findings": findings.compare(base.findings, new.findings),
+        "findings": findings.compare(base.findings, new.findings, breakdown),
         "step_times_s": {"base": [t / 1e9 for t in base.step_times], "new": [t / 1e9 for t in new.step_times]},
     }
 

@@ -98,17 +98,32 @@ def memory(document: dict) -> list[dict]:
              "change": percent(row["change"])} for row in document["memory"]]
 
 
+def _cost(d: dict, prefix: str = "") -> str:
+    """A rule's cost in its own units, as the findings table states it: per step, once, bytes."""
+    parts = []
+    if d.get(prefix + ("s" if prefix else "seconds_per_step")):
+        parts.append(f"{duration(d[prefix + ('s' if prefix else 'seconds_per_step')])}/step")
+    if d.get(prefix + ("once_s" if prefix else "one_time_seconds")):
+        parts.append(f"{duration(d[prefix + ('once_s' if prefix else 'one_time_seconds')])} once")
+    if d.get(prefix + "bytes"):
+        parts.append(size(d[prefix + "bytes"]))
+    return ", ".join(parts) or "no cost of its own"
+
+
 def findings(document: dict) -> list[dict]:
     found = document["findings"]
     rows = [{"status": "new", "rule": f"{d['code']} {d['name']}", "severity": d["severity"],
-             "impact": f"{duration(d['seconds_per_step'])}/step"} for d in found["new_details"]]
+             "impact": _cost(d)} for d in found["new_details"]]
+    # resolved: the rule no longer finds it and the quantity it measures dropped
     rows += [{"status": "resolved", "rule": f"{d['code']} {d['name']}", "severity": d["severity"],
-              "impact": f"was {duration(d['seconds_per_step'])}/step"} for d in found["resolved_details"]]
+              "impact": f"was {_cost(d)}"} for d in found["resolved_details"]]
+    rows += [{"status": "not reported", "rule": f"{d['code']} {d['name']}", "severity": d["severity"],
+              "impact": d["reason"]} for d in found.get("unreported", [])]
     rows += [{"status": "in both",
               "rule": f"{c['code']} {c['name']}",
               "severity": c["new_severity"] if c["base_severity"] == c["new_severity"]
               else f"{c['base_severity']} -> {c['new_severity']}",
-              "impact": f"{duration(c['base_s'])} -> {duration(c['new_s'])}/step"} for c in found["changed"]]
+              "impact": f"{_cost(c, 'base_')} -> {_cost(c, 'new_')}"} for c in found["changed"]]
     return rows
 
 

@@ -81,3 +81,14 @@ def graded(severity: str, cut_short: bool, fraction: float, costless: bool) -> s
     if cut_short:
         return SEVERITIES[min(severity_rank(severity), severity_rank(_band(fraction)))]
     return severity
+
+
+def claim_sentence(claimed_s: float, measured_s: float, related: list[str]) -> str:
+    """What is left of a measurement to a finding after more specific ones claimed first: the
+    message states the measurement, this sentence the exclusive claim."""
+    from trnprof.textfmt import duration
+    others = ", ".join(related) or "more specific findings"
+    if claimed_s <= _EPS_S:
+        return f"All of it ({duration(measured_s)} per step) is explained by {others}, which claimed it first."
+    return (f"{duration(claimed_s)} per step of it ({claimed_s / measured_s:.0%}) is not explained by {others}, "
+            "which claimed the rest first.")
