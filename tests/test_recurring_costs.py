@@ -156,3 +156,31 @@ def test_a_relative_gate_on_a_base_of_zero_trips_on_a_significant_rise():
     assert not quiet["tripped"]
     with pytest.raises(TrnprofError, match="absolute threshold"):
         evaluate_gates(["input_wait<-5%"], document)
+
+
+def test_the_recompile_fix_is_worth_the_share_of_wall_time_the_recompiles_cost(runs):
+    from trnprof.rules_engine import analyze
+    document = analyze(runs["recompile"])
+    [finding] = [f for f in document.findings if f.name == "compile.recompilation"]
+    projected = finding.projected
+    clean, faulty = raw(runs["clean"]), raw(runs["recompile"])
+    with open_run(runs["recompile"]) as run:  # the compiles after the first step, slowest rank per step
+        compile_s = run.sql("SELECT SUM(s) AS s FROM (SELECT step, MAX(dur) / 1e9 AS s FROM events "
+                            "WHERE kind = 'compile' AND step > 0 GROUP BY step)").iloc[0, 0]
+    share = compile_s / faulty["wall_s"]
+    assert projected["effective_step_s"] == pytest.approx(clean["wall_s"] / clean["steps"], rel=0.10)
+    assert abs(projected["gain_fraction"] - share) <= 0.10
+    # and the fix outranks every other priced fix
+    gains = [f.projected["gain_fraction"] for f in document.findings
+             if f.projected and f.projected.get("gain_fraction") is not None]
+    assert projected["gain_fraction"] == max(gains)
+
+
+def test_whatif_without_the_fault_predicts_the_clean_run(runs):
+    from trnprof.whatif.document import whatif
+    clean = raw(runs["clean"])
+    with open_run(runs["clean"]) as run:
+        typical = run.info()["step_time_s"]["median"]
+    predicted = whatif(runs["recompile"], ["faults=[]"])["predicted"]
+    assert predicted["effective_step_s"] == pytest.approx(clean["wall_s"] / clean["steps"], rel=0.03)
+    assert predicted["band"]["low_s"] <= typical <= predicted["band"]["high_s"]
