@@ -109,53 +109,63 @@ FROM step_slots;
 CREATE VIEW outlier_steps AS
 WITH views AS (SELECT typical FROM step_time_views),
 spread AS (
-    SELECT MEDIAN(ABS(s.dur - v.typical)) * 1.4826 AS sd FROM step_slots AS s, views AS v
+    SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY ABS(s.dur - v.typical)) * 1.4826 AS sd
+    FROM step_slots AS s CROSS JOIN views AS v
 ),
 long AS (
     SELECT s.step, s.slot, s.dur, v.typical
-    FROM step_slots AS s, views AS v, spread AS d
+    FROM step_slots AS s CROSS JOIN views AS v CROSS JOIN spread AS d
     WHERE s.slot > v.typical * 1.1 AND s.slot > v.typical + 5 * COALESCE(d.sd, 0)
 ),
-typical_parts AS (
-    SELECT MEDIAN(compute) AS compute, MEDIAN(exposed_comm) AS exposed_comm, MEDIAN(input_wait) AS input_wait,
-           MEDIAN(host) AS host, MEDIAN(transfer_exposed) AS transfer_exposed, MEDIAN(compile) AS compile,
-           MEDIAN(idle) AS idle
-    FROM (SELECT step, MAX(compute) AS compute, MAX(exposed_comm) AS exposed_comm, MAX(input_wait) AS input_wait,
-                 MAX(host) AS host, MAX(transfer_exposed) AS transfer_exposed, MAX(compile) AS compile,
-                 MAX(idle) AS idle
-          FROM steady_breakdown GROUP BY step)
+worst_rank AS (  -- per steady step, each category's largest value over ranks
+    SELECT step, MAX(compute) AS compute, MAX(exposed_comm) AS exposed_comm, MAX(input_wait) AS input_wait,
+           MAX(host) AS host, MAX(transfer_exposed) AS transfer_exposed, MAX(compile) AS compile, MAX(idle) AS idle
+    FROM steady_breakdown GROUP BY step
 ),
+usual AS (
+    SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY compute) AS compute,
+           PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY exposed_comm) AS exposed_comm,
+           PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY input_wait) AS input_wait,
+           PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY host) AS host,
+           PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY transfer_exposed) AS transfer_exposed,
+           PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY compile) AS compile,
+           PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY idle) AS idle
+    FROM worst_rank
+),
+ranked AS (SELECT b.* FROM steady_breakdown AS b JOIN long AS l ON l.step = b.step),
 excess AS (
-    SELECT b.step, b.rank, u.category, u.value AS excess
-    FROM steady_breakdown AS b JOIN long AS l ON l.step = b.step, typical_parts AS t,
-    LATERAL (VALUES ('compute', b.compute - t.compute), ('exposed_comm', b.exposed_comm - t.exposed_comm),
-                    ('input_wait', b.input_wait - t.input_wait), ('host', b.host - t.host),
-                    ('transfer_exposed', b.transfer_exposed - t.transfer_exposed),
-                    ('compile', b.compile - t.compile), ('idle', b.idle - t.idle)) AS u(category, value)
-    UNION ALL
-    SELECT step, NULL, 'between', slot - dur FROM long
+    SELECT r.step, r.rank, 'compute' AS category, r.compute - u.compute AS excess FROM ranked AS r CROSS JOIN usual AS u
+    UNION ALL SELECT r.step, r.rank, 'exposed_comm', r.exposed_comm - u.exposed_comm FROM ranked AS r CROSS JOIN usual AS u
+    UNION ALL SELECT r.step, r.rank, 'input_wait', r.input_wait - u.input_wait FROM ranked AS r CROSS JOIN usual AS u
+    UNION ALL SELECT r.step, r.rank, 'host', r.host - u.host FROM ranked AS r CROSS JOIN usual AS u
+    UNION ALL SELECT r.step, r.rank, 'transfer_exposed', r.transfer_exposed - u.transfer_exposed
+              FROM ranked AS r CROSS JOIN usual AS u
+    UNION ALL SELECT r.step, r.rank, 'compile', r.compile - u.compile FROM ranked AS r CROSS JOIN usual AS u
+    UNION ALL SELECT r.step, r.rank, 'idle', r.idle - u.idle FROM ranked AS r CROSS JOIN usual AS u
+    UNION ALL SELECT step, CAST(NULL AS BIGINT), 'between', slot - dur FROM long
 ),
-spread_of AS (  -- how many ranks show at least half of the largest excess of the category in the step
-    SELECT step, category, MAX(excess) AS top, COUNT(*) AS ranks FROM excess GROUP BY step, category
-),
-worst AS (
+picked AS (
     -- waiting in a collective is usually the effect of another rank's late work: it counts half
-    SELECT e.*, ROW_NUMBER() OVER (PARTITION BY e.step
-                                   ORDER BY e.excess * CASE WHEN e.category = 'exposed_comm' THEN 0.5 ELSE 1 END DESC,
-                                            e.rank) AS pick,
-           (SELECT COUNT(*) FROM excess AS o WHERE o.step = e.step AND o.category = e.category
-                                            AND o.excess >= e.excess / 2) AS showing,
-           s.ranks
-    FROM excess AS e JOIN spread_of AS s ON s.step = e.step AND s.category = e.category
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY step
+                                 ORDER BY excess * CASE WHEN category = 'exposed_comm' THEN 0.5 ELSE 1 END DESC,
+                                          rank) AS pick,
+              MAX(excess) OVER (PARTITION BY step, category) AS top,
+              COUNT(*) OVER (PARTITION BY step, category) AS ranks
+    FROM excess
+),
+showing AS (  -- ranks showing at least half of the category's largest excess in the step
+    SELECT step, category, COUNT(*) AS n FROM picked WHERE excess >= top / 2 GROUP BY step, category
 )
 SELECT l.step, l.slot, l.typical, l.slot - l.typical AS excess,
-       CASE WHEN w.category IN ('compute', 'host') AND w.ranks > 1 AND w.showing = 1 THEN 'late rank'
-            WHEN w.category = 'compile' THEN 'compile'
-            WHEN w.category = 'host' THEN 'checkpoint or other host'
-            WHEN w.category = 'input_wait' THEN 'input'
-            WHEN w.category = 'exposed_comm' THEN 'communication'
-            WHEN w.category = 'transfer_exposed' THEN 'transfer'
-            WHEN w.category = 'between' THEN 'between steps'
-            ELSE w.category END AS cause,
-       w.category, w.rank, w.excess AS cause_ns
-FROM long AS l JOIN worst AS w ON w.step = l.step AND w.pick = 1;
+       CASE WHEN p.category IN ('compute', 'host') AND p.ranks > 1 AND w.n = 1 THEN 'late rank'
+            WHEN p.category = 'compile' THEN 'compile'
+            WHEN p.category = 'host' THEN 'checkpoint or other host'
+            WHEN p.category = 'input_wait' THEN 'input'
+            WHEN p.category = 'exposed_comm' THEN 'communication'
+            WHEN p.category = 'transfer_exposed' THEN 'transfer'
+            WHEN p.category = 'between' THEN 'between steps'
+            ELSE p.category END AS cause,
+       p.category, p.rank, p.excess AS cause_ns
+FROM long AS l
+JOIN picked AS p ON p.step = l.step AND p.pick = 1
+JOIN showing AS w ON w.step = p.step AND w.category = p.category;
