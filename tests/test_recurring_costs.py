@@ -184,3 +184,14 @@ def test_whatif_without_the_fault_predicts_the_clean_run(runs):
     predicted = whatif(runs["recompile"], ["faults=[]"])["predicted"]
     assert predicted["effective_step_s"] == pytest.approx(clean["wall_s"] / clean["steps"], rel=0.03)
     assert predicted["band"]["low_s"] <= typical <= predicted["band"]["high_s"]
+
+
+def test_the_report_comparison_shows_the_effective_step_and_bus_bandwidth_per_size_class(recompile_diff):
+    from trnprof.diff import tables
+    from trnprof.report.sections import comparison
+    html = comparison.build(recompile_diff).html
+    assert "Effective step (wall time per step)" in html and "significant" in html
+    rows = tables.collectives(recompile_diff)
+    assert rows, "the tiny job all-reduces its gradients"
+    for row in rows:  # the same figures as text diff
+        assert row["size class"] in html and row["new busbw"] in html
