@@ -195,3 +195,12 @@ def test_the_report_comparison_shows_the_effective_step_and_bus_bandwidth_per_si
     assert rows, "the tiny job all-reduces its gradients"
     for row in rows:  # the same figures as text diff
         assert row["size class"] in html and row["new busbw"] in html
+
+
+def test_diff_states_one_time_costs_in_their_own_unit(recompile_diff):
+    from trnprof.diff import tables
+    [first] = [r for r in tables.findings(recompile_diff) if "slow_first_step" in r["rule"]]
+    [detail] = [c for c in recompile_diff["findings"]["changed"] if c["name"] == "compile.slow_first_step"]
+    assert first["impact"] == (f"{tables.duration(detail['base_once_s'])} once -> "
+                               f"{tables.duration(detail['new_once_s'])} once")
+    assert "/step" not in first["impact"] and detail["base_once_s"] > 1

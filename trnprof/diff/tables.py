@@ -98,32 +98,33 @@ def memory(document: dict) -> list[dict]:
              "change": percent(row["change"])} for row in document["memory"]]
 
 
-def _cost(d: dict, prefix: str = "") -> str:
+def _cost(per_step: float, once: float = 0.0, nbytes: float = 0) -> str:
     """A rule's cost in its own units, as the findings table states it: per step, once, bytes."""
-    parts = []
-    if d.get(prefix + ("s" if prefix else "seconds_per_step")):
-        parts.append(f"{duration(d[prefix + ('s' if prefix else 'seconds_per_step')])}/step")
-    if d.get(prefix + ("once_s" if prefix else "one_time_seconds")):
-        parts.append(f"{duration(d[prefix + ('once_s' if prefix else 'one_time_seconds')])} once")
-    if d.get(prefix + "bytes"):
-        parts.append(size(d[prefix + "bytes"]))
+    parts = ([f"{duration(per_step)}/step"] if per_step else []) + ([f"{duration(once)} once"] if once else []) \
+        + ([size(nbytes)] if nbytes else [])
     return ", ".join(parts) or "no cost of its own"
+
+
+def _rule_cost(d: dict) -> str:
+    return _cost(d["seconds_per_step"], d.get("one_time_seconds", 0.0), d.get("bytes", 0))
 
 
 def findings(document: dict) -> list[dict]:
     found = document["findings"]
     rows = [{"status": "new", "rule": f"{d['code']} {d['name']}", "severity": d["severity"],
-             "impact": _cost(d)} for d in found["new_details"]]
+             "impact": _rule_cost(d)} for d in found["new_details"]]
     # resolved: the rule no longer finds it and the quantity it measures dropped
     rows += [{"status": "resolved", "rule": f"{d['code']} {d['name']}", "severity": d["severity"],
-              "impact": f"was {_cost(d)}"} for d in found["resolved_details"]]
+              "impact": f"was {_rule_cost(d)}"} for d in found["resolved_details"]]
     rows += [{"status": "not reported", "rule": f"{d['code']} {d['name']}", "severity": d["severity"],
               "impact": d["reason"]} for d in found.get("unreported", [])]
     rows += [{"status": "in both",
               "rule": f"{c['code']} {c['name']}",
               "severity": c["new_severity"] if c["base_severity"] == c["new_severity"]
               else f"{c['base_severity']} -> {c['new_severity']}",
-              "impact": f"{_cost(c, 'base_')} -> {_cost(c, 'new_')}"} for c in found["changed"]]
+              "impact": f"{_cost(c['base_s'], c.get('base_once_s', 0.0), c.get('base_bytes', 0))} -> "
+                        f"{_cost(c['new_s'], c.get('new_once_s', 0.0), c.get('new_bytes', 0))}"}
+             for c in found["changed"]]
     return rows
 
 
