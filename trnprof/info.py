@@ -50,6 +50,10 @@ def _number(value) -> float | None:
 def outlier_steps(run) -> list[dict]:
     """The steady steps far longer than the typical one and what made each long (view
     `outlier_steps`)."""
+    # the causes need the step breakdown (an interval sweep over every event): only when a slot is long
+    long = run.sql("SELECT COUNT(*) FROM step_slots, step_time_views WHERE slot > typical * 1.1").iloc[0, 0]
+    if not long:
+        return []
     frame = run.sql("SELECT step, slot, excess, cause, rank, cause_ns FROM outlier_steps ORDER BY step")
     return [{"step": int(r.step), "seconds": _seconds(r.slot), "excess_s": _seconds(r.excess), "cause": r.cause,
              "rank": None if pd.isna(r.rank) else int(r.rank),
