@@ -10,7 +10,8 @@ def test_info_json_has_the_documented_keys(cli, sample_run):
     assert result.exit_code == 0, result.output
     info = json.loads(result.stdout)
     assert info["world_size"] == 8 and info["steps"] == 4
-    assert set(info["step_time_s"]) == {"median", "p95", "steps"} and info["warmup"] == []
+    assert set(info["step_time_s"]) == {"median", "p95", "steps", "effective", "wall", "outlier_share"}
+    assert info["warmup"] == []
     assert info["step_time_s"]["median"] <= info["step_time_s"]["p95"]
     assert info["throughput"]["unit"] == "seq/s"
     assert info["throughput"]["value"] == pytest.approx(32 / info["step_time_s"]["median"])

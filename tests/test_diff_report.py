@@ -45,7 +45,7 @@ def test_report_with_a_baseline_adds_the_comparison(baseline, sample_run, tmp_pa
     assert result.exit_code == 0, result.output
     page = out.read_text()
     assert '<section id="comparison">' in page and 'data-target="chart-comparison"' in page
-    assert re.search(r"Baseline .*base: step time", page)
+    assert re.search(r"Baseline .*base: typical step", page)
     plain = tmp_path / "plain.html"
     assert cli("report", sample_run, "-o", plain).exit_code == 0
     assert 'id="comparison"' not in plain.read_text()

@@ -92,8 +92,18 @@ def test_header_lists_job_facts_and_top_findings(run):
     html = header.build(run, document).html
     assert "<dt>instance type</dt><dd>trn1.32xlarge</dd>" in html and "<dt>world size</dt><dd>8</dd>" in html
     assert html.count("<li>") == 3 and '<a href="#finding-2">Overlap</a>' in html
-    assert "2.00 ms per step (30.0% of step time)" in html and "1 more in" in html
+    assert "2.00 ms/step, 30.0% of step" in html and "1 more in" in html
     assert "Findings were not computed." in header.build(run, None).html
+
+
+def test_header_states_each_cost_in_its_own_unit(run):
+    # a one-time compile and a memory finding cost no time per step: never "0 s per step"
+    document = _document([_finding(code="CM002", title="First step", impact={"seconds_per_step": 0.0,
+                                   "fraction_of_step": 0.0, "one_time_seconds": 49.753}),
+                          _finding(code="ME001", title="Memory", impact={"seconds_per_step": 0.0,
+                                   "fraction_of_step": 0.0, "bytes": 3 * 2**30})])
+    html = header.build(run, document).html
+    assert "49.753 s once" in html and "3.00 GiB of memory" in html and "0 s per step" not in html
 
 
 def test_findings_table_escapes_and_shows_evidence():

@@ -63,10 +63,11 @@ def test_analyze_outputs_carry_the_projection(demo):
     runner = CliRunner()
     doc = json.loads(runner.invoke(main, ["analyze", str(demo), "--format", "json"]).output)
     starved = next(f for f in doc["findings"] if f["name"] == "input.starvation")
-    assert set(starved["projected"]) == {"change", "step_time_s", "gain_fraction", "band", "reason", "method"}
+    assert set(starved["projected"]) == {"change", "step_time_s", "effective_step_s", "gain_fraction", "band",
+                                         "reason", "method"}
     assert starved["projected"]["method"] == "execution model"
     text = runner.invoke(main, ["analyze", str(demo)]).output
-    assert "fix this -> -" in text and "% step time (input.workers=2" in text
+    assert "fix this -> -" in text and "% wall time per step (input.workers=2" in text
     markdown = runner.invoke(main, ["analyze", str(demo), "--format", "markdown"]).output
     assert "**What the fix is worth:** fix this -> -" in markdown
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
+
 
 def _seconds(ns) -> float | None:
     return None if ns is None or (isinstance(ns, float) and math.isnan(ns)) else float(ns) / 1e9
@@ -28,24 +30,40 @@ def _counts(run) -> tuple[dict, dict, dict | None]:
 
 
 def _step_times(run) -> tuple[dict | None, list[dict]]:
-    """Median and p95 step time over the steady steps (view `step_phases`), and the warm-up
-    steps apart: one compile can outweigh every other step."""
-    steady = run.sql(
-        "SELECT COUNT(*) AS steps, "
-        "PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY dur) AS median, "
-        "PERCENTILE_CONT(0.95) WITHIN GROUP (ORDER BY dur) AS p95 FROM step_phases WHERE NOT warmup").iloc[0]
+    """The two views of the step time (stdlib view `step_time_views`): the typical (median) and
+    p95 step over the steady steps, and the effective step, wall time per step with the recurring
+    outliers; the warm-up steps apart: one compile can outweigh every other step."""
+    views = run.sql("SELECT steps, typical, p95, wall, effective, outlier_share FROM step_time_views").iloc[0]
     warmup = run.sql("SELECT step, dur, compiles FROM step_phases WHERE warmup ORDER BY step")
-    times = None if not int(steady["steps"]) else {
-        "median": _seconds(steady["median"]), "p95": _seconds(steady["p95"]), "steps": int(steady["steps"])}
+    times = None if not int(views["steps"]) else {
+        "median": _seconds(views["typical"]), "p95": _seconds(views["p95"]), "steps": int(views["steps"]),
+        "effective": _seconds(views["effective"]), "wall": _seconds(views["wall"]),
+        "outlier_share": _number(views["outlier_share"])}
     return times, [{"step": int(r.step), "seconds": _seconds(r.dur), "compiles": int(r.compiles)}
                    for r in warmup.itertuples()]
 
 
-def _mfu(run) -> float | None:
-    """The run's MFU over its steady steps: the stdlib's `mfu` view, as the report and the
-    compute.low_mfu rule state it."""
-    value = run.sql("SELECT mfu FROM mfu").iloc[0, 0]
+def _number(value) -> float | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+
+def outlier_steps(run) -> list[dict]:
+    """The steady steps far longer than the typical one and what made each long (view
+    `outlier_steps`)."""
+    # the causes need the step breakdown (an interval sweep over every event): only when a slot is long
+    long = run.sql("SELECT COUNT(*) FROM step_slots, step_time_views WHERE slot > typical * 1.1").iloc[0, 0]
+    if not long:
+        return []
+    frame = run.sql("SELECT step, slot, excess, cause, rank, cause_ns FROM outlier_steps ORDER BY step")
+    return [{"step": int(r.step), "seconds": _seconds(r.slot), "excess_s": _seconds(r.excess), "cause": r.cause,
+             "rank": None if pd.isna(r.rank) else int(r.rank),
+             "cause_s": _seconds(r.cause_ns)} for r in frame.itertuples()]
+
+
+def _mfu_views(run) -> tuple[float | None, float | None]:
+    """MFU on the typical and on the effective step (view `mfu`)."""
+    row = run.sql("SELECT typical_mfu, effective_mfu FROM mfu").iloc[0]
+    return _number(row["typical_mfu"]), _number(row["effective_mfu"])
 
 
 def run_info(run) -> dict:
@@ -56,6 +74,7 @@ def run_info(run) -> dict:
         world_size = int(run.sql("SELECT COUNT(*) AS n FROM ranks").iloc[0, 0])
     step_time, warmup = _step_times(run)
     job = manifest.get("job", {})
+    typical_mfu, effective_mfu = _mfu_views(run)
     return {
         "run": str(run.path),
         "source": manifest.get("source", {}).get("collector"),
@@ -64,8 +83,10 @@ def run_info(run) -> dict:
         "steps": (step_time or {}).get("steps", 0) + len(warmup),
         "warmup": warmup,
         "step_time_s": step_time,
-        "throughput": _throughput(job, step_time and step_time["median"]),
-        "mfu": _mfu(run),
+        "throughput": _rates(job, step_time),
+        "mfu": typical_mfu,
+        "effective_mfu": effective_mfu,
+        "outlier_steps": outlier_steps(run) if step_time else [],
         "events": {"total": sum(by_kind.values()), "by_kind": by_kind},
         "counters": {"total": sum(by_name.values()), "by_name": by_name},
         "time_span": span,
@@ -82,3 +103,13 @@ def _throughput(job: dict, step_seconds: float | None) -> dict | None:
     except OverflowError:
         return None
     return {"value": value, "unit": str(job.get("throughput_unit", "samples/s"))} if math.isfinite(value) else None
+
+
+def _rates(job: dict, step_time: dict | None) -> dict | None:
+    """Throughput on the typical step (`value`) and on the effective step (`effective`: samples
+    over wall time)."""
+    typical = _throughput(job, step_time and step_time["median"])
+    if typical is None:
+        return None
+    effective = _throughput(job, step_time["effective"])
+    return {**typical, "effective": effective["value"] if effective else None}

@@ -15,15 +15,22 @@ def format_info(info: dict) -> str:
              f"world size   {info['world_size']}", f"steps        {info['steps']}"]
     step_time = info["step_time_s"]
     if step_time:
-        lines.append(f"step time    median {duration(step_time['median'])}, p95 {duration(step_time['p95'])} "
+        lines.append(f"step time    typical (median) {duration(step_time['median'])}, p95 {duration(step_time['p95'])} "
                      f"over {step_time['steps']} steady step{'s' if step_time['steps'] != 1 else ''}")
+        lines.append(f"effective    {duration(step_time['effective'])} per step (wall time over the steady steps, "
+                     f"{duration(step_time['wall'])}), {step_time['outlier_share'] or 0:.1%} of it above the typical step")
     for warm in info["warmup"]:
         compiles = f", {warm['compiles']:,} compile{'s' if warm['compiles'] != 1 else ''}" if warm["compiles"] else ""
         lines.append(f"warm-up      step {warm['step']}: {duration(warm['seconds'])}{compiles}")
     throughput = info["throughput"]
-    lines.append("throughput   " + (f"{throughput['value']:,.1f} {throughput['unit']}" if throughput else "unknown"))
+    lines.append("throughput   " + (_pair(f"{throughput['value']:,.1f}", throughput["effective"], ",.1f")
+                                    + f" {throughput['unit']}" if throughput else "unknown"))
     if info.get("mfu") is not None:
-        lines.append(f"MFU          {info['mfu']:.1%}")
+        lines.append("MFU          " + _pair(f"{info['mfu']:.1%}", info.get("effective_mfu"), ".1%"))
+    for outlier in info.get("outlier_steps", []):
+        rank = f" (rank {outlier['rank']})" if outlier["rank"] is not None else ""
+        lines.append(f"long step    step {outlier['step']}: {duration(outlier['seconds'])}, "
+                     f"+{duration(outlier['excess_s'])} over the typical step: {outlier['cause']}{rank}")
     span = info["time_span"]
     if span:
         lines.append(f"time span    {span['seconds']:.3f} s")
@@ -34,6 +41,10 @@ def format_info(info: dict) -> str:
     lines.append(f"counters     {counters['total']:,}")
     lines += [f"  {name:<24} {n:,}" for name, n in counters["by_name"].items()]
     return "\n".join(lines)
+
+
+def _pair(typical: str, effective, spec: str) -> str:
+    return f"typical {typical}" + (f", effective {format(effective, spec)}" if effective is not None else "")
 
 
 @click.command("info")

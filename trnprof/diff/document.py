@@ -20,10 +20,11 @@ def build(base: Side, new: Side, *, alpha: float = DEFAULT_ALPHA, top: int = TOP
     step = headline.step_time(base, new, alpha)
     throughput, mfu = headline.rates(base, new, step)
     breakdown = headline.breakdown(base, new, alpha)
-    regressions, improvements = match.ops(base, new, alpha, top)
+    regressions, improvements = match.ops(base, new, alpha, top, step["noise_floor_s"])
     return {
         "schema": SCHEMA, "base": base.path, "new": new.path, "alpha": alpha,
-        "test": "Mann-Whitney U, two-sided, over steady-state steps",
+        "test": "Mann-Whitney U, two-sided, over steady-state steps; effective step: permutation test on means "
+                "of the steps' wall slots, or Welch's t on the bulk noise",
         **comparable.check(base, new),
         "world_size": {"base": base.world_size, "new": new.world_size},
         "warmup_steps": {"base": base.warmup_steps, "new": new.warmup_steps},
@@ -31,7 +32,7 @@ def build(base: Side, new: Side, *, alpha: float = DEFAULT_ALPHA, top: int = TOP
         "breakdown": breakdown, "moved_by": headline.mover(breakdown, step),
         "top_regressions": regressions, "top_improvements": improvements,
         "collectives": match.collectives(base, new), "memory": match.memory(base, new),
-        "findings": findings.compare(base.findings, new.findings),
+        "findings": findings.compare(base.findings, new.findings, breakdown),
         "step_times_s": {"base": [t / 1e9 for t in base.step_times], "new": [t / 1e9 for t in new.step_times]},
     }
 

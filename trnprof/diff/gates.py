@@ -10,7 +10,10 @@
             count of new findings
 
 A metric gate trips when its change passes the threshold and the change is significant (or
-always, with strict). new_findings gates do not depend on significance.
+always, with strict). step_time, throughput and mfu are judged on both views of the step time, the
+typical (median) step and the effective step (wall time per step, recurring outliers included):
+the gate trips when either view does. A relative gate on a quantity that is 0 in the base trips on
+any significant increase. new_findings gates do not depend on significance.
 """
 
 from __future__ import annotations
@@ -91,24 +94,59 @@ def _findings_gate(gate: Gate, document: dict) -> dict:
     return {"gate": gate.text, "kind": gate.kind, "value": value, "tripped": bool(tripped), "significant": None}
 
 
+def _views(gate: Gate, entry: dict) -> list[tuple[str, dict]]:
+    """The entries a gate judges: the typical view, and the effective one where the metric has it."""
+    views = [("typical", entry)]
+    if gate.metric in ("step_time",) + RATES and entry.get("effective"):
+        views.append(("effective", entry["effective"]))
+    return views
+
+
+def _value(gate: Gate, entry: dict) -> float | None:
+    """The change a gate compares: relative (a base of 0 with a rise is +inf), or seconds per step."""
+    if gate.kind == "absolute":
+        if "delta_s" in entry:
+            return entry["delta_s"]
+        return None if entry.get("base_s") is None or entry.get("new_s") is None else entry["new_s"] - entry["base_s"]
+    if entry.get("change") is not None:
+        return entry["change"]
+    base, new = entry.get("base_s", entry.get("base")), entry.get("new_s", entry.get("new"))
+    if base == 0 and new is not None:
+        return float("inf") if new > 0 else 0.0
+    return None
+
+
+def _judge(gate: Gate, entry: dict, strict: bool) -> dict | None:
+    value = _value(gate, entry)
+    if value is None:
+        return None
+    if value == float("inf") and not OPS[gate.op](value, gate.threshold):
+        raise TrnprofError(f"--fail-if {gate.text!r}: {gate.metric} is 0 in the base run, so a relative change "
+                           f"is not defined; give an absolute threshold (e.g. \"{gate.metric}<+10ms\")")
+    passed = OPS[gate.op](value, gate.threshold)
+    from_zero = value == float("inf")  # JSON has no infinity: the value is null, `from_zero` true
+    return {"gate": gate.text, "kind": gate.kind, "value": None if from_zero else value, "from_zero": from_zero,
+            "significant": entry["significant"], "tripped": bool(passed and (entry["significant"] or strict)),
+            "past_threshold": bool(passed)}
+
+
 def evaluate(gate: Gate, document: dict, *, strict: bool = False) -> dict:
-    """Whether `gate` trips on `document`; a TrnprofError when the runs lack the metric."""
+    """Whether `gate` trips on `document` (on either view of the step time, for step_time,
+    throughput and mfu: `view` says which one the result is); a TrnprofError when the runs lack
+    the metric."""
     if gate.metric == "new_findings":
         return _findings_gate(gate, document)
     entry = _metric(document, gate.metric)
-    key = "change" if gate.kind == "relative" else "delta_s"
-    if gate.kind == "absolute" and gate.metric == "step_time" and entry is not None:
-        entry = {**entry, "delta_s": None if entry["base_s"] is None or entry["new_s"] is None
-                 else entry["new_s"] - entry["base_s"]}
-    value = None if entry is None else entry.get(key)
-    if value is None:
+    results = []
+    for view, judged in _views(gate, entry) if entry is not None else []:
+        result = _judge(gate, judged, strict)
+        if result is not None:
+            results.append({**result, "view": view})
+    if not results:
         raise TrnprofError(f"--fail-if {gate.text!r}: the runs do not give {gate.metric}"
                            + (" (the job metadata lacks samples per step or FLOPs)" if gate.metric in RATES else
                               " (no steady-state steps)"))
-    passed = OPS[gate.op](value, gate.threshold)
-    return {"gate": gate.text, "kind": gate.kind, "value": value, "significant": entry["significant"],
-            "tripped": bool(passed and (entry["significant"] or strict)),
-            "past_threshold": bool(passed)}
+    return max(results, key=lambda r: (r["tripped"], r["past_threshold"], r["view"] == "typical"))
 
 
 def evaluate_gates(texts, document: dict, *, strict: bool = False) -> list[dict]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .load import BUCKETS, Side
-from .stats import compare, min_p_value
+from .stats import bulk_sd, compare, compare_means, min_p_value
 
 NS = 1e9
 
@@ -14,30 +14,51 @@ def _rate_change(base, new) -> float | None:
     return new / base - 1.0 if base and new is not None else None
 
 
+HALVED = 2.0  # a rate halved or doubled is never within noise
+
+
 def step_time(base: Side, new: Side, alpha: float) -> dict:
-    """Median steady-state step time (slowest rank per step), seconds."""
+    """The two views of the step time: the typical step (median steady step, slowest rank;
+    Mann-Whitney over the steps) and under `effective` the effective step (mean of the steps'
+    wall slots; permutation test on means, or the bulk-noise test that a few long steps cannot
+    hide behind). `noise_floor_s`: the base's step-to-step noise (bulk standard deviation)."""
     result = compare(base.step_times / NS, new.step_times / NS, alpha=alpha)
+    effective = compare_means(base.slots / NS, new.slots / NS, alpha=alpha)
     return {"base_s": result["base"], "new_s": result["new"], "change": result["change"],
             "p_value": result["p_value"], "significant": result["significant"],
             "base_steps": len(base.step_times), "new_steps": len(new.step_times),
-            "min_p_value": min_p_value(len(base.step_times), len(new.step_times))}
+            "min_p_value": min_p_value(len(base.step_times), len(new.step_times)),
+            "noise_floor_s": bulk_sd(base.step_times / NS),
+            "effective": {"base_s": effective["base"], "new_s": effective["new"], "change": effective["change"],
+                          "p_value": effective["p_value"], "bulk_p_value": effective["bulk_p_value"],
+                          "significant": effective["significant"]}}
+
+
+def _rate(base, new, significant: bool) -> dict | None:
+    """A rate of both runs; beyond noise when its step time is, or when it halved or doubled."""
+    if base is None or new is None:
+        return None
+    change = _rate_change(base, new)
+    moved = bool(base > 0 and new > 0 and max(new / base, base / new) >= HALVED) or (base > 0) != (new > 0)
+    return {"base": base, "new": new, "change": change, "significant": bool(significant or moved)}
 
 
 def rates(base: Side, new: Side, step: dict) -> tuple[dict | None, dict | None]:
-    """Throughput from each job's samples per step over the median step time, and MFU as the
-    stdlib's `mfu` view states it (info's definitions); both move with the step time, so they
-    share its significance."""
+    """Throughput from each job's samples per step over the typical step, and MFU as the
+    stdlib's `mfu` view states it (info's definitions), each with `effective`: the same on the
+    effective step. They move with their step time, so they share its significance, and a rate
+    halved (or doubled) is never within noise."""
+    effective = step["effective"]
     base_tp, new_tp = base.throughput(step["base_s"]), new.throughput(step["new_s"])
     throughput = None
     if base_tp and new_tp:
-        throughput = {"base": base_tp["value"], "new": new_tp["value"], "unit": new_tp["unit"],
-                      "change": _rate_change(base_tp["value"], new_tp["value"]),
-                      "significant": step["significant"]}
-    base_mfu, new_mfu = base.mfu, new.mfu
-    mfu = None
-    if base_mfu is not None and new_mfu is not None:
-        mfu = {"base": base_mfu, "new": new_mfu, "change": _rate_change(base_mfu, new_mfu),
-               "significant": step["significant"]}
+        throughput = {**_rate(base_tp["value"], new_tp["value"], step["significant"]), "unit": new_tp["unit"]}
+        base_eff, new_eff = base.throughput(effective["base_s"]), new.throughput(effective["new_s"])
+        throughput["effective"] = _rate(base_eff and base_eff["value"], new_eff and new_eff["value"],
+                                        effective["significant"])
+    mfu = _rate(base.mfu, new.mfu, step["significant"])
+    if mfu is not None:
+        mfu["effective"] = _rate(base.effective_mfu, new.effective_mfu, effective["significant"])
     return throughput, mfu
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..api import Run, open_run
-from ..info import _mfu, _throughput
+from ..info import _mfu_views, _throughput
 from ..rules_engine import analyze
 from ..rules_engine.document import Document
 
@@ -29,12 +29,14 @@ class Side:
     manifest: dict
     world_size: int
     step_times: pd.Series          # steady-state step time (slowest rank), ns, indexed by step
+    slots: pd.Series               # steady steps' wall slots (step_slots), ns: their mean is the effective step
     warmup_steps: list[int]
     breakdown: pd.DataFrame        # steady_step_means: per step, buckets averaged over ranks, ns
     ops: pd.DataFrame              # steady_op_totals
     collectives: pd.DataFrame      # steady_collective_classes
     memory: pd.DataFrame           # peak_memory_categories
-    mfu: float | None              # the stdlib `mfu` view: steady-state MFU
+    mfu: float | None              # the stdlib `mfu` view: MFU on the typical step
+    effective_mfu: float | None    # and on the effective step
     findings: Document             # analyze()'s document
 
     @property
@@ -49,18 +51,21 @@ def _read(run: Run, findings: Document | None, analyze_options: dict) -> Side:
     document = findings if findings is not None else analyze(run, **analyze_options)
     phases = run.sql("SELECT step, dur, warmup FROM step_phases ORDER BY step")
     steady = phases[~phases["warmup"].astype(bool)]
+    slots = run.sql("SELECT step, slot FROM step_slots ORDER BY step")
+    mfu = _mfu_views(run)
     world = run.manifest.get("world_size")
     if world is None:
         world = int(run.sql("SELECT COUNT(*) AS n FROM ranks").iloc[0, 0])
     return Side(
         path=str(run.path), manifest=run.manifest, world_size=int(world),
         step_times=pd.Series(steady["dur"].astype(float).to_numpy(), index=steady["step"].astype(int).to_numpy()),
+        slots=pd.Series(slots["slot"].astype(float).to_numpy(), index=slots["step"].astype(int).to_numpy()),
         warmup_steps=[int(s) for s in phases.loc[phases["warmup"].astype(bool), "step"]],
         breakdown=run.sql("SELECT * FROM steady_step_means ORDER BY step"),
         ops=run.sql("SELECT * FROM steady_op_totals"),
         collectives=run.sql("SELECT * FROM steady_collective_classes"),
         memory=run.sql("SELECT * FROM peak_memory_categories ORDER BY category"),
-        mfu=_mfu(run), findings=document)
+        mfu=mfu[0], effective_mfu=mfu[1], findings=document)
 
 
 def load_sides(base: str | Path | Run, new: str | Path | Run, *, base_findings: Document | None = None,

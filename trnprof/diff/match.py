@@ -27,7 +27,10 @@ def op_series(side: Side) -> pd.DataFrame:
     return wide / ranks.to_numpy() / NS
 
 
-def _op_rows(frame: pd.DataFrame, base_wide: pd.DataFrame, new_wide: pd.DataFrame, alpha: float) -> list[dict]:
+def _op_rows(frame: pd.DataFrame, base_wide: pd.DataFrame, new_wide: pd.DataFrame, alpha: float,
+             noise_floor_s: float) -> list[dict]:
+    """Rows of `frame`'s ops; an op only one run has (new or gone) that costs more per step than
+    the base's step-to-step noise is never within noise."""
     rows = []
     for key, row in frame.iterrows():
         b = base_wide.loc[key].to_numpy() if key in base_wide.index else np.zeros(base_wide.shape[1])
@@ -36,20 +39,28 @@ def _op_rows(frame: pd.DataFrame, base_wide: pd.DataFrame, new_wide: pd.DataFram
         rows.append({"name": key[1], "kind": key[0], "lane": key[2], "base_s": float(row["base_s"]),
                      "new_s": float(row["new_s"]), "delta_s": float(row["delta_s"]),
                      "change": float(row["new_s"] / row["base_s"] - 1.0) if row["base_s"] > 0 else None,
-                     "p_value": test["p_value"], "significant": test["significant"]})
+                     "p_value": test["p_value"],
+                     "significant": bool(test["significant"] or _alone(row, noise_floor_s))})
     return rows
 
 
-def ops(base: Side, new: Side, alpha: float, top: int) -> tuple[list[dict], list[dict]]:
+def _alone(row, noise_floor_s: float) -> bool:
+    """An op of one run only whose mean time per step is above the noise floor."""
+    return (row["base_s"] == 0) != (row["new_s"] == 0) and abs(row["delta_s"]) > noise_floor_s
+
+
+def ops(base: Side, new: Side, alpha: float, top: int, noise_floor_s: float = 0.0) -> tuple[list[dict], list[dict]]:
     """The `top` regressions and improvements by op: mean seconds per rank and step in each run,
-    the difference, and whether the per-step values differ beyond noise."""
+    the difference, and whether the per-step values differ beyond noise (an op of one run only
+    costing more than `noise_floor_s` per step always does)."""
     base_wide, new_wide = op_series(base), op_series(new)
     frame = pd.concat([base_wide.mean(axis=1).rename("base_s"), new_wide.mean(axis=1).rename("new_s")],
                       axis=1).fillna(0.0)
     frame["delta_s"] = frame["new_s"] - frame["base_s"]
     worse = frame[frame["delta_s"] > 0].sort_values("delta_s", ascending=False).head(top)
     better = frame[frame["delta_s"] < 0].sort_values("delta_s").head(top)
-    return _op_rows(worse, base_wide, new_wide, alpha), _op_rows(better, base_wide, new_wide, alpha)
+    return (_op_rows(worse, base_wide, new_wide, alpha, noise_floor_s),
+            _op_rows(better, base_wide, new_wide, alpha, noise_floor_s))
 
 
 def _per_class(side: Side) -> pd.DataFrame:

@@ -24,6 +24,10 @@ def _gate_line(result: dict) -> str:
     value, kind = result["value"], result.get("kind")
     shown = (tables.percent(value) if kind == "relative" else tables.signed_duration(value) + "/step"
              if kind == "absolute" else str(value))
+    if result.get("from_zero"):
+        shown = "up from 0 in the base"
+    if result.get("view") == "effective":
+        shown += " (effective step: wall time per step)"
     extra = ""
     if result.get("past_threshold") and not result["tripped"]:
         extra = " (past the threshold but within noise)"

@@ -84,3 +84,77 @@ def compare(base, new, *, alpha: float = DEFAULT_ALPHA) -> dict:
     change = (new_median / base_median - 1.0) if base_median and new_median is not None else None
     return {"base": base_median, "new": new_median, "change": change, "p_value": test["p_value"],
             "significant": bool(test["p_value"] < alpha)}
+
+
+PERMUTATIONS = 20_000
+
+
+def permutation_means(base, new, *, rounds: int = PERMUTATIONS, seed: int = 0) -> float:
+    """Two-sided permutation test on the difference of means: the share of random relabellings
+    of the pooled values whose difference of means is at least the observed one (with the
+    observed labelling counted, so p >= 1 / (rounds + 1)). Exact over every labelling when there
+    are fewer than `rounds`."""
+    x, y = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    n1, n2 = len(x), len(y)
+    if n1 < 2 or n2 < 2:
+        return 1.0
+    pooled = np.concatenate([x, y])
+    observed = abs(y.mean() - x.mean())
+    total = pooled.sum()
+    if math.comb(n1 + n2, n1) <= rounds:
+        from itertools import combinations
+        sums = np.array([pooled[list(pick)].sum() for pick in combinations(range(n1 + n2), n1)])
+    else:
+        rng = np.random.default_rng(seed)
+        picks = np.argsort(rng.random((rounds, n1 + n2)), axis=1)[:, :n1]
+        sums = pooled[picks].sum(axis=1)
+    diffs = np.abs((total - sums) / n2 - sums / n1)
+    hits = int(np.sum(diffs >= observed * (1 - 1e-12)))
+    if math.comb(n1 + n2, n1) <= rounds:
+        return hits / len(sums)
+    return (hits + 1) / (rounds + 1)
+
+
+def bulk_sd(values) -> float:
+    """Standard deviation of the bulk of the values: those within 5 robust standard deviations
+    (1.4826 x the median absolute deviation) of the median, which a few very long steps do not
+    inflate."""
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2:
+        return 0.0
+    middle = np.median(x)
+    robust = 1.4826 * np.median(np.abs(x - middle))
+    bulk = x[np.abs(x - middle) <= 5 * robust]
+    return float(np.std(bulk, ddof=1)) if len(bulk) >= 2 else 0.0
+
+
+def bulk_noise_test(base, new) -> float:
+    """Two-sided p-value of the difference of means against the noise of the bulk of the steps:
+    Welch's t = (mean new - mean base) / sqrt(sd_b^2 / n_b + sd_n^2 / n_n) with the bulk standard
+    deviations (`bulk_sd`) and the smaller sample's degrees of freedom. Under steady noise it is
+    the usual test on means; a few very long steps move the means but not the noise, so they
+    cannot hide behind their own spread (as they do in a permutation test, which may hand them to
+    either run)."""
+    from scipy.stats import t as student
+
+    x, y = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    if len(x) < 2 or len(y) < 2:
+        return 1.0
+    spread = math.sqrt(bulk_sd(x) ** 2 / len(x) + bulk_sd(y) ** 2 / len(y))
+    gap = abs(y.mean() - x.mean())
+    if spread == 0:
+        return 1.0 if gap == 0 else 0.0
+    return float(min(1.0, 2 * student.sf(gap / spread, min(len(x), len(y)) - 1)))
+
+
+def compare_means(base, new, *, alpha: float = DEFAULT_ALPHA) -> dict:
+    """Means of two samples (e.g. each step's wall slot: the mean is the effective step), their
+    relative change and whether they differ beyond noise: the permutation test on means, or the
+    bulk-noise test (a few long steps in one run only)."""
+    x, y = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    base_mean = float(x.mean()) if len(x) else None
+    new_mean = float(y.mean()) if len(y) else None
+    permutation, bulk = permutation_means(x, y), bulk_noise_test(x, y)
+    change = (new_mean / base_mean - 1.0) if base_mean and new_mean is not None else None
+    return {"base": base_mean, "new": new_mean, "change": change, "p_value": permutation, "bulk_p_value": bulk,
+            "significant": bool(permutation < alpha or bulk < alpha)}

@@ -40,19 +40,34 @@ def verdict(entry: dict) -> str:
     return "significant" if entry.get("significant") else "within noise"
 
 
+def _verdict_p(entry: dict, *keys: str) -> str:
+    values = ", ".join(f"{label}={entry[key]:.2g}" for key, label in zip(keys, ("p", "bulk p")) if entry.get(key) is not None)
+    return f"{verdict(entry)} ({values})" if values else verdict(entry)
+
+
+def _rate_rows(name: str, entry: dict | None, show) -> list[dict]:
+    rows = []
+    for label, view in ((name, entry), (f"effective {name}", (entry or {}).get("effective"))):
+        if view:
+            rows.append({"metric": label, "base": show(view["base"]), "new": show(view["new"]),
+                         "change": percent(view["change"]), "verdict": verdict(view)})
+    return rows
+
+
 def headline(document: dict) -> list[dict]:
     step = document["step_time"]
-    rows = [{"metric": "step time", "base": duration(step["base_s"]), "new": duration(step["new_s"]),
-             "change": percent(step["change"]), "verdict": f"{verdict(step)} (p={step['p_value']:.2g})"}]
+    rows = [{"metric": "step time (typical)", "base": duration(step["base_s"]), "new": duration(step["new_s"]),
+             "change": percent(step["change"]), "verdict": _verdict_p(step, "p_value")}]
+    effective = step.get("effective")
+    if effective:
+        rows.append({"metric": "effective step", "base": duration(effective["base_s"]),
+                     "new": duration(effective["new_s"]), "change": percent(effective["change"]),
+                     "verdict": _verdict_p(effective, "p_value", "bulk_p_value")})
     throughput = document.get("throughput")
     if throughput:
-        rows.append({"metric": "throughput", "base": f"{throughput['base']:,.1f} {throughput['unit']}",
-                     "new": f"{throughput['new']:,.1f} {throughput['unit']}", "change": percent(throughput["change"]),
-                     "verdict": verdict(throughput)})
-    mfu = document.get("mfu")
-    if mfu:
-        rows.append({"metric": "MFU", "base": f"{mfu['base']:.2%}", "new": f"{mfu['new']:.2%}",
-                     "change": percent(mfu["change"]), "verdict": verdict(mfu)})
+        unit = throughput["unit"]
+        rows += _rate_rows("throughput", throughput, lambda v: f"{v:,.1f} {unit}")
+    rows += _rate_rows("MFU", document.get("mfu"), lambda v: f"{v:.2%}")
     return rows
 
 
@@ -83,17 +98,33 @@ def memory(document: dict) -> list[dict]:
              "change": percent(row["change"])} for row in document["memory"]]
 
 
+def _cost(per_step: float, once: float = 0.0, nbytes: float = 0) -> str:
+    """A rule's cost in its own units, as the findings table states it: per step, once, bytes."""
+    parts = ([f"{duration(per_step)}/step"] if per_step else []) + ([f"{duration(once)} once"] if once else []) \
+        + ([size(nbytes)] if nbytes else [])
+    return ", ".join(parts) or "no cost of its own"
+
+
+def _rule_cost(d: dict) -> str:
+    return _cost(d["seconds_per_step"], d.get("one_time_seconds", 0.0), d.get("bytes", 0))
+
+
 def findings(document: dict) -> list[dict]:
     found = document["findings"]
     rows = [{"status": "new", "rule": f"{d['code']} {d['name']}", "severity": d["severity"],
-             "impact": f"{duration(d['seconds_per_step'])}/step"} for d in found["new_details"]]
+             "impact": _rule_cost(d)} for d in found["new_details"]]
+    # resolved: the rule no longer finds it and the quantity it measures dropped
     rows += [{"status": "resolved", "rule": f"{d['code']} {d['name']}", "severity": d["severity"],
-              "impact": f"was {duration(d['seconds_per_step'])}/step"} for d in found["resolved_details"]]
+              "impact": f"was {_rule_cost(d)}"} for d in found["resolved_details"]]
+    rows += [{"status": "not reported", "rule": f"{d['code']} {d['name']}", "severity": d["severity"],
+              "impact": d["reason"]} for d in found.get("unreported", [])]
     rows += [{"status": "in both",
               "rule": f"{c['code']} {c['name']}",
               "severity": c["new_severity"] if c["base_severity"] == c["new_severity"]
               else f"{c['base_severity']} -> {c['new_severity']}",
-              "impact": f"{duration(c['base_s'])} -> {duration(c['new_s'])}/step"} for c in found["changed"]]
+              "impact": f"{_cost(c['base_s'], c.get('base_once_s', 0.0), c.get('base_bytes', 0))} -> "
+                        f"{_cost(c['new_s'], c.get('new_once_s', 0.0), c.get('new_bytes', 0))}"}
+             for c in found["changed"]]
     return rows
 
 
@@ -101,7 +132,8 @@ def sections(document: dict) -> list[tuple[str, list[dict]]]:
     """(title, rows) in display order; empty tables are kept (the renderers say 'none')."""
     moved = document.get("moved_by")
     return [
-        ("Step time, throughput, MFU (median over steady-state steps)", headline(document)),
+        ("Step time, throughput, MFU (typical: median over steady steps; effective: wall time per step)",
+         headline(document)),
         ("Step breakdown per rank and step (median over steady steps of the ranks' mean)"
          + (f"; the step time moved with {LABELS[moved]}" if moved else ""), breakdown(document)),
         ("Top regressions by op (mean time per rank and step)", ops(document["top_regressions"])),

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from trnprof.textfmt import duration
+
 from .spec import CATEGORIES, SEVERITIES, severity_rank
 
 # Severity bands for a claim cut short by a more specific finding, as shares of the mean step:
@@ -81,3 +83,13 @@ def graded(severity: str, cut_short: bool, fraction: float, costless: bool) -> s
     if cut_short:
         return SEVERITIES[min(severity_rank(severity), severity_rank(_band(fraction)))]
     return severity
+
+
+def claim_sentence(claimed_s: float, measured_s: float, related: list[str]) -> str:
+    """What is left of a measurement to a finding after more specific ones claimed first: the
+    message states the measurement, this sentence the exclusive claim."""
+    others = ", ".join(related) or "more specific findings"
+    if claimed_s <= _EPS_S:
+        return f"All of it ({duration(measured_s)} per step) is explained by {others}, which claimed it first."
+    return (f"{duration(claimed_s)} per step of it ({claimed_s / measured_s:.0%}) is not explained by {others}, "
+            "which claimed the rest first.")

@@ -151,11 +151,17 @@ def index_md(rules: list[Rule]) -> str:
               "`seconds_per_step` sum to no more than the mean step. A finding cut short lists the findings "
               "that claimed first under `related`, and its severity is capped by the share it kept (high from "
               "20 %, medium from 5 %, else low). A finding with no cost of any kind (no time per step, no "
-              "one-time time, no bytes) is `info`; `info` never fails `--fail-on low`. Messages print "
-              "`fraction_of_step` and `ms_per_step`, two views of the same granted quantity.", "",
+              "one-time time, no bytes) is `info`; `info` never fails `--fail-on low`. Messages state the "
+              "measurement and the claim apart: `seconds_per_step`, `ms_per_step` and `fraction_of_step` in "
+              "a template are what the rows measured (`impact.measured_seconds_per_step`), and the engine "
+              "appends to a finding cut short how much of it is left to it (\"6.71 ms per step of it (28%) is "
+              "not explained by collectives.low_bus_bandwidth, which claimed the rest first.\"), the granted "
+              "`impact.seconds_per_step`. A positive figure never prints as zero: a format that would show "
+              "`0%` or `0.00` gets the decimals it needs.", "",
               "**Templates.** `message` and `recommendation` are Python format strings over the worst row's "
               "columns, the rule's parameters and `ranks`, `n_ranks`, `steps`, `n_steps` (compact ranges "
-              "like `0-7, 9`), `seconds_per_step`, `ms_per_step`, `fraction_of_step` (the time granted), "
+              "like `0-7, 9`), `seconds_per_step`, `ms_per_step`, `fraction_of_step` (the time measured), "
+              "`claimed_seconds_per_step`, `claimed_ms_per_step`, `claimed_fraction_of_step` (the time granted), "
               "`one_time_s`, `lost_gib`, `related`, `pattern`, `severity`; "
               "attribute and index access are refused, nulls print as `n/a`.", ""]
     lines += _readable_lines()

@@ -22,6 +22,8 @@ class Impact(msgspec.Struct):
     fraction_of_step: float         # seconds_per_step / mean steady step time
     one_time_seconds: float = 0.0   # time lost once per job (a compile, a slow first step), s
     bytes: int = 0                  # device or host memory at stake, bytes
+    measured_seconds_per_step: float = 0.0  # what the rows measured per step, before the exclusive claims
+    draws_from: str | None = None   # the step_breakdown category the time is drawn from (the rule's impact)
 
     def costless(self) -> bool:
         return not (self.seconds_per_step or self.one_time_seconds or self.bytes)

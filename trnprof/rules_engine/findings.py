@@ -17,6 +17,7 @@ Every other column is evidence, and a field the message templates can use.
 
 from __future__ import annotations
 
+import re
 import string
 from dataclasses import dataclass
 
@@ -56,9 +57,27 @@ class _Formatter(string.Formatter):
         if value is None:
             return "n/a"
         try:
-            return format(value, format_spec)
+            return _nonzero(value, format_spec, format(value, format_spec))
         except (ValueError, TypeError) as exc:
             raise FindingError(f"cannot format {value!r} with {{:{format_spec}}}: {exc}") from None
+
+
+_FIXED = re.compile(r"^(.*?)\.(\d+)([f%])$")
+
+
+def _nonzero(value, spec: str, text: str) -> str:
+    """A positive number never prints as zero: '{:.0%}' of 0.003 is '0.3%', '{:.2f}' of 0.0004
+    is '0.0004' (more decimals until a digit shows, at most 9)."""
+    match = _FIXED.match(spec)
+    if not match or isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 \
+            or any(c in "123456789" for c in text):
+        return text
+    head, digits, kind = match.groups()
+    for more in range(int(digits) + 1, 10):
+        text = format(value, f"{head}.{more}{kind}")
+        if any(c in "123456789" for c in text):
+            break
+    return text
 
 
 def render(template: str, fields: dict) -> str:
@@ -190,18 +209,27 @@ def build(rule: Rule, params: dict, frame: pd.DataFrame, n_steps: int, mean_step
 
 
 def finish(draft: Draft, granted: claims.Claim, mean_step_ns: float | None) -> Finding:
-    """The finding with the time it was granted, its severity graded on it, its messages."""
+    """The finding with the time it was granted, its severity graded on it, its messages. The
+    message states what the rows measured (`seconds_per_step`, `ms_per_step`,
+    `fraction_of_step` are the measurement); when more specific findings claimed part of it
+    first, a sentence says how much of it is left to this finding (`claimed_*` fields)."""
     found = draft.finding
+    measured = found.impact.seconds_per_step
     seconds = round(granted.granted, 9)
     fraction = round(seconds / (mean_step_ns / 1e9), 6) if mean_step_ns else 0.0
-    cost = msgspec.structs.replace(found.impact, seconds_per_step=seconds, fraction_of_step=fraction)
-    cut_short = seconds < found.impact.seconds_per_step - 1e-9
+    cost = msgspec.structs.replace(found.impact, seconds_per_step=seconds, fraction_of_step=fraction,
+                                   measured_seconds_per_step=measured, draws_from=draft.rule.spec.impact.draws_from)
+    cut_short = seconds < measured - 1e-9
     severity = claims.graded(found.severity, cut_short, fraction, cost.costless())
-    fields = {**draft.fields, "severity": severity, "seconds_per_step": seconds, "ms_per_step": seconds * 1e3,
-              "fraction_of_step": fraction, "one_time_s": cost.one_time_seconds,
-              "lost_gib": cost.bytes / 2**30, "related": ", ".join(granted.related) or "none"}
-    return msgspec.structs.replace(found, severity=severity, impact=cost, related=granted.related,
-                                   message=render(draft.rule.spec.message, fields),
+    fields = {**draft.fields, "severity": severity, "seconds_per_step": measured, "ms_per_step": measured * 1e3,
+              "fraction_of_step": found.impact.fraction_of_step, "claimed_seconds_per_step": seconds,
+              "claimed_ms_per_step": seconds * 1e3, "claimed_fraction_of_step": fraction,
+              "one_time_s": cost.one_time_seconds, "lost_gib": cost.bytes / 2**30,
+              "related": ", ".join(granted.related) or "none"}
+    message = render(draft.rule.spec.message, fields)
+    if cut_short:
+        message += " " + claims.claim_sentence(seconds, measured, granted.related)
+    return msgspec.structs.replace(found, severity=severity, impact=cost, related=granted.related, message=message,
                                    recommendation=render(draft.rule.spec.recommendation, fields))
 
 

@@ -37,15 +37,21 @@ WHERE NOT s.warmup;
 
 -- The run's model FLOPs utilisation over its steady-state steps, one row: all their FLOPs over
 -- what the devices could do in all their time at peak (steps with unknown FLOPs left out). The
--- MFU `trnprof info`, the report and the compute.low_mfu rule state.
--- @column steps        steady steps with known FLOPs and peak
--- @column flops        FLOPs of those steps
--- @column seconds      time of those steps, s
--- @column peak_flops   peak FLOP/s of all the job's devices; null when unknown
--- @column mfu          flops / (seconds x peak_flops); null without such steps
--- @column lowest_mfu   lowest MFU of one of those steps
+-- MFU the compute.low_mfu rule states. `typical_mfu` and `effective_mfu` put the mean FLOPs per
+-- step over the two views of the step time (step_time_views): the typical (median) step and the
+-- effective step (wall time per step, recurring outliers included); `trnprof info` shows both.
+-- @column steps          steady steps with known FLOPs and peak
+-- @column flops          FLOPs of those steps
+-- @column seconds        time of those steps, s
+-- @column peak_flops     peak FLOP/s of all the job's devices; null when unknown
+-- @column mfu            flops / (seconds x peak_flops); null without such steps
+-- @column lowest_mfu     lowest MFU of one of those steps
+-- @column typical_mfu    mean FLOPs per step / (typical step x peak_flops)
+-- @column effective_mfu  mean FLOPs per step / (effective step x peak_flops)
 CREATE VIEW mfu AS
-SELECT COUNT(*) AS steps, SUM(flops) AS flops, SUM(dur) / 1e9 AS seconds, MAX(peak_flops) AS peak_flops,
-       SUM(flops) / (SUM(dur) / 1e9 * MAX(peak_flops)) AS mfu, MIN(mfu) AS lowest_mfu
-FROM step_mfu
-WHERE mfu IS NOT NULL;
+SELECT COUNT(*) AS steps, SUM(m.flops) AS flops, SUM(m.dur) / 1e9 AS seconds, MAX(m.peak_flops) AS peak_flops,
+       SUM(m.flops) / (SUM(m.dur) / 1e9 * MAX(m.peak_flops)) AS mfu, MIN(m.mfu) AS lowest_mfu,
+       AVG(m.flops) / (MAX(v.typical) / 1e9 * MAX(m.peak_flops)) AS typical_mfu,
+       AVG(m.flops) / (MAX(v.effective) / 1e9 * MAX(m.peak_flops)) AS effective_mfu
+FROM step_mfu AS m CROSS JOIN step_time_views AS v
+WHERE m.mfu IS NOT NULL;

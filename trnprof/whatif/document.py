@@ -7,9 +7,14 @@ The document (`--format json`, `trnprof.whatif(run, overrides)`):
     fit: {method, params {name: value}, identified, fixed, residual {classes_rms, step},
           classes, fits, reason}
     fitted: {step_time_s, throughput, mfu, hbm_peak_bytes}      the model at the fitted values
-    predicted: {step_time_s, throughput, mfu, hbm_peak_bytes, fits, band {low_s, high_s},
-                change_fraction}     band: the prediction over the plausible range of every
-                                     parameter the run cannot show, widened by the fit's residual
+    predicted: {step_time_s, effective_step_s, throughput, mfu, hbm_peak_bytes, fits,
+                band {low_s, high_s}, change_fraction, effective_change_fraction}
+                                     step_time_s: the typical step, effective_step_s: wall time per
+                                     step (recurring recompiles included); each the measured step
+                                     times the model's ratio changed / fitted (the fit's bias
+                                     cancels). band: the prediction over the plausible range of
+                                     every parameter the run cannot show, widened by the fit's
+                                     residual and the steps' noise
     breakdown: {category: {baseline_s, fitted_s, predicted_s, delta_s}}
 `predicted.fits` is whether the changed job fits in HBM (as the simulator's `fits`);
 `fit.fits` is whether the model fits the run well enough to trust the prediction.
@@ -38,7 +43,9 @@ from .model import Modelled, classes_of, model
 MIN_CLASSES = 3          # fewer matched event classes: fit the step breakdown instead
 TRUST_RMS = 0.15         # a class off by more than ~15 % on average: the model does not fit the run
 TRUST_STEP = 0.15        # the fitted step more than ~15 % off the measured one: idem
-BAND_SIGMAS = 2.0        # band half-width: |step residual| + 2 x the classes' RMS (log scale)
+BAND_SIGMAS = 2.0        # band half-width: 2 x the classes' RMS + the step noise term (log scale)
+NOISE_SIGMAS = 3.0       # the noise term: 3 x the spread of the difference of two runs' median steps
+MEDIAN_SE = 1.2533       # standard error of a median over that of a mean (normal noise)
 
 
 def _job_summary(job: Job) -> dict:
@@ -152,8 +159,18 @@ class Prepared:
         if world and world != self.job.world:
             self.result.notes.append(f"the described job has {self.job.world} ranks, the run {world}: "
                                      "the fit compares per-rank step times")
-        self.band = abs(self.step_residual) + BAND_SIGMAS * self.result.rms
+        # predictions are ratios on the fitted model applied to the measured steps: the fit's bias cancels
+        self.scale = self.measured.step_time_s / self.fitted.predictions["step_time_s"]
+        self.effective_scale = self.measured.effective_s / self.fitted.effective_s if self.measured.effective_s \
+            else self.scale
+        self.band = BAND_SIGMAS * self.result.rms + self.noise_term()
         self.baseline_hbm = _measured_hbm(run)
+
+    def noise_term(self) -> float:
+        """How far another run's median step may fall from this one's by noise alone (log scale):
+        NOISE_SIGMAS x sqrt(2) x the standard error of a median of the measured steps."""
+        steps = max(self.measured.steps, 1)
+        return NOISE_SIGMAS * float(np.sqrt(2.0)) * MEDIAN_SE * self.measured.noise / float(np.sqrt(steps))
 
     def fit_section(self) -> dict:
         r = self.result
@@ -164,15 +181,28 @@ class Prepared:
                 "fits": self.fits, "reason": self.reason, "notes": r.notes}
 
     def band_of(self, job: Job, step: float) -> dict:
-        """The uncertainty band around a predicted step: the span of the prediction over the
-        plausible range (params.BOUNDS) of every parameter the run could not show, widened by the
-        fit's residual (|step residual| + 2 x the classes' RMS, log scale)."""
+        """The uncertainty band around a predicted (model) step, as measured seconds: the span of
+        the prediction over the plausible range (params.BOUNDS) of every parameter the run could
+        not show, widened by 2 x the classes' RMS and the steps' noise (log scale), times the
+        measured-over-fitted scale."""
         low = high = step
         for name in self.fit_section()["fixed"]:
             for bound in BOUNDS[name]:
                 seconds = model(job, self.result.params.replace(**{name: bound})).predictions["step_time_s"]
                 low, high = min(low, seconds), max(high, seconds)
-        return {"low_s": low * float(np.exp(-self.band)), "high_s": high * float(np.exp(self.band))}
+        return {"low_s": low * self.scale * float(np.exp(-self.band)),
+                "high_s": high * self.scale * float(np.exp(self.band))}
+
+    def priced(self, job: Job, predicted: Modelled) -> dict:
+        """A changed job's typical and effective step as ratios on the fitted model applied to the
+        measured steps, with the band and the changes against the measured steps."""
+        step = predicted.predictions["step_time_s"] * self.scale
+        effective = predicted.effective_s * self.effective_scale
+        return {"step_time_s": step, "effective_step_s": effective,
+                "band": self.band_of(job, predicted.predictions["step_time_s"]),
+                "change_fraction": step / self.measured.step_time_s - 1,
+                "effective_change_fraction": effective / self.measured.effective_s - 1
+                if self.measured.effective_s else None}
 
     def predict(self, changes: dict) -> tuple[Job, Modelled]:
         job = D.job_of(D.changed(self.description, changes), "the changed job")
@@ -182,7 +212,8 @@ class Prepared:
 def _document(prep: Prepared, changes: dict, seconds: float) -> dict:
     job, predicted = prep.predict(changes)
     pred = predicted.predictions
-    step = pred["step_time_s"]
+    priced = prep.priced(job, predicted)
+    step = priced["step_time_s"]
     if not (isinstance(step, (int, float)) and math.isfinite(step) and step > 0):
         raise TrnprofError(f"the changed job: the model gives no finite step time ({step}); "
                            "check the --set values against their ranges (docs/whatif.md)")
@@ -190,12 +221,12 @@ def _document(prep: Prepared, changes: dict, seconds: float) -> dict:
     return {
         "schema": SCHEMA, "run": str(prep.run.path), "change": changes,
         "job": {"baseline": _job_summary(prep.job), "predicted": _job_summary(job)},
-        "baseline": {**_numbers(prep.job, prep.measured.step_time_s, prep.baseline_hbm), "steps": prep.measured.steps},
+        "baseline": {**_numbers(prep.job, prep.measured.step_time_s, prep.baseline_hbm), "steps": prep.measured.steps,
+                     "effective_step_s": prep.measured.effective_s},
         "fit": prep.fit_section(),
-        "fitted": _numbers(prep.job, fitted["step_time_s"], fitted["hbm_peak_bytes"]),
-        "predicted": {**_numbers(job, step, pred["hbm_peak_bytes"]), "fits": pred["fits"],
-                      "band": prep.band_of(job, step),
-                      "change_fraction": step / fitted["step_time_s"] - 1},
+        "fitted": {**_numbers(prep.job, fitted["step_time_s"], fitted["hbm_peak_bytes"]),
+                   "effective_step_s": prep.fitted.effective_s},
+        "predicted": {**_numbers(job, step, pred["hbm_peak_bytes"]), "fits": pred["fits"], **priced},
         "breakdown": _breakdown(prep.measured, prep.fitted, predicted),
         "seconds": time.perf_counter() - seconds,
     }

@@ -28,20 +28,32 @@ BREAKDOWN_RANKS = 256
 
 @dataclass
 class Measured:
-    step_time_s: float                 # median steady step (slowest rank), s
+    step_time_s: float                 # median steady step (slowest rank), s: the typical step
     steps: int                         # steady steps measured
     breakdown: dict[str, float] | None  # mean over ranks and steady steps, s (None: not computed)
     classes: dict[tuple, float]        # (stage, kind, name, phase) -> median seconds per event
     counts: dict[tuple, int]           # events behind each class
     sampled_ranks: int
+    effective_s: float = 0.0           # wall time per steady step (step_time_views), s
+    noise: float = 0.0                 # the steps' bulk standard deviation over the typical step
 
 
 def steady_step(run: Run) -> tuple[float, int]:
+    """The typical step (median steady step, s) and the steady steps."""
     df = run.sql("SELECT dur FROM step_phases WHERE NOT warmup")
     if df.empty:
         raise TrnprofError(f"run {run.path}: no steady-state steps to fit (the run has no step events after "
                            "warm-up)")
     return float(df["dur"].median()) * NS, len(df)
+
+
+def step_views(run: Run) -> tuple[float, float]:
+    """The effective step (view step_time_views, s) and the steps' relative noise: the bulk
+    standard deviation of the steady step times over their median."""
+    from trnprof.diff.stats import bulk_sd
+    effective = float(run.sql("SELECT effective FROM step_time_views").iloc[0, 0]) * NS
+    durations = run.sql("SELECT dur FROM step_phases WHERE NOT warmup")["dur"].astype(float)
+    return effective, bulk_sd(durations) / float(durations.median())
 
 
 def breakdown(run: Run) -> dict[str, float]:
@@ -103,4 +115,5 @@ def measure(run: Run, tp: int, dp: int, *, need_breakdown: bool = False) -> Meas
     parts = breakdown(run) if need_breakdown or breakdown_ready(run) else None
     ranks = sample_ranks(run, tp, dp)
     classes, counts = event_classes(run, ranks)
-    return Measured(step, steps, parts, classes, counts, len(ranks))
+    effective, noise = step_views(run)
+    return Measured(step, steps, parts, classes, counts, len(ranks), effective, noise)

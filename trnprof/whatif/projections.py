@@ -2,7 +2,8 @@
 what-if model fitted to the same run.
 
 A finding gains `projected` (the Finding field, a plain mapping):
-    {"change": {...}, "step_time_s": s, "gain_fraction": 1 - predicted / fitted step,
+    {"change": {...}, "step_time_s": s, "effective_step_s": s,
+     "gain_fraction": 1 - predicted / measured effective step (wall time per step),
      "band": {"low_s", "high_s"}, "reason": null}
 `method` names what priced it: "execution model", or "replay" when the run is no described Trn1
 job and the fix is priced by replaying the run's own dependency graph (trnprof/critical_path/
@@ -107,11 +108,14 @@ def _empty(reason: str, change: dict | None = None) -> dict:
 
 
 def _price(prep: Prepared, change: dict) -> dict:
+    """The fix priced on the effective step (wall time per step): a recompile every 4 steps is
+    worth its share of the wall time, a faster steady step its share of the wall time too."""
     job, predicted = prep.predict(change)
-    step = predicted.predictions["step_time_s"]
-    fitted = prep.fitted.predictions["step_time_s"]
-    band = prep.band_of(job, step)
-    return {"change": change, "step_time_s": step, "gain_fraction": 1 - step / fitted, "band": band, "reason": None,
+    priced = prep.priced(job, predicted)
+    gain = -priced["effective_change_fraction"] if priced["effective_change_fraction"] is not None \
+        else -priced["change_fraction"]
+    return {"change": change, "step_time_s": priced["step_time_s"], "effective_step_s": priced["effective_step_s"],
+            "gain_fraction": gain, "band": priced["band"], "reason": None,
             "method": "execution model"}
 
 
@@ -153,9 +157,11 @@ def gain_line(finding) -> str | None:
     spread = ""
     if band:
         spread = f", {band['low_s'] * 1e3:.4g}..{band['high_s'] * 1e3:.4g} ms"
+    effective = projected.get("effective_step_s")
+    wall = f", {effective * 1e3:.4g} ms effective" if effective is not None else ""
     method = f", by {projected['method']}" if projected.get("method") else ""
-    return (f"fix this -> {-projected['gain_fraction']:+.1%} step time "
-            f"({change}: {projected['step_time_s'] * 1e3:.4g} ms{spread}{method})")
+    return (f"fix this -> {-projected['gain_fraction']:+.1%} wall time per step "
+            f"({change}: {projected['step_time_s'] * 1e3:.4g} ms typical step{spread}{wall}{method})")
 
 
 def change_text(change: dict) -> str:

@@ -13,7 +13,9 @@ def _bytes(value) -> str:
 
 def _row(label: str, numbers: dict) -> str:
     throughput = numbers["throughput"]
-    return (f"{label:<10} {duration(numbers['step_time_s']):>10}  {throughput['value']:>12,.1f} {throughput['unit']:<6}"
+    effective = numbers.get("effective_step_s")
+    return (f"{label:<10} {duration(numbers['step_time_s']):>10}  {duration(effective) if effective else '-':>10}  "
+            f"{throughput['value']:>12,.1f} {throughput['unit']:<6}"
             f" {numbers['mfu']:>6.1%}  {_bytes(numbers['hbm_peak_bytes']):>10}")
 
 
@@ -31,17 +33,21 @@ def to_text(doc: dict) -> str:
     lines = [f"run        {doc['run']}",
              f"change     {change_text(doc['change']) or '(none: the fitted baseline)'}",
              f"fit        {fit['method']}: {fit['classes']} classes, residual {residual['classes_rms']:.1%} RMS per "
-             f"class, fitted step {residual['step']:+.1%} vs measured",
+             f"class, fitted step {residual['step']:+.1%} vs measured (predictions are ratios on the measured step, "
+             "so this bias cancels)",
              _params(fit)]
     if fit["fixed"]:
         lines.append(f"           the run cannot show {', '.join(fit['fixed'])}: the band spans its plausible range")
     if not fit["fits"]:
         lines.append(f"warning    the model does not fit this run: {fit['reason']}; the prediction is not to be trusted")
-    lines += ["", f"{'':<10} {'step':>10}  {'throughput':>19} {'MFU':>7}  {'HBM peak':>10}",
+    effective = pred.get("effective_change_fraction")
+    lines += ["", f"{'':<10} {'step':>10}  {'effective':>10}  {'throughput':>19} {'MFU':>7}  {'HBM peak':>10}",
               _row("baseline", doc["baseline"]), _row("fitted", doc["fitted"]), _row("predicted", pred),
-              "", f"predicted step {duration(pred['step_time_s'])} ({pred['change_fraction']:+.1%} vs fitted), "
+              "", f"predicted step {duration(pred['step_time_s'])} ({pred['change_fraction']:+.1%} vs measured), "
                   f"band {duration(pred['band']['low_s'])} .. {duration(pred['band']['high_s'])}; "
-                  f"HBM {'fits' if pred['fits'] else 'does NOT fit'}",
+                  + (f"effective step (wall time per step) {duration(pred['effective_step_s'])} ({effective:+.1%}); "
+                     if effective is not None else "")
+                  + f"HBM {'fits' if pred['fits'] else 'does NOT fit'}",
               "", f"{'category':<14} {'baseline':>10} {'fitted':>10} {'predicted':>10} {'delta':>10}"]
     for cat, row in doc["breakdown"].items():
         base = duration(row["baseline_s"]) if row["baseline_s"] is not None else "-"

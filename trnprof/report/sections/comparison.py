@@ -1,5 +1,6 @@
 """Comparison with a baseline run (`trnprof report NEW --baseline BASE`): the steady-state step
-times of both runs side by side, the step breakdown delta and the top regressions by op, drawn
+times of both runs side by side, the step breakdown delta, the top regressions by op and the
+bus bandwidth per collective size class, drawn
 from a `trnprof diff` document (the report computes nothing itself)."""
 
 from __future__ import annotations
@@ -32,9 +33,14 @@ def _chart(document: dict) -> alt.Chart | None:
 
 def _summary(document: dict) -> str:
     step = document["step_time"]
-    parts = [f"Baseline {document['base']}: step time {tables.duration(step['base_s'])} -> "
+    parts = [f"Baseline {document['base']}: typical step {tables.duration(step['base_s'])} -> "
              f"{tables.duration(step['new_s'])} ({tables.percent(step['change'])}, {tables.verdict(step)}, "
              f"p={step['p_value']:.2g}, {step['base_steps']} vs {step['new_steps']} steady steps)."]
+    effective = step.get("effective")
+    if effective:
+        parts.append(f"Effective step (wall time per step): {tables.duration(effective['base_s'])} -> "
+                     f"{tables.duration(effective['new_s'])} ({tables.percent(effective['change'])}, "
+                     f"{tables.verdict(effective)}).")
     if step["min_p_value"] >= document["alpha"]:
         parts.append(f"With {step['base_steps']} and {step['new_steps']} steady steps no change can be significant "
                      f"at alpha {document['alpha']:g}: record more steps.")
@@ -61,5 +67,6 @@ def build(document: dict) -> Section:
         reasons=document["reasons"], notes=document["notes"],
         tables=[("Step breakdown per rank and step", tables.breakdown(document)),
                 ("Top regressions by op", tables.ops(document["top_regressions"])),
+                ("Collectives by op and size class: bus bandwidth", tables.collectives(document)),
                 ("Findings by rule", tables.findings(document))])
     return section

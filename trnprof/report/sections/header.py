@@ -23,11 +23,15 @@ def _facts(run) -> list[tuple[str, str]]:
         ("parallelism", job_value(job.get("parallelism") or job.get("parallel"))),
         ("precision", job_value(job.get("precision"))),
         ("steps", job_value(info["steps"])),
-        ("step time", f"median {duration(step['median'])}, p95 {duration(step['p95'])} "
+        ("step time", f"typical (median) {duration(step['median'])}, p95 {duration(step['p95'])} "
                       f"over {step['steps']:,} steady steps" if step else "n/a"),
+        ("effective step", f"{duration(step['effective'])} (wall time per steady step, recurring outliers included)"
+                           if step else "n/a"),
         ("warm-up", ", ".join(f"step {w['step']}: {duration(w['seconds'])}" for w in info["warmup"]) or "none"),
-        ("throughput", f"{throughput['value']:,.1f} {throughput['unit']}" if throughput else "unknown"),
-        ("MFU", share(info["mfu"]) if info["mfu"] is not None else "unknown"),
+        ("throughput", f"typical {throughput['value']:,.1f}, effective {throughput['effective']:,.1f} "
+                       f"{throughput['unit']}" if throughput else "unknown"),
+        ("MFU", f"typical {share(info['mfu'])}, effective {share(info['effective_mfu'])}"
+                if info["mfu"] is not None else "unknown"),
     ]
 
 
