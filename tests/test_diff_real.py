@@ -23,14 +23,14 @@ def runs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def slower(runs):
-    return trnprof.diff(runs["base"], runs["slow"])
+    return trnprof.api.diff(runs["base"], runs["slow"])
 
 
 def test_the_slow_rank_run_is_told_apart_with_the_right_sign(runs, slower):
     assert slower["comparable"] and slower["world_size"] == {"base": 2, "new": 2}
     assert slower["step_time"]["significant"] and slower["step_time"]["change"] > 1.0  # several times slower
     assert slower["step_time"]["base_steps"] == slower["step_time"]["new_steps"] == 8
-    faster = trnprof.diff(runs["slow"], runs["base"])
+    faster = trnprof.api.diff(runs["slow"], runs["base"])
     assert faster["step_time"]["significant"] and faster["step_time"]["change"] < -0.5
 
 
@@ -44,7 +44,7 @@ def test_the_slow_ranks_extra_work_and_the_wait_for_it_lead_the_regressions(slow
 
 
 def test_an_ingested_run_compares_with_a_simulated_one(runs, sample_run):
-    document = trnprof.diff(sample_run, runs["base"])
+    document = trnprof.api.diff(sample_run, runs["base"])
     assert document["comparable"]  # neither manifest names a different model
     assert "different sources: trnprof.synthetic vs trnprof.ingest" in document["notes"]
     assert any("world size differs (8 vs 2 ranks)" in note for note in document["notes"])

@@ -9,7 +9,7 @@ import pytest
 import trnprof
 from tests.test_report_browser import ARTIFACTS, COUNT_MARKS, browser, open_page  # noqa: F401  (browser: fixture)
 from trnprof.collectors.synthetic import synthetic_run
-from trnprof.report import write_report
+from trnprof.api import report
 from trnprof.report.sections import comparison
 
 
@@ -20,7 +20,7 @@ def baseline(tmp_path_factory):
 
 
 def test_the_section_shows_both_step_time_distributions_and_the_deltas(baseline, sample_run):
-    document = trnprof.diff(baseline, sample_run)
+    document = trnprof.api.diff(baseline, sample_run)
     section = comparison.build(document)
     spec = section.chart.to_dict(validate=True)
     values = next(iter(spec["datasets"].values()))
@@ -33,7 +33,7 @@ def test_the_section_shows_both_step_time_distributions_and_the_deltas(baseline,
 
 
 def test_names_reach_the_page_escaped(baseline, sample_run):
-    document = trnprof.diff(baseline, sample_run)
+    document = trnprof.api.diff(baseline, sample_run)
     document["top_regressions"][0]["name"] = "</script><img src=x onerror=alert(1)>"
     html = comparison.build(document).html
     assert "<img" not in html and "&lt;/script&gt;&lt;img" in html
@@ -60,10 +60,10 @@ def test_a_missing_baseline_is_one_line_and_exit_2(sample_run, tmp_path, cli):
 
 def test_the_comparison_chart_draws_in_a_browser(browser, baseline, sample_run, tmp_path):
     out = tmp_path / "report.html"
-    write_report(sample_run, out, baseline=baseline)
+    report(sample_run, out, baseline=baseline)
     seen = open_page(browser, out)
     assert seen["console"] == [] and seen["requests"] == [out.resolve().as_uri()]
-    document = trnprof.diff(baseline, sample_run)
+    document = trnprof.api.diff(baseline, sample_run)
     steps = len(document["step_times_s"]["base"]) + len(document["step_times_s"]["new"])
     # one tick per step plus the two box plots' marks
     assert seen["page"].evaluate(COUNT_MARKS, "chart-comparison") > steps

@@ -26,12 +26,12 @@ def runs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def noise(runs):
-    return trnprof.diff(runs["seed1"], runs["seed2"])
+    return trnprof.api.diff(runs["seed1"], runs["seed2"])
 
 
 @pytest.fixture(scope="module")
 def straggler(runs):
-    return trnprof.diff(runs["seed1"], runs["straggler"])
+    return trnprof.api.diff(runs["seed1"], runs["straggler"])
 
 
 def test_two_seeds_differ_by_noise_only(noise):
@@ -105,7 +105,7 @@ def test_markdown_is_a_pr_comment(runs, cli):
 
 def test_different_world_sizes_compare_per_rank(runs, tmp_path):
     small = simulate_job(tmp_path / "small", seed=1, overrides=["cluster.instance=trn1.2xlarge", "batch.global=32"])
-    document = trnprof.diff(small, runs["seed1"])
+    document = trnprof.api.diff(small, runs["seed1"])
     assert document["comparable"] and document["world_size"] == {"base": 2, "new": 32}
     assert any("world size differs" in note for note in document["notes"])
     ops = {(row["name"], row["lane"]) for row in document["top_regressions"] + document["top_improvements"]}

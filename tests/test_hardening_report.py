@@ -11,7 +11,8 @@ import vl_convert
 
 from tests.conftest import write_inline_run
 from trnprof.errors import TrnprofError
-from trnprof.report import export, write_report
+from trnprof.api import report
+from trnprof.report import export
 
 NAMES = ["lane\u2028break", "para\u2029graph", "quote' \" \\ ${x} `tick`", "');alert(1);//"]
 EXPRESSION_KEYS = {"expr", "calculate", "filter", "test", "signal", "update", "labelExpr", "sort"}
@@ -43,7 +44,7 @@ def strings_under(node, keys, inside=False):
 
 def test_hostile_lane_names_are_data_and_every_chart_renders(tmp_path):
     run = write_named_run(tmp_path / "run")
-    result = write_report(run, tmp_path / "r.html", analyze=False, png_dir=tmp_path / "charts")
+    result = report(run, tmp_path / "r.html", analyze=False, png_dir=tmp_path / "charts")
     assert "timeline" in result["charts"]
     svg = (tmp_path / "charts" / "timeline.svg").read_text(encoding="utf-8")
     assert "<svg" in svg and "rect" in svg  # Vega parsed every expression and drew the bars

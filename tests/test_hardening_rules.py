@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from trnprof.errors import TrnprofError
-from trnprof.rules_engine import analyze
+from trnprof.rules_engine.engine import analyze
 from trnprof.rules_engine.loader import RuleError, load_rule_file
 from trnprof.rules_engine.sandbox import MAX_RESULT_ROWS, Sandbox, SandboxError, parse_size, parser
 

@@ -16,7 +16,7 @@ from playwright.sync_api import sync_playwright
 
 from tests.conftest import REPO
 from tests.test_report_page import HOSTILE, hostile_findings, write_hostile_run
-from trnprof.report import write_report
+from trnprof.api import report
 
 CHROMIUM = "/usr/bin/chromium"
 # root needs --no-sandbox; the rest keeps Chromium from calling Google services on a closed network
@@ -89,7 +89,7 @@ def open_page(browser, path: Path) -> dict:
 
 def test_report_loads_offline_and_every_chart_draws(browser, sample_run, tmp_path):
     out = tmp_path / "report.html"
-    write_report(sample_run, out)
+    report(sample_run, out)
     seen = open_page(browser, out)
     page = seen["page"]
     assert seen["console"] == []
@@ -118,7 +118,7 @@ def assert_inert(seen: dict, out: Path, charts: int) -> None:
 def test_hostile_names_show_as_text_and_never_run(browser, tmp_path):
     run = write_hostile_run(tmp_path / "run")
     out = tmp_path / "report.html"
-    write_report(run, out, findings=hostile_findings(tmp_path / "analyze.json"))
+    report(run, out, findings=hostile_findings(tmp_path / "analyze.json"))
     seen = open_page(browser, out)
     page = seen["page"]
     assert_inert(seen, out, 6)

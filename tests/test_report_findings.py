@@ -10,7 +10,8 @@ import pytest
 
 from trnprof.api import open_run
 from trnprof.errors import TrnprofError
-from trnprof.report.findings import from_engine, read_findings
+from trnprof.api import analyze
+from trnprof.report.findings import read_findings
 from trnprof.rules_engine.document import SCHEMA, Document, to_json_bytes
 
 
@@ -23,7 +24,7 @@ def _write(tmp_path, document) -> str:
 @pytest.fixture(scope="module")
 def engine_document(sample_run) -> Document:
     with open_run(sample_run) as run:
-        return from_engine(run)
+        return analyze(run)
 
 
 def test_engine_document_is_typed(engine_document):

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import write_inline_run
-from trnprof.report import vega, write_report
+from trnprof.api import report
+from trnprof.report import vega
 
 HOSTILE = ["<script>window.__xss=1;alert(1)</script>", "</script><img src=x onerror=\"window.__xss=2\">",
            "it's \"quoted\" & <b>bold</b>"]
@@ -79,7 +80,7 @@ class _Scripts(HTMLParser):
 def hostile_page(tmp_path_factory):
     folder = tmp_path_factory.mktemp("hostile")
     out = folder / "report.html"
-    write_report(write_hostile_run(folder / "run"), out, findings=hostile_findings(folder / "analyze.json"))
+    report(write_hostile_run(folder / "run"), out, findings=hostile_findings(folder / "analyze.json"))
     return out.read_text(encoding="utf-8")
 
 

@@ -157,7 +157,7 @@ def test_rules_docs_writes_and_checks(cli, tmp_path):
 
 def test_info_findings_never_fail_fail_on_low(busy_run):  # noqa: F811
     from trnprof.cli.analyze import fails
-    from trnprof.rules_engine import analyze
+    from trnprof.rules_engine.engine import analyze
     document = analyze(busy_run)
     infos = [f for f in document.findings if f.severity == "info"]
     assert infos, "the busy run has findings whose time others claimed"

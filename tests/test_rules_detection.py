@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from trnprof.collectors.trn1 import load_config, simulate
-from trnprof.rules_engine import analyze
+from trnprof.rules_engine.engine import analyze
 from trnprof import yamlio
 from trnprof.rules_engine.docs import DETECTION_FILE
 from trnprof.rules_engine.loader import builtin_dir

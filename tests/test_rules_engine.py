@@ -8,7 +8,9 @@ import msgspec
 import pytest
 
 from trnprof.api import open_run
-from trnprof.rules_engine import SCHEMA, analyze, load_rules
+from trnprof.rules_engine.document import SCHEMA
+from trnprof.rules_engine.engine import analyze
+from trnprof.rules_engine.loader import load_rules
 from trnprof.rules_engine.document import to_json_bytes
 from trnprof.rules_engine.spec import Inline
 from trnprof.rules_engine.testing import write_inline

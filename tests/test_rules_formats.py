@@ -7,7 +7,8 @@ import json
 import msgspec
 import pytest
 
-from trnprof.rules_engine import analyze, load_rules
+from trnprof.rules_engine.engine import analyze
+from trnprof.rules_engine.loader import load_rules
 from trnprof.rules_engine.document import Document, to_json_bytes
 from trnprof.jsonplain import to_json
 from trnprof.rules_engine.render import to_markdown, to_text

@@ -8,7 +8,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from trnprof.rules_engine import analyze
+from trnprof.rules_engine.engine import analyze
 from trnprof.rules_engine.sandbox import Sandbox, SandboxError
 
 from .test_rules_loader import rule_dict, write_rule

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from trnprof.api import open_run
-from trnprof.rules_engine import analyze
+from trnprof.rules_engine.engine import analyze
 from trnprof.rules_engine.document import to_json_bytes
 from trnprof.stdlib import load_views
 

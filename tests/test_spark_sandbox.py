@@ -7,7 +7,7 @@ import pytest
 
 from trnprof.api import open_run
 from trnprof.rules_engine.sandbox import SandboxError
-from trnprof.spark.sandbox import SparkSandbox
+from trnprof.rules_engine.spark_sandbox import SparkSandbox
 
 from .conftest import REPO
 from .spark_support import spark_engine  # noqa: F401

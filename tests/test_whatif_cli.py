@@ -35,10 +35,10 @@ def test_json_document_has_the_issue_shape(run_a):
 
 
 def test_api_returns_the_cli_document(run_a):
-    doc = trnprof.whatif(run_a, ["tp=2"])
+    doc = trnprof.api.whatif(run_a, ["tp=2"])
     cli = json.loads(_invoke(run_a, "--set", "parallel.tp=2", "--format", "json").output)
     assert doc["predicted"]["step_time_s"] == pytest.approx(cli["predicted"]["step_time_s"])
-    assert trnprof.whatif(run_a, {"parallel.tp": 2})["change"] == doc["change"]
+    assert trnprof.api.whatif(run_a, {"parallel.tp": 2})["change"] == doc["change"]
 
 
 def test_text_output_and_output_file(run_a, tmp_path):

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from trnprof.cli import main
-from trnprof.whatif import whatif
+from trnprof.whatif.document import whatif
 
 DATA = Path(__file__).parent / "data"
 

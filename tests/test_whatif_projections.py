@@ -12,8 +12,7 @@ from trnprof.api import open_run
 from trnprof.cli import main
 from trnprof.collectors.trn1.config import load_config
 from trnprof.collectors.trn1.simulate import simulate
-from trnprof.report.build import write_report
-from trnprof.rules_engine import analyze
+from trnprof.api import analyze, report
 from trnprof.whatif.measure import steady_step
 
 SAMPLE = Path(__file__).parent.parent / "sample_traces" / "tiny-slow-loader"
@@ -82,7 +81,7 @@ def test_ingested_run_without_a_description_says_so(tmp_path):
 
 
 def test_report_section_draws_the_priced_fixes(demo, tmp_path):
-    write_report(demo, tmp_path / "r.html")
+    report(demo, tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
     start = page.index('id="fixes"')
     section = page[start:page.index("</section>", start)]

@@ -45,7 +45,7 @@ def test_a_change_that_matters_is_not_predicted_as_no_change(run_a, tmp_path):
     """The check above cannot pass by predicting the baseline: the workers=0 change moves the
     simulated step by far more than the tolerance, and the prediction follows it."""
     row = compare(run_a, JOB_A, ["workers=0"], "A", workdir=tmp_path)
-    from trnprof.whatif import whatif
+    from trnprof.whatif.document import whatif
     baseline = whatif(run_a, [])["predicted"]["step_time_s"]
     assert row["simulated_s"] > baseline * 1.2
     assert abs(row["error"]) <= TOLERANCE

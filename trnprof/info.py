@@ -41,7 +41,7 @@ def _step_times(run) -> tuple[dict | None, list[dict]]:
                    for r in warmup.itertuples()]
 
 
-def _mfu(run) -> float | None:
+def mfu(run) -> float | None:
     """The run's MFU over its steady steps: the stdlib's `mfu` view, as the report and the
     compute.low_mfu rule state it."""
     value = run.sql("SELECT mfu FROM mfu").iloc[0, 0]
@@ -64,15 +64,15 @@ def run_info(run) -> dict:
         "steps": (step_time or {}).get("steps", 0) + len(warmup),
         "warmup": warmup,
         "step_time_s": step_time,
-        "throughput": _throughput(job, step_time and step_time["median"]),
-        "mfu": _mfu(run),
+        "throughput": throughput(job, step_time and step_time["median"]),
+        "mfu": mfu(run),
         "events": {"total": sum(by_kind.values()), "by_kind": by_kind},
         "counters": {"total": sum(by_name.values()), "by_name": by_name},
         "time_span": span,
     }
 
 
-def _throughput(job: dict, step_seconds: float | None) -> dict | None:
+def throughput(job: dict, step_seconds: float | None) -> dict | None:
     """Samples per second from the job's samples per step and the steady median step time."""
     samples = job.get("samples_per_step")
     if isinstance(samples, bool) or not isinstance(samples, (int, float)) or not samples or not step_seconds:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 
 def duration(seconds: float | None) -> str:
     """A duration in the unit that reads best: '1.234 s', '12.30 ms', '45.0 µs'."""
@@ -64,3 +66,34 @@ def markdown_table(rows, head) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return lines
+
+
+def change_text(change: dict) -> str:
+    """`input.workers=2, faults=[]`: a change as the --set keys that make it."""
+    return ", ".join(_flat(change))
+
+
+def _flat(change: dict, prefix: str = "") -> list[str]:
+    out = []
+    for key, value in change.items():
+        if isinstance(value, dict):
+            out += _flat(value, f"{prefix}{key}.")
+        else:
+            out.append(f"{prefix}{key}={msgspec.json.encode(value).decode()}")
+    return out
+
+
+def gain_line(finding) -> str | None:
+    """`fix this -> -12.3 % step time (band ...)` for text and Markdown; None when not projected."""
+    projected = getattr(finding, "projected", None)
+    if not projected:
+        return None
+    if projected.get("gain_fraction") is None:
+        return f"fix this -> not projected: {projected.get('reason')}"
+    change = change_text(projected["change"])
+    band = projected.get("band") or {}
+    spread = ""
+    if band:
+        spread = f", {band['low_s'] * 1e3:.4g}..{band['high_s'] * 1e3:.4g} ms"
+    return (f"fix this -> {-projected['gain_fraction']:+.1%} step time "
+            f"({change}: {projected['step_time_s'] * 1e3:.4g} ms{spread})")

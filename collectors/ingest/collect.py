@@ -12,9 +12,9 @@ import pyarrow as pa
 
 from trnprof.errors import TrnprofError
 
-from .limits import check_rank
-from .source import Source
-from .tables import FLOWS, META, QUARANTINE
+from trnprof.collectors.common.limits import check_rank
+from trnprof.collectors.common.source import Source
+from trnprof.collectors.common.tables import FLOWS, META, QUARANTINE
 
 EXTRA_SCHEMAS = {"ingest/flows": FLOWS, "ingest/meta": META, "ingest/quarantine": QUARANTINE}
 

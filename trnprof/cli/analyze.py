@@ -14,7 +14,8 @@ import click
 
 from ..rules_engine.config import read_config
 from . import _options as options
-from ..rules_engine.engine import plan, run_plan
+from ..api import run_plan
+from ..rules_engine.engine import plan
 from ..jsonplain import to_json
 from ..rules_engine.document import Document, to_json_bytes
 from ..rules_engine.render import to_markdown, to_text

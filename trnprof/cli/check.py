@@ -8,10 +8,8 @@ from pathlib import Path
 import click
 
 from ..errors import TrnprofError
-from ..integrity import verify
+from ..api import check
 from ..jsonplain import to_json
-from ..manifest import read_manifest
-from ..runstore import recover
 
 
 @click.command("check")
@@ -23,10 +21,8 @@ from ..runstore import recover
 def command(run, repair, fmt):
     """Verify RUN in full: every Parquet file listed in its manifest is there, has the recorded
     size and row count and reads back; no file was added. Exit 2 when the run is damaged."""
-    repaired = recover(run) if repair else []
-    manifest = read_manifest(run, check_files=False)
-    verdict = verify(run, manifest)
-    verdict.repaired = repaired
+    verdict = check(run, repair=repair)
+    repaired = verdict.repaired
     if fmt == "json":
         click.echo(to_json({"run": verdict.run, "ok": verdict.ok, "files": verdict.files, "rows": verdict.rows,
                             "problems": verdict.problems, "repaired": verdict.repaired}))

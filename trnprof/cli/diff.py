@@ -11,7 +11,8 @@ import sys
 
 import click
 
-from ..diff import diff, evaluate_gates
+from ..api import diff
+from ..diff.gates import evaluate_gates
 from ..diff.gates import parse_gate
 from ..diff.render import to_markdown, to_text
 from ..diff.stats import DEFAULT_ALPHA

@@ -9,7 +9,7 @@ import click
 
 from ..errors import TrnprofError
 from ..jsonplain import to_json
-from ..whatif import whatif
+from ..api import whatif
 from ..whatif.describe import ALIASES
 from ..whatif.render import to_text
 from . import _options as options

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..api import Run, open_run
-from ..info import _mfu, _throughput
-from ..rules_engine import analyze
+from ..engines import open_run
+from ..info import mfu, throughput
+from ..rules_engine.engine import analyze
 from ..rules_engine.document import Document
+from ..run import Run
 
 # step_breakdown's exclusive categories, in its order (they sum to the step)
 BUCKETS = ("compute", "exposed_comm", "input_wait", "host", "transfer_exposed", "compile", "idle")
@@ -42,7 +43,7 @@ class Side:
         return self.manifest.get("job") or {}
 
     def throughput(self, step_s: float | None) -> dict | None:
-        return _throughput(self.job, step_s)
+        return throughput(self.job, step_s)
 
 
 def _read(run: Run, findings: Document | None, analyze_options: dict) -> Side:
@@ -60,7 +61,7 @@ def _read(run: Run, findings: Document | None, analyze_options: dict) -> Side:
         ops=run.sql("SELECT * FROM steady_op_totals"),
         collectives=run.sql("SELECT * FROM steady_collective_classes"),
         memory=run.sql("SELECT * FROM peak_memory_categories ORDER BY category"),
-        mfu=_mfu(run), findings=document)
+        mfu=mfu(run), findings=document)
 
 
 def load_sides(base: str | Path | Run, new: str | Path | Run, *, base_findings: Document | None = None,

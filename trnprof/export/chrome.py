@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._version import __version__
-from ..api import open_run
+from ..engines import open_run
 from ..errors import TrnprofError
 from ..schema import SCHEMA_VERSION
 

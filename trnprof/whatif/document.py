@@ -22,16 +22,19 @@ from pathlib import Path
 
 import numpy as np
 
-from trnprof.api import Run, open_run
+from trnprof.engines import open_run
+from trnprof.run import Run
 from trnprof.collectors.trn1 import architecture as A
 from trnprof.collectors.trn1.job import Job
 from trnprof.collectors.trn1.params import BOUNDS, Params, default_params
 from trnprof.collectors.trn1.predict import peak_flops
 
-from . import SCHEMA, describe as D
+from . import describe as D
 from .fit import FitResult, least_squares
 from .measure import Measured, measure
 from .model import Modelled, classes_of, model
+
+SCHEMA = "trnprof.whatif/1"
 
 MIN_CLASSES = 3          # fewer matched event classes: fit the step breakdown instead
 TRUST_RMS = 0.15         # a class off by more than ~15 % on average: the model does not fit the run

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from trnprof.api import Run
+from trnprof.run import Run
 from trnprof.errors import TrnprofError
 
 NS = 1e-9

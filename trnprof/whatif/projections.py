@@ -13,9 +13,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-import msgspec
-
-from trnprof.api import Run
+from trnprof.run import Run
 from trnprof.errors import TrnprofError
 
 from .document import Prepared
@@ -136,34 +134,3 @@ def project(run: Run, findings) -> None:
             finding.projected = _price(prep, change)
         except TrnprofError as exc:
             finding.projected = _empty(f"the fix's job is not valid: {exc}", change)
-
-
-def gain_line(finding) -> str | None:
-    """`fix this -> -12.3 % step time (band ...)` for text and Markdown; None when not projected."""
-    projected = getattr(finding, "projected", None)
-    if not projected:
-        return None
-    if projected.get("gain_fraction") is None:
-        return f"fix this -> not projected: {projected.get('reason')}"
-    change = change_text(projected["change"])
-    band = projected.get("band") or {}
-    spread = ""
-    if band:
-        spread = f", {band['low_s'] * 1e3:.4g}..{band['high_s'] * 1e3:.4g} ms"
-    return (f"fix this -> {-projected['gain_fraction']:+.1%} step time "
-            f"({change}: {projected['step_time_s'] * 1e3:.4g} ms{spread})")
-
-
-def change_text(change: dict) -> str:
-    """`input.workers=2, faults=[]`: a change as the --set keys that make it."""
-    return ", ".join(_flat(change))
-
-
-def _flat(change: dict, prefix: str = "") -> list[str]:
-    out = []
-    for key, value in change.items():
-        if isinstance(value, dict):
-            out += _flat(value, f"{prefix}{key}.")
-        else:
-            out.append(f"{prefix}{key}={msgspec.json.encode(value).decode()}")
-    return out

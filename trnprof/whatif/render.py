@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from trnprof.textfmt import duration
+from trnprof.textfmt import change_text, duration
 
-from .projections import change_text
 
 
 def _bytes(value) -> str:

@@ -19,11 +19,11 @@ import uuid
 import pandas as pd
 from sqlglot import exp
 
-from trnprof.rules_engine.sandbox import MAX_RESULT_ROWS, SandboxError, check_select, too_many_rows
+from trnprof.spark.errors import spark_message
+from trnprof.spark.frames import to_pandas
+from trnprof.spark.transpile import TranspileError, generate, parse, to_spark_tree
 
-from .errors import spark_message
-from .frames import to_pandas
-from .transpile import TranspileError, generate, parse, to_spark_tree
+from .sandbox import MAX_RESULT_ROWS, SandboxError, check_select, too_many_rows
 
 REFUSED_FUNCTIONS = frozenset({"reflect", "try_reflect", "java_method"})
 
