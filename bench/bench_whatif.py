@@ -27,7 +27,7 @@ from pathlib import Path
 os.environ.setdefault("TRNPROF_CACHE", "off")
 
 from trnprof.api import open_run  # noqa: E402
-from trnprof.collectors.trn1.config import load_config  # noqa: E402
+from trnprof.model.config import load_config  # noqa: E402
 from trnprof.collectors.trn1.simulate import simulate  # noqa: E402
 from trnprof.whatif.document import whatif  # noqa: E402
 from trnprof.whatif.validate import CHANGES, FAULTS, JOB_A, PERTURBATIONS, compare, perturbed, simulate_job  # noqa: E402

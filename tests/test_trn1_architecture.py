@@ -2,10 +2,10 @@
 
 import pytest
 
-from trnprof.collectors.trn1 import architecture as A
-from trnprof.collectors.trn1.config import load_config
-from trnprof.collectors.trn1.job import resolve
-from trnprof.collectors.trn1.memory import residency
+from trnprof.model import architecture as A
+from trnprof.model.config import load_config
+from trnprof.model.job import resolve
+from trnprof.model.memory import residency
 
 
 def job(preset, *overrides):

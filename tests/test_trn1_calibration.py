@@ -9,8 +9,8 @@ import pytest
 
 from trnprof.collectors.trn1 import load_config, summary
 from trnprof.collectors.trn1.calibration import calibration_csv, calibration_rows, fit
-from trnprof.collectors.trn1.config import job_presets
-from trnprof.collectors.trn1.params import BOUNDS, FITTED, NAMES, default_params
+from trnprof.model.config import job_presets
+from trnprof.model.params import BOUNDS, FITTED, NAMES, default_params
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "execution-model.md"
 

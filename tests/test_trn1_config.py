@@ -2,8 +2,8 @@
 
 import pytest
 
-from trnprof.collectors.trn1.config import list_presets, load_config, parse_override
-from trnprof.collectors.trn1.job import resolve
+from trnprof.model.config import list_presets, load_config, parse_override
+from trnprof.model.job import resolve
 from trnprof.errors import TrnprofError
 
 

@@ -9,13 +9,13 @@ from click.testing import CliRunner
 from trnprof.api import open_run
 from trnprof.cli import main
 from trnprof.collectors.trn1 import list_presets, load_config, simulate, summary
-from trnprof.collectors.trn1.collectives import Placement, collective_time
-from trnprof.collectors.trn1.hardware import INSTANCES
-from trnprof.collectors.trn1.job import resolve
-from trnprof.collectors.trn1.layout import Layout
-from trnprof.collectors.trn1.matmul import Matmul, fill, tensor_seconds
-from trnprof.collectors.trn1.params import default_params
-from trnprof.collectors.trn1.plan import build_plan
+from trnprof.model.collectives import Placement, collective_time
+from trnprof.model.hardware import INSTANCES
+from trnprof.model.job import resolve
+from trnprof.model.layout import Layout
+from trnprof.model.matmul import Matmul, fill, tensor_seconds
+from trnprof.model.params import default_params
+from trnprof.model.plan import build_plan
 from trnprof.manifest import read_manifest
 
 LLM_CALIBRATION_JOBS = ("llama2-7b-16node", "gpt3-23b-32node")

@@ -5,8 +5,8 @@ import pytest
 
 from trnprof.api import open_run
 from trnprof.collectors.trn1 import load_config, simulate, summary
-from trnprof.collectors.trn1.collectives import Placement, collective_time
-from trnprof.collectors.trn1.hardware import INSTANCES
+from trnprof.model.collectives import Placement, collective_time
+from trnprof.model.hardware import INSTANCES
 
 # tiny model on one trn1.32xlarge: tp 2 x dp 16, two microbatches per step
 SMALL = ["cluster.instance=trn1.32xlarge", "parallel.tp=2", "batch.global=64", "batch.micro=2", "run.steps=4"]

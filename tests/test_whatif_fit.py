@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from trnprof.collectors.trn1.params import default_params
+from trnprof.model.params import default_params
 from trnprof.whatif.document import whatif
 from trnprof.whatif.describe import recorded_config
 from trnprof.whatif.validate import JOB_A, PERTURBATIONS, simulate_job, truth_sets, measured_step

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from trnprof.api import open_run
 from trnprof.cli import main
-from trnprof.collectors.trn1.config import load_config
+from trnprof.model.config import load_config
 from trnprof.collectors.trn1.simulate import simulate
 from trnprof.api import analyze, report
 from trnprof.whatif.measure import steady_step

@@ -36,7 +36,7 @@ def _summary_text(pred: dict, job: dict) -> str:
 
 
 def _presets_text(presets: dict) -> str:
-    from ..collectors.trn1.config import job_presets, model_presets
+    from ..model.config import job_presets, model_presets
     lines = ["job presets (full configs):"]
     for name in presets["job"]:
         cal = job_presets()[name].get("calibration")
@@ -53,8 +53,8 @@ class _SimulateCommand(click.Command):
     """`simulate` with the fault kinds listed at the end of its help (read when help is shown)."""
 
     def format_epilog(self, ctx, formatter):
-        from ..collectors.trn1.faults import FAULT_KINDS
-        from ..collectors.trn1.params import DESCRIPTIONS
+        from ..model.faults import FAULT_KINDS
+        from ..model.params import DESCRIPTIONS
         with formatter.section("Faults (inject with --set 'faults=[...]'; a fault that cannot act in the job is an error)"):
             formatter.write_dl([(kind, f"keys: {keys}. {what}. Example: --set '{example}'")
                                 for kind, (keys, what, example) in FAULT_KINDS.items()])
@@ -88,9 +88,9 @@ def command(config, preset, out, overrides, seed, steps, summary_only, fmt, list
     --summary-only prints the predictions (step time, throughput, MFU, HBM peak, the share of
     the step the device idles) and, in JSON, the free parameters used under "calibration".
     """
-    from ..collectors.trn1 import config as cfgmod
+    from ..model import config as cfgmod
     from ..collectors.trn1.simulate import job_metadata, simulate, summary
-    from ..collectors.trn1.job import resolve
+    from ..model.job import resolve
 
     if list_presets:
         presets = cfgmod.list_presets()

@@ -24,10 +24,10 @@ import numpy as np
 
 from trnprof.engines import open_run
 from trnprof.run import Run
-from trnprof.collectors.trn1 import architecture as A
-from trnprof.collectors.trn1.job import Job
-from trnprof.collectors.trn1.params import BOUNDS, Params, default_params
-from trnprof.collectors.trn1.predict import peak_flops
+from trnprof.model import architecture as A
+from trnprof.model.job import Job
+from trnprof.model.params import BOUNDS, Params, default_params
+from trnprof.model.predict import peak_flops
 
 from . import describe as D
 from .fit import FitResult, least_squares

@@ -40,7 +40,7 @@ def _without(kind: str, what: str) -> Callable[[dict], dict]:
 def _loader(description: dict) -> dict:
     """More loader workers (up to the node's vCPUs per rank, less the training process), else a
     deeper prefetch."""
-    from trnprof.collectors.trn1.hardware import INSTANCES
+    from trnprof.model.hardware import INSTANCES
     cluster, inputs = description.get("cluster", {}), description.get("input", {})
     instance = INSTANCES[cluster.get("instance", "trn1.32xlarge")]
     workers, prefetch = inputs.get("workers", 4), inputs.get("prefetch", 2)

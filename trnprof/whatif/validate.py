@@ -12,8 +12,8 @@ import tempfile
 from pathlib import Path
 
 from trnprof.engines import open_run
-from trnprof.collectors.trn1.config import load_config
-from trnprof.collectors.trn1.params import default_params
+from trnprof.model.config import load_config
+from trnprof.model.params import default_params
 from trnprof.collectors.trn1.simulate import simulate
 
 from .describe import expand

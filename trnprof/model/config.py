@@ -163,7 +163,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 # ---------------------------------------------------------------- presets
 
 def _preset_file(name: str) -> dict:
-    text = (resources.files("trnprof.collectors.trn1") / "presets" / name).read_text(encoding="utf-8")
+    text = (resources.files("trnprof.model") / "presets" / name).read_text(encoding="utf-8")
     return yaml.safe_load(text)
 
 

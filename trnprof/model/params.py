@@ -44,7 +44,7 @@ BOUNDS = {"tensor_efficiency": (0.5, 1.0), "op_overhead_us": (1.0, 200.0),
 
 @lru_cache(maxsize=1)
 def default_params() -> Params:
-    text = (resources.files("trnprof.collectors.trn1") / "params.yaml").read_text(encoding="utf-8")
+    text = (resources.files("trnprof.model") / "params.yaml").read_text(encoding="utf-8")
     return Params(**{k: float(v) for k, v in yaml.safe_load(text).items()})
 
 
