@@ -31,7 +31,8 @@ LAYERS = [
     ("report", ["trnprof.report"]),
     ("api", ["trnprof.api"]),
     # the commands, the docs generator, and `trnprof rules test`, which makes runs with collectors
-    ("interface", ["trnprof.cli", "trnprof.__main__", "trnprof.docgen", "trnprof.rules_engine.testing"]),
+    ("interface", ["trnprof.cli", "trnprof.__main__", "trnprof.docgen", "trnprof.docgen_hardware",
+                   "trnprof.rules_engine.testing"]),
 ]
 # Within a layer: packages that must not reach one another (directly or through others).
 NEVER = [

@@ -1,4 +1,5 @@
-"""Documentation generated from the code: the run format, the SQL stdlib, the CLI reference.
+"""Documentation generated from the code: the run format, the SQL stdlib, the CLI reference, the
+hardware facts (`docgen_hardware`).
 
 `python scripts/gen_docs.py` writes them under docs/; tests fail when the files drift.
 """
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 
 from .schema import FORMAT_NAME, MANIFEST_FILE, SCHEMA_VERSION, TABLE_COLUMNS
+from .docgen_hardware import hardware_md
 from .session_tables import DOCS as SESSION_TABLES
 from .stdlib import load_views
 from .textfmt import markdown_table as _table
@@ -102,4 +104,5 @@ def cli_md() -> str:
     return "\n".join(lines)
 
 
-GENERATED = {"run-format.md": run_format_md, "stdlib.md": stdlib_md, "cli.md": cli_md}
+GENERATED = {"run-format.md": run_format_md, "stdlib.md": stdlib_md, "cli.md": cli_md,
+             "hardware.md": lambda: hardware_md(HEADER)}

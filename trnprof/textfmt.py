@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
+from .units import GIB, KIB, MIB
+
 
 def duration(seconds: float | None) -> str:
     """A duration in the unit that reads best: '1.234 s', '12.30 ms', '45.0 µs'."""
@@ -18,9 +20,11 @@ def duration(seconds: float | None) -> str:
     return f"{seconds * 1e6:,.1f} µs"
 
 
-def size(n_bytes: float) -> str:
-    """Bytes in binary units: '1.50 GiB', '12.0 MiB', '512 B'."""
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+def size(n_bytes: float | None) -> str:
+    """Bytes in binary units: '1.50 GiB', '12.00 MiB', '512 B'; 'unknown' for None."""
+    if n_bytes is None:
+        return "unknown"
+    for unit, scale in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
         if abs(n_bytes) >= scale:
             return f"{n_bytes / scale:,.2f} {unit}"
     return f"{n_bytes:,.0f} B"

@@ -9,9 +9,9 @@ import click
 from ..errors import TrnprofError
 from ..jsonplain import to_json
 from ..textfmt import duration
+from ..units import GIB
 from . import _options as options
 
-GIB = 1 << 30
 PROGRESS_MIN_RANKS = 64  # show a progress bar from this many ranks on
 
 

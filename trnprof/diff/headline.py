@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..units import NS_PER_S
+
 from .load import BUCKETS, Side
 from .stats import compare, min_p_value
 
-NS = 1e9
 
 
 def _rate_change(base, new) -> float | None:
@@ -16,7 +17,7 @@ def _rate_change(base, new) -> float | None:
 
 def step_time(base: Side, new: Side, alpha: float) -> dict:
     """Median steady-state step time (slowest rank per step), seconds."""
-    result = compare(base.step_times / NS, new.step_times / NS, alpha=alpha)
+    result = compare(base.step_times / NS_PER_S, new.step_times / NS_PER_S, alpha=alpha)
     return {"base_s": result["base"], "new_s": result["new"], "change": result["change"],
             "p_value": result["p_value"], "significant": result["significant"],
             "base_steps": len(base.step_times), "new_steps": len(new.step_times),
@@ -46,8 +47,8 @@ def breakdown(base: Side, new: Side, alpha: float) -> list[dict]:
     fraction) and significance over the steady steps."""
     rows = []
     for bucket in BUCKETS:
-        b = base.breakdown[bucket].astype(float) / NS if len(base.breakdown) else np.array([])
-        n = new.breakdown[bucket].astype(float) / NS if len(new.breakdown) else np.array([])
+        b = base.breakdown[bucket].astype(float) / NS_PER_S if len(base.breakdown) else np.array([])
+        n = new.breakdown[bucket].astype(float) / NS_PER_S if len(new.breakdown) else np.array([])
         result = compare(b, n, alpha=alpha)
         delta = None if result["base"] is None or result["new"] is None else result["new"] - result["base"]
         rows.append({"category": bucket, "base_s": result["base"], "new_s": result["new"], "delta_s": delta,

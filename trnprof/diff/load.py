@@ -14,13 +14,14 @@ from pathlib import Path
 import pandas as pd
 
 from ..engines import open_run
+from ..breakdown import CATEGORIES
 from ..info import mfu, throughput
 from ..rules_engine.engine import analyze
 from ..rules_engine.document import Document
 from ..run import Run
 
 # step_breakdown's exclusive categories, in its order (they sum to the step)
-BUCKETS = ("compute", "exposed_comm", "input_wait", "host", "transfer_exposed", "compile", "idle")
+BUCKETS = CATEGORIES
 
 
 @dataclass

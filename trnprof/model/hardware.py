@@ -1,4 +1,6 @@
-"""Trainium1 hardware facts the execution model uses, each with its source.
+"""Trainium1 hardware as the execution model uses it: the published figures of the hardware table
+(`trnprof/hardware.py`, the one place they are stated), restated per NeuronCore, and the
+model's own constants beside them, each with its source.
 
 Sources: the aws-neuron-sdk docs (cited per constant; collected in the project's Trn1 hardware
 notes) and the public nccom-test and neuron-monitor output samples of the same docs. Per-core figures are the chip's halved: a
@@ -9,22 +11,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-GIB = 1 << 30
-GB = 1e9
+from trnprof import hardware as table
+from trnprof.units import GB
 
-# Chip (trainium.rst): 190 TFLOPS BF16/FP16/cFP8/TF32, 47.5 TFLOPS FP32 dense; 2 NeuronCores.
-CHIP_BF16_FLOPS = 190e12
-CHIP_FP32_FLOPS = 47.5e12
-CORES_PER_CHIP = 2
+# Published peaks (trnprof/hardware.py): tensor engine per chip, vector / scalar per core, HBM.
+CHIP_BF16_FLOPS = table.CHIP_TENSOR_FLOPS["bf16"]
+CHIP_FP32_FLOPS = table.CHIP_TENSOR_FLOPS["fp32"]
+CORES_PER_CHIP = table.CORES_PER_CHIP
 CORE_BF16_FLOPS = CHIP_BF16_FLOPS / CORES_PER_CHIP
 CORE_FP32_FLOPS = CHIP_FP32_FLOPS / CORES_PER_CHIP
-# Vector / scalar engines, ~2.3 / ~2.9 TFLOPS FP32 per core (NKI architecture guide).
-CORE_VECTOR_FLOPS = 2.3e12
-CORE_SCALAR_FLOPS = 2.9e12
-# HBM: 32 GiB and 820 GiB/s per chip (trainium.rst; NKI architecture guide).
-CHIP_HBM_BYTES = 32 * GIB
+CORE_VECTOR_FLOPS = table.CORE_VECTOR_FLOPS
+CORE_SCALAR_FLOPS = table.CORE_SCALAR_FLOPS
+CHIP_HBM_BYTES = table.CHIP_HBM_BYTES
 CORE_HBM_BYTES = CHIP_HBM_BYTES // CORES_PER_CHIP
-CORE_HBM_BW = 820 * GIB / CORES_PER_CHIP
+CORE_HBM_BW = table.CHIP_HBM_BYTES_PER_S / CORES_PER_CHIP
+
+# The model's own constants.
 # DMA: per-engine rate 17-27 GB/s (nki-dma-bandwidth-guide.rst); a host-to-device batch copy
 # is one DMA queue, so the low end.
 DMA_ENGINE_BW = 17 * GB
@@ -64,9 +66,9 @@ COLLECTIVE_BASE_S = 6.16e-6
 # kangaring all-reduce reaches 103.89 GiB/s bus bandwidth at 512 MiB against 192 GiB/s per core
 # (384 GiB/s NeuronLink per chip / 2 cores) -> 0.54 (nccom-test.rst sample).
 NEURONLINK_EFFICIENCY = 0.54
-# Same-chip (core-to-core) collectives move data by DMA through HBM: ~1 TB/s of DMA per chip
+# Same-chip (core-to-core) collectives move data by DMA through HBM: the chip's DMA bandwidth
 # (trainium.rst), half per core, at the same achieved fraction.
-CORE_DMA_BW = 1e12 / CORES_PER_CHIP
+CORE_DMA_BW = table.CHIP_DMA_BYTES_PER_S / CORES_PER_CHIP
 
 # Runtime-owned device memory per core before any tensor: model code 176,285,056 B + constants
 # 193,986,816 B in the neuron-monitor `memory_used` sample.
@@ -90,11 +92,9 @@ class Instance:
         return self.chips * CHIP_BF16_FLOPS
 
 
-# Trn1 instance docs: chips, NeuronLink-v2 per chip (uncertain header), network per node, vCPUs.
-INSTANCES = {
-    "trn1.2xlarge": Instance("trn1.2xlarge", chips=1, neuronlink_bw=0.0, network_bw=25e9 / 8, vcpus=8),
-    "trn1.32xlarge": Instance("trn1.32xlarge", chips=16, neuronlink_bw=384 * GIB, network_bw=800e9 / 8, vcpus=128),
-    "trn1n.32xlarge": Instance("trn1n.32xlarge", chips=16, neuronlink_bw=768 * GIB, network_bw=1600e9 / 8, vcpus=128),
-}
+# The instance types of the hardware table, in the model's terms (no NeuronLink: 0 bytes/s).
+INSTANCES = {name: Instance(name, chips=t.chips, neuronlink_bw=t.neuronlink_bytes_per_s or 0.0,
+                            network_bw=t.network_bytes_per_s, vcpus=t.vcpus)
+             for name, t in table.INSTANCE_TYPES.items()}
 
 DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trnprof.units import MIB
+
 from . import architecture as A
 from .hardware import CORE_HBM_BYTES, RUNTIME_BASE_BYTES
 from .job import Job
 
-MIB = 1 << 20
 CATEGORIES = ("params", "grads", "optimizer_state", "activations", "runtime")
 
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trnprof.units import MIB
+
 from . import architecture as A
 from .collectives import Placement, collective_time, placement
 from .hardware import DMA_ENGINE_BW, GRAPH_LAUNCH_S
@@ -25,7 +27,6 @@ from .job import Job
 from .layout import Layout
 from .params import Params
 
-MIB = 1 << 20
 TEMPLATE_COLUMNS = ("name", "kind", "lane", "phase", "nbytes", "flops", "coll_op", "dtype",
                     "start_fixed", "start_per_group", "start_per_rank", "dur_fixed", "dur_per_group", "dur_per_rank")
 _NUMERIC = {"nbytes", "flops", "start_fixed", "start_per_group", "start_per_rank", "dur_fixed", "dur_per_group",

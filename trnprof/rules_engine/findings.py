@@ -25,6 +25,7 @@ import pandas as pd
 
 from trnprof.jsonplain import plain
 from trnprof.textfmt import compact
+from trnprof.units import GIB
 
 from . import claims
 from .document import Finding, Impact
@@ -199,7 +200,7 @@ def finish(draft: Draft, granted: claims.Claim, mean_step_ns: float | None) -> F
     severity = claims.graded(found.severity, cut_short, fraction, cost.costless())
     fields = {**draft.fields, "severity": severity, "seconds_per_step": seconds, "ms_per_step": seconds * 1e3,
               "fraction_of_step": fraction, "one_time_s": cost.one_time_seconds,
-              "lost_gib": cost.bytes / 2**30, "related": ", ".join(granted.related) or "none"}
+              "lost_gib": cost.bytes / GIB, "related": ", ".join(granted.related) or "none"}
     return msgspec.structs.replace(found, severity=severity, impact=cost, related=granted.related,
                                    message=render(draft.rule.spec.message, fields),
                                    recommendation=render(draft.rule.spec.recommendation, fields))

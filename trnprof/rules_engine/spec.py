@@ -10,11 +10,12 @@ from typing import Annotated, Any, Literal, Union
 
 import msgspec
 
+from trnprof.breakdown import CATEGORIES
+
 SEVERITIES = ("info", "low", "medium", "high")  # ordered: index = rank; info: no cost of its own
 Severity = Literal["info", "low", "medium", "high"]
-# step_breakdown's exclusive categories: what a rule's time at stake can be drawn from
-CATEGORIES = ("compute", "exposed_comm", "input_wait", "host", "transfer_exposed", "compile", "idle")
-Category = Literal["compute", "exposed_comm", "input_wait", "host", "transfer_exposed", "compile", "idle"]
+# step_breakdown's exclusive categories (trnprof/breakdown.py): what a rule's time at stake is drawn from
+Category = Literal[CATEGORIES]
 ParamValue = Union[bool, int, float, str]
 
 
