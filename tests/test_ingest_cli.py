@@ -81,8 +81,15 @@ def test_usage_errors(cli, tmp_path):
 
 def test_forced_format_on_the_wrong_file(cli, tmp_path):
     trace = _trace(tmp_path / "t.json", [{"ph": "X", "name": "a", "ts": 1, "dur": 1}])
+    result = cli("ingest", trace, "-o", tmp_path / "run", "--input-format", "neuron-system-profile")
+    assert result.exit_code == 2 and "not a Neuron system profile" in result.output
+
+
+def test_the_old_format_option_still_forces_the_input_format_with_a_warning(cli, tmp_path):
+    trace = _trace(tmp_path / "t.json", [{"ph": "X", "name": "a", "ts": 1, "dur": 1}])
     result = cli("ingest", trace, "-o", tmp_path / "run", "--format", "neuron-system-profile")
     assert result.exit_code == 2 and "not a Neuron system profile" in result.output
+    assert "--format is deprecated for ingest: use --input-format" in result.output
 
 
 def test_progress_reports_every_byte_of_the_inputs(tmp_path):

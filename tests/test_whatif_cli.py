@@ -74,7 +74,7 @@ def test_bad_settings_are_one_line_exit_2(run_a, setting, words):
 
 
 def test_missing_run_and_config_are_one_line(tmp_path, run_a):
-    for args in ([tmp_path / "nope"], [run_a, "--config", tmp_path / "missing.yaml"]):
+    for args in ([tmp_path / "nope"], [run_a, "--job", tmp_path / "missing.yaml"]):
         result = _invoke(*args)
         assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
 
@@ -82,7 +82,7 @@ def test_missing_run_and_config_are_one_line(tmp_path, run_a):
 def test_config_cannot_set_the_calibration(run_a, tmp_path):
     config = tmp_path / "c.yaml"
     config.write_text("calibration: {tensor_efficiency: 0.9}\n")
-    result = _invoke(run_a, "--config", config)
+    result = _invoke(run_a, "--job", config)
     assert result.exit_code == 2 and "cannot be given" in result.output
 
 

@@ -28,7 +28,7 @@ from .rules_engine import engine
 from .rules_engine.document import Document
 from .run import Run, RunSet, open_runs
 from .runstore import recover
-from .whatif.document import whatif
+from .whatif import document as whatif_document
 from .whatif.projections import project
 
 __all__ = ["Document", "Run", "RunSet", "analyze", "check", "diff", "ingest", "load_config", "open_run", "open_runs",
@@ -42,6 +42,13 @@ def check(run: str | Path, *, repair: bool = False) -> Verdict:
     verdict = verify(run, read_manifest(run, check_files=False))
     verdict.repaired = repaired
     return verdict
+
+
+def whatif(run: str | Path | Run, overrides=(), *, job=None, threads: int | None = None) -> dict:
+    """Fit the execution model to `run` (a path or an open run) and predict the job with
+    `overrides` ("tp=16", "parallel.tp=16", ... or a mapping): the `trnprof whatif --format json`
+    document. job: a YAML job description over the run's recorded job (`whatif --job`)."""
+    return whatif_document.whatif(run, overrides, config=job, threads=threads)
 
 
 def priced(run: Run, document: Document) -> Document:
