@@ -14,7 +14,7 @@ INTRO = [
     "columns in [stdlib.md](stdlib.md)); the views `run_hardware`, `link_peaks`, `collective_peaks`,",
     "`step_mfu` and `mfu`, the rules and the report read it, the execution model",
     "(`trnprof/model/hardware.py`) derives its per-core figures from it, and nothing else states a",
-    "peak (`tests/test_one_fact.py` fails when a peak literal appears elsewhere). Per-NeuronCore",
+    "peak (`tests/core/test_one_fact.py` fails when a peak literal appears elsewhere). Per-NeuronCore",
     "figures are the chip's halved: a Trainium1 chip has 2 NeuronCore-v2 and one rank drives one",
     "NeuronCore.", "",
     "Sources are files of the public AWS Neuron documentation repository",

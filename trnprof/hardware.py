@@ -4,7 +4,7 @@ The one place trnprof states published hardware facts. Sessions expose it as the
 (see `trnprof/session_tables.py`), which rules, the MFU view and the report read; the execution
 model (`trnprof/model/hardware.py`) derives its figures from it; docs/hardware.md is generated
 from it (`trnprof.docgen`). Per-core figures are the chip's halved: a Trainium1 chip has 2
-NeuronCore-v2 and one rank drives one NeuronCore. `tests/test_one_fact.py` fails when a peak
+NeuronCore-v2 and one rank drives one NeuronCore. `tests/core/test_one_fact.py` fails when a peak
 literal appears anywhere else.
 """
 

@@ -60,7 +60,7 @@ def _detection_lines() -> list[str]:
     path = builtin_dir() / DETECTION_FILE
     data = yamlio.load(path.read_text(encoding="utf-8"))
     lines = ["## Detection quality", "", data["intro"].strip(), "",
-             "Simulated runs of the Trn1 execution model, one fault each (`tests/test_rules_detection.py` "
+             "Simulated runs of the Trn1 execution model, one fault each (`tests/rules/test_rules_detection.py` "
              "checks the top finding):", ""]
     def fault(spec):
         return spec["kind"] + "".join(f" {k}={v}" for k, v in spec.items() if k != "kind")
