@@ -15,7 +15,7 @@ import pytest
 from trnprof.api import open_run
 from trnprof.collectors.ingest import ingest
 from trnprof.errors import TrnprofError
-from tests.conftest import DATA
+from tests.conftest import DATA, assert_accounted
 
 NEURON = DATA / "neuron"
 MONITOR = json.loads((NEURON / "neuron_monitor.jsonl").read_text().splitlines()[0])
@@ -24,9 +24,8 @@ PROFILE = json.loads((NEURON / "system_profile.json").read_text())
 
 def accounted(run_path: Path) -> dict:
     """The one input's record; asserts its source records add up."""
-    record = open_run(run_path).manifest["ingest"]["files"][0]
-    assert record["source_entries"] == sum(record["to"].values())
-    return record
+    with open_run(run_path) as run:
+        return assert_accounted(run)
 
 
 def quarantined(run_path: Path) -> list[dict]:

@@ -10,6 +10,7 @@ import pytest
 from trnprof.api import open_run
 from trnprof.collectors.ingest import ingest
 from trnprof.errors import TrnprofError
+from tests.conftest import assert_accounted
 
 
 def write_trace(path, events, **top):
@@ -221,8 +222,7 @@ def test_unusable_entries_go_to_quarantine_with_their_reason(tmp_path):
         5: "name_too_long", 6: "negative_time", 7: "malformed_event"}
     assert json.loads(quarantine["event"][3]) == {"ph": "B", "name": "begin", "ts": 10, "pid": 1, "tid": 1}
     assert json.loads(quarantine["event"][0])["dur"] == -5
-    record = run.manifest["ingest"]["files"][0]
-    assert record["source_entries"] == 8 and sum(record["to"].values()) == 8
+    assert assert_accounted(run)["source_entries"] == 8
     assert rows(run, "SELECT name FROM events") == [{"name": "ok"}]
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -14,7 +13,7 @@ from trnprof.api import open_run
 from trnprof.collectors.ingest import ingest
 from trnprof.collectors.ingest.detect import detect
 from trnprof.errors import TrnprofError
-from tests.conftest import DATA
+from tests.conftest import DATA, assert_accounted
 
 DATA = DATA / "neuron"
 
@@ -47,9 +46,8 @@ def test_neuron_monitor_counters_per_core(tmp_path):
     ranks = _rows(run, "SELECT rank, chip, core, instance_type FROM ranks")
     assert ranks == [{"rank": 0, "chip": 0, "core": 0, "instance_type": "trn1.32xlarge"},
                      {"rank": 1, "chip": 0, "core": 1, "instance_type": "trn1.32xlarge"}]
-    record = run.manifest["ingest"]["files"][0]
+    record = assert_accounted(run)
     assert record["quarantine_reasons"] == {"reported_error": 1}
-    assert record["source_entries"] == sum(record["to"].values())
     quarantine = run.sql(f"SELECT detail FROM read_parquet('{tmp_path}/run/ingest/quarantine.parquet')")
     assert quarantine["detail"].tolist() == ["neuroncore_counters: device busy"]
 
@@ -92,8 +90,7 @@ def test_explorer_profile(tmp_path):
                         "host.memory.used_percent"]
     copied = sorted(p.name for p in (tmp_path / "run" / "neuron_explorer").iterdir())
     assert copied == ["metadata.parquet", "summary.parquet"]
-    record = run.manifest["ingest"]["files"][0]
-    assert record["source_entries"] == sum(record["to"].values()) == 3 + 2 + 2 + 1 + 1 + 2 + 1
+    assert assert_accounted(run)["source_entries"] == 3 + 2 + 2 + 1 + 1 + 2 + 1
 
 
 def test_explorer_table_without_required_field(tmp_path):

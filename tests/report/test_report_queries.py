@@ -14,12 +14,6 @@ from trnprof.report import limits, queries
 from trnprof.runstore import write_run
 
 
-@pytest.fixture(scope="module")
-def run(sample_run):
-    with open_run(sample_run) as opened:
-        yield opened
-
-
 @pytest.fixture
 def breakdown(run):
     return run.view("step_breakdown")

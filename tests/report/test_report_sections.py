@@ -16,12 +16,6 @@ CHARTS = (breakdown, timeline, collectives, memory, stragglers, input_pipeline)
 HOSTILE = "</script><img src=x onerror=alert(1)>"
 
 
-@pytest.fixture(scope="module")
-def run(sample_run):
-    with open_run(sample_run) as opened:
-        yield opened
-
-
 def _finding(**extra):
     finding = {"code": "SC001", "name": "scale.straggler", "pack": "scale", "severity": "high", "title": "Slow rank",
                "message": "rank 5 is slow", "recommendation": "check its host", "ranks": [5], "steps": [0, 1, 2, 3],

@@ -21,7 +21,7 @@ from trnprof.api import open_run
 from trnprof.collectors.ingest import ingest
 from trnprof.collectors.synthetic import synthetic_run
 from trnprof.errors import TrnprofError
-from tests.conftest import DATA
+from tests.conftest import DATA, assert_accounted
 
 NEURON = DATA / "neuron"
 MONITOR = [json.loads(line) for line in (NEURON / "neuron_monitor.jsonl").read_text().splitlines()]
@@ -77,10 +77,9 @@ def outcome(path: Path, folder: Path) -> dict | None:
         assert sorted(p.name for p in folder.iterdir()) == sorted([path.name]), "left something behind"
         return None
     with open_run(folder / "run") as run:
-        record = run.manifest["ingest"]["files"][0]
-        assert record["source_entries"] == sum(record["to"].values())
+        record = assert_accounted(run)
         quarantined = pq.read_metadata(folder / "run" / "ingest" / "quarantine.parquet").num_rows
-        assert quarantined == record["to"]["quarantine"] == sum(record["quarantine_reasons"].values())
+        assert quarantined == record["to"]["quarantine"]
         events = int(run.sql("SELECT COUNT(*) FROM events").iloc[0, 0])
         assert events == record["to"].get("events", events)
         run.info()
@@ -149,8 +148,7 @@ def _ingest_altered_explorer(target: Path, name: str, value: pa.Array | None) ->
             assert "\n" not in str(exc) and not (Path(folder) / "run").exists()
             return
         with open_run(Path(folder) / "run") as run:
-            record = run.manifest["ingest"]["files"][0]
-            assert record["source_entries"] == sum(record["to"].values())
+            assert_accounted(run)
 
 
 @FUZZ

@@ -4,10 +4,8 @@ size-aware collectives, image input, and the targets the issue sets on the shipp
 import json
 
 import pytest
-from click.testing import CliRunner
 
 from trnprof.api import open_run
-from trnprof.cli import main
 from trnprof.collectors.trn1 import list_presets, load_config, simulate, summary
 from trnprof.model.collectives import Placement, collective_time
 from trnprof.model.hardware import INSTANCES
@@ -126,18 +124,16 @@ def test_image_jobs_pay_decode_shared_by_the_nodes_vcpus():
     assert cheap["step_time_s"] < starved["step_time_s"]
 
 
-def test_calibration_values_can_be_set_per_job_and_are_reported():
+def test_calibration_values_can_be_set_per_job_and_are_reported(cli):
     shipped = summary(load_config(preset="llama2-7b-16node"))
     slower = summary(load_config(preset="llama2-7b-16node", overrides=["calibration.tensor_efficiency=0.4"]))
     assert shipped["calibration"] == default_params().as_dict()
     assert slower["calibration"]["tensor_efficiency"] == 0.4
     assert slower["step_time_s"] > shipped["step_time_s"]
-    result = CliRunner().invoke(main, ["simulate", "--preset", "tiny", "--summary-only", "--format", "json",
-                                       "--set", "calibration.op_overhead_us=5"])
+    result = cli("simulate", "--preset", "tiny", "--summary-only", "--format", "json", "--set", "calibration.op_overhead_us=5")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert set(doc["calibration"]) == {"tensor_efficiency", "op_overhead_us", "hbm_efficiency", "network_efficiency"}
     assert doc["calibration"]["op_overhead_us"] == 5
-    bad = CliRunner().invoke(main, ["simulate", "--preset", "tiny", "--summary-only",
-                                    "--set", "calibration.tensor_efficiency=1.5"])
+    bad = cli("simulate", "--preset", "tiny", "--summary-only", "--set", "calibration.tensor_efficiency=1.5")
     assert bad.exit_code == 2 and bad.output.count("\n") == 1 and "calibration.tensor_efficiency" in bad.output

@@ -3,10 +3,8 @@
 import json
 
 import pytest
-from click.testing import CliRunner
 
 from trnprof.api import open_run
-from trnprof.cli import main
 from trnprof.collectors.trn1 import demo_config, load_config, simulate, summary
 from trnprof.manifest import read_manifest
 
@@ -119,29 +117,26 @@ def test_existing_output_needs_overwrite(small_run, tmp_path):
         simulate(cfg, path)
 
 
-def test_cli_simulate_summary_and_presets(tmp_path):
-    runner = CliRunner()
+def test_cli_simulate_summary_and_presets(cli, tmp_path):
     out = tmp_path / "cli"
-    result = runner.invoke(main, ["simulate", "--preset", "tiny", "-o", str(out), "--steps", "2", "--seed", "4"])
+    result = cli("simulate", "--preset", "tiny", "-o", str(out), "--steps", "2", "--seed", "4")
     assert result.exit_code == 0, result.output
     assert "wrote" in result.output and read_manifest(out)["config"]["run"]["seed"] == 4
-    info = json.loads(runner.invoke(main, ["info", str(out), "--format", "json"]).output)
+    info = json.loads(cli("info", str(out), "--format", "json").output)
     assert info["throughput"]["unit"] == "seq/s" and info["mfu"] > 0
-    summ = runner.invoke(main, ["simulate", "--preset", "llama2-7b", "--set", "cluster.nodes=64", "--summary-only",
-                                "--format", "json"])
+    summ = cli("simulate", "--preset", "llama2-7b", "--set", "cluster.nodes=64", "--summary-only", "--format", "json")
     doc = json.loads(summ.output)
     assert set(doc) >= {"step_time_s", "throughput", "mfu", "hbm_peak_bytes", "fits"}
     assert doc["throughput"]["unit"] == "seq/s"
-    listed = json.loads(runner.invoke(main, ["simulate", "--list-presets", "--format", "json"]).output)
+    listed = json.loads(cli("simulate", "--list-presets", "--format", "json").output)
     assert "llama2-70b" in listed["model"] and "gpt3-23b-32node" in listed["job"]
 
 
-def test_cli_errors_are_one_line_exit_2(tmp_path):
-    runner = CliRunner()
+def test_cli_errors_are_one_line_exit_2(cli, tmp_path):
     for args in (["simulate", "--preset", "tiny", "--set", "parallel.tp=3", "-o", str(tmp_path / "x")],
                  ["simulate", "--preset", "tiny"],
                  ["simulate"]):
-        result = runner.invoke(main, args)
+        result = cli(*args)
         assert result.exit_code == 2, result.output
         assert result.output.startswith("error: ") and result.output.count("\n") == 1
     assert not (tmp_path / "x").exists()

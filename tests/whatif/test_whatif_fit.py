@@ -11,11 +11,6 @@ from trnprof.whatif.describe import recorded_config
 from trnprof.whatif.validate import JOB_A, PERTURBATIONS, simulate_job, truth_sets, measured_step
 
 
-@pytest.fixture(scope="module")
-def run_a(tmp_path_factory):
-    return simulate_job(JOB_A, "A", tmp_path_factory.mktemp("fit") / "a")
-
-
 def test_fit_recovers_the_perturbed_parameters(run_a):
     doc = whatif(run_a, [])
     shipped = default_params().as_dict()

@@ -1,13 +1,9 @@
 """Hostile --set values: whatever the key and value, whatif answers (exit 0) or prints one
 error line (exit 2), never a traceback."""
 
-import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from trnprof.cli import main
 from trnprof.whatif.describe import ALIASES
-from trnprof.whatif.validate import JOB_A, simulate_job
 
 KEYS = sorted(ALIASES) + ["parallel.tp", "cluster.nodes", "batch.global", "model.layers", "comm", "faults",
                           "run.seed", "calibration.hbm_efficiency", "parallel", "x.y.z", "", "tp.extra"]
@@ -16,15 +12,10 @@ VALUES = st.one_of(st.integers(-5, 5000).map(str), st.sampled_from(["true", "abc
                    st.text(max_size=8))
 
 
-@pytest.fixture(scope="module")
-def run_a(tmp_path_factory):
-    return simulate_job(JOB_A, "A", tmp_path_factory.mktemp("fuzz") / "a")
-
-
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(key=st.sampled_from(KEYS), value=VALUES)
-def test_any_setting_answers_or_fails_in_one_line(run_a, key, value):
-    result = CliRunner().invoke(main, ["whatif", str(run_a), "--set", f"{key}={value}", "--format", "json"])
+def test_any_setting_answers_or_fails_in_one_line(cli, run_a, key, value):
+    result = cli("whatif", run_a, "--set", f"{key}={value}", "--format", "json")
     assert result.exit_code in (0, 2), result.output
     if result.exit_code == 2:
         lines = result.output.strip().splitlines()

@@ -3,30 +3,26 @@ Kineto traces it answers with a band, or `fits: false` with a reason."""
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from trnprof.cli import main
+from trnprof.collectors.ingest import ingest
 from trnprof.whatif.document import whatif
 from tests.conftest import DATA, REPO
-
 
 
 @pytest.fixture(scope="module")
 def ddp(tmp_path_factory):
     out = tmp_path_factory.mktemp("ingested") / "ddp"
-    result = CliRunner().invoke(main, ["ingest", str(DATA / "kineto_ddp" / "base"), "-o", str(out)])
-    assert result.exit_code == 0, result.output
+    ingest([DATA / "kineto_ddp" / "base"], out)
     return out
 
 
 DESCRIPTION = ["model=tiny", "instance=trn1.2xlarge", "cluster.nodes=1", "pp=1", "tp=1", "global=64", "micro=32"]
 
 
-def test_needed_keys_are_named_in_one_line(ddp):
-    result = CliRunner().invoke(main, ["whatif", str(ddp), "--set", "tp=2"])
+def test_needed_keys_are_named_in_one_line(cli, ddp):
+    result = cli("whatif", str(ddp), "--set", "tp=2")
     assert result.exit_code == 2
     line = result.output.strip()
     assert "\n" not in line and "the trace cannot tell the job" in line
@@ -47,13 +43,13 @@ def test_described_real_trace_gets_a_band_or_a_reason(ddp):
     assert doc["change"] == {"input": {"workers": 8}}
 
 
-def test_a_run_recorded_on_other_hardware_needs_a_trn1_description(tmp_path):
+def test_a_run_recorded_on_other_hardware_needs_a_trn1_description(cli, tmp_path):
     src = REPO / "sample_traces" / "synthetic-8rank"
     run = tmp_path / "gpu"
     shutil.copytree(src, run)
     manifest = json.loads((run / "trnprof.json").read_text())
     manifest["job"]["instance_type"] = "p4d.24xlarge"
     (run / "trnprof.json").write_text(json.dumps(manifest))
-    result = CliRunner().invoke(main, ["whatif", str(run), "--set", "model=tiny"])
+    result = cli("whatif", str(run), "--set", "model=tiny")
     assert result.exit_code == 2
     assert "not a Trn1 instance" in result.output and len(result.output.strip().splitlines()) == 1

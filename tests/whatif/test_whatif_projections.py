@@ -6,10 +6,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from trnprof.api import open_run
-from trnprof.cli import main
 from trnprof.model.config import load_config
 from trnprof.collectors.trn1.simulate import simulate
 from trnprof.api import analyze, report
@@ -59,20 +57,18 @@ def test_rules_without_a_config_fix_get_no_projection(demo_doc):
     assert _finding(demo_doc, "compute.low_mfu").projected is None
 
 
-def test_analyze_outputs_carry_the_projection(demo):
-    runner = CliRunner()
-    doc = json.loads(runner.invoke(main, ["analyze", str(demo), "--format", "json"]).output)
+def test_analyze_outputs_carry_the_projection(cli, demo):
+    doc = json.loads(cli("analyze", str(demo), "--format", "json").output)
     starved = next(f for f in doc["findings"] if f["name"] == "input.starvation")
     assert set(starved["projected"]) == {"change", "step_time_s", "gain_fraction", "band", "reason"}
-    text = runner.invoke(main, ["analyze", str(demo)]).output
+    text = cli("analyze", str(demo)).output
     assert "fix this -> -" in text and "% step time (input.workers=2" in text
-    markdown = runner.invoke(main, ["analyze", str(demo), "--format", "markdown"]).output
+    markdown = cli("analyze", str(demo), "--format", "markdown").output
     assert "**What the fix is worth:** fix this -> -" in markdown
 
 
-def test_ingested_run_without_a_description_says_so(tmp_path):
-    result = CliRunner().invoke(main, ["ingest", str(DATA / "kineto_ddp" / "base"),
-                                       "-o", str(tmp_path / "ddp")])
+def test_ingested_run_without_a_description_says_so(cli, tmp_path):
+    result = cli("ingest", str(DATA / "kineto_ddp" / "base"), "-o", str(tmp_path / "ddp"))
     assert result.exit_code == 0
     doc = analyze(tmp_path / "ddp")
     projected = [f.projected for f in doc.findings if f.projected]

@@ -11,11 +11,6 @@ TOLERANCE = 0.05   # the issue's target: within 5 % of the simulated step
 
 
 @pytest.fixture(scope="module")
-def run_a(tmp_path_factory):
-    return simulate_job(JOB_A, "A", tmp_path_factory.mktemp("whatif") / "a")
-
-
-@pytest.fixture(scope="module")
 def run_b(tmp_path_factory):
     return simulate_job(JOB_A, "B", tmp_path_factory.mktemp("whatif") / "b")
 
