@@ -50,6 +50,17 @@ class ImpactSpec(_Strict):
     specificity: Annotated[int, msgspec.Meta(ge=1, le=3)] = 1   # 3 a named culprit, 2 a mechanism, 1 a symptom
 
 
+class SeverityBands(_Strict):
+    """Each row's severity from one of its result columns against the rule's parameters: the
+    highest band whose threshold the value reaches (`>=`), else `otherwise`. The 5 % / 20 % bars
+    of most rules live here, not in their SQL."""
+    by: str                     # the result column measured, e.g. run_share
+    high: str | None = None     # the parameter from whose value on a row is high
+    medium: str | None = None   # ... medium
+    low: str | None = None      # ... low
+    otherwise: Severity = "low"
+
+
 class Doc(_Strict):
     what: str   # What it detects
     why: str    # Why it matters
@@ -135,6 +146,7 @@ class RuleFile(_Strict):
     params: dict[str, Param] = {}
     requires: list[Union[str, Probe]] = []
     impact: ImpactSpec = msgspec.field(default_factory=ImpactSpec)
+    severity_bands: SeverityBands | None = None
 
 
 class ConfigFile(_Strict):
