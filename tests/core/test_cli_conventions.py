@@ -11,8 +11,8 @@ import pytest
 from trnprof.cli import main
 from trnprof.exitcodes import Exit
 
-DOCUMENT_COMMANDS = ["analyze", "check", "diff", "info", "query", "whatif", "rules list"]
-RUN_OPENING_COMMANDS = ["analyze", "diff", "info", "query", "report", "whatif"]
+DOCUMENT_COMMANDS = ["analyze", "check", "diff", "export", "info", "query", "whatif", "rules list"]
+RUN_OPENING_COMMANDS = ["analyze", "diff", "export", "info", "query", "report", "whatif"]
 
 
 def _command(path: str) -> click.Command:

@@ -124,7 +124,7 @@ def _other_data(run) -> dict:
             "source": manifest.get("source", {}), "ranks": rows}
 
 
-def export_chrome(run_path, out: str | Path, *, force: bool = False) -> dict:
+def export_chrome(run_path, out: str | Path, *, force: bool = False, threads: int | None = None) -> dict:
     """Write RUN as Chrome trace JSON (`.json` or `.json.gz`); returns counts."""
     out = Path(out)
     if out.exists() and not force:
@@ -134,7 +134,7 @@ def export_chrome(run_path, out: str | Path, *, force: bool = False) -> dict:
     tmp = out.parent / f".{out.name}.tmp"
     counts = {"events": 0, "counters": 0, "skipped_counters": 0, "ranks": 0}
     try:
-        with open_run(run_path) as run:
+        with open_run(run_path, threads=threads) as run:
             opener = gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6) if out.suffix == ".gz" \
                 else tmp.open("w", encoding="utf-8")
             with opener as handle:

@@ -75,7 +75,7 @@ def predictions(job: Job, plan: Plan, fx: Effects) -> dict:
     return {
         "step_time_s": seconds,
         "throughput": {"value": job.global_batch / seconds, "unit": job.arch.unit},
-        "mfu": A.model_flops_per_step(job) / (seconds * peak_flops(job)),
+        "mfu": predicted_mfu(job, seconds),
         "hbm_peak_bytes": int(round(peak)),
         "hbm_capacity_bytes": capacity(),
         "fits": bool(peak <= capacity()),
@@ -87,6 +87,11 @@ def predictions(job: Job, plan: Plan, fx: Effects) -> dict:
 def peak_flops(job: Job) -> float:
     """Cluster BF16 peak (the MFU denominator, whatever the compute precision)."""
     return job.nodes * job.instance.bf16_flops
+
+
+def predicted_mfu(job: Job, seconds: float) -> float:
+    """The MFU of `job` at a step of `seconds`: the model's FLOPs over the cluster's BF16 peak."""
+    return A.model_flops_per_step(job) / (seconds * peak_flops(job))
 
 
 def predict(job: Job, params: Params | None = None) -> dict:

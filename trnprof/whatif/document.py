@@ -24,10 +24,9 @@ import numpy as np
 
 from trnprof.engines import open_run
 from trnprof.run import Run
-from trnprof.model import architecture as A
 from trnprof.model.job import Job
 from trnprof.model.params import BOUNDS, Params, default_params
-from trnprof.model.predict import peak_flops
+from trnprof.model.predict import predicted_mfu
 
 from . import describe as D
 from .fit import FitResult, least_squares
@@ -51,7 +50,7 @@ def _job_summary(job: Job) -> dict:
 
 def _numbers(job: Job, seconds: float, hbm: int | None) -> dict:
     return {"step_time_s": seconds, "throughput": {"value": job.global_batch / seconds, "unit": job.arch.unit},
-            "mfu": A.model_flops_per_step(job) / (seconds * peak_flops(job)), "hbm_peak_bytes": hbm}
+            "mfu": predicted_mfu(job, seconds), "hbm_peak_bytes": hbm}
 
 
 def _class_fit(job: Job, measured: Measured, start: Params) -> tuple[FitResult, list] | None:
