@@ -9,7 +9,6 @@ import pytest
 
 from trnprof.rules_engine.loader import builtin_dir
 
-from tests.rules.test_rules_engine import busy_run  # noqa: F401 - shared fixture
 from tests.rules.test_rules_loader import rule_dict, write_rule
 
 

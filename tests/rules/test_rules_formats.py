@@ -14,7 +14,6 @@ from trnprof.jsonplain import to_json
 from trnprof.rules_engine.render import to_markdown, to_text
 from trnprof.rules_engine.sarif import to_sarif
 
-from tests.rules.test_rules_engine import busy_run  # noqa: F401 - shared fixture
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 
-from trnprof import engines
 from trnprof.collectors.trn1 import load_config, simulate
 
 from tests.conftest import REPO
@@ -24,13 +22,6 @@ RELATIVE = 1e-9
 # and collectives over EFA, as in the detection table's slow_link case), 8 ranks.
 MULTINODE = ["model.hidden=1024", "model.layers=4", "model.ffn_hidden=4096", "model.seq_len=1024",
              "batch.micro=1", "batch.global=64", "cluster.nodes=4", "parallel.pp=4", "run.steps=5"]
-
-
-@pytest.fixture(scope="module")
-def spark_engine():
-    """Runs opened in the module go to Spark in local mode."""
-    with engines.using("spark", SPARK_TEST_MASTER, SPARK_TEST_CONF):
-        yield
 
 
 def sample_copies(folder: Path) -> dict[str, Path]:

@@ -10,7 +10,7 @@ from trnprof.rules_engine.engine import analyze
 from trnprof.rules_engine.document import to_json_bytes
 from trnprof.stdlib import load_views
 
-from tests.spark.spark_support import assert_same_document, assert_same_rows, sample_copies, spark_engine  # noqa: F401
+from tests.spark.spark_support import assert_same_document, assert_same_rows, sample_copies
 
 RUNS = ("synthetic-8rank", "tiny-slow-loader", "multinode")
 # `_swept` (private) has a row per point on DuckDB, per instant on Spark: at tied points its rows

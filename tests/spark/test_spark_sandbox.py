@@ -10,7 +10,6 @@ from trnprof.rules_engine.sandbox import SandboxError
 from trnprof.rules_engine.spark_sandbox import SparkSandbox
 
 from tests.conftest import REPO
-from tests.spark.spark_support import spark_engine  # noqa: F401
 
 
 @pytest.fixture(scope="module")
