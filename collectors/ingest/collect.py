@@ -15,6 +15,8 @@ from trnprof.errors import TrnprofError
 from trnprof.collectors.common.limits import check_rank
 from trnprof.collectors.common.source import Source
 from trnprof.collectors.common.tables import FLOWS, META, QUARANTINE
+from trnprof.collectors.kineto import read_trace
+from trnprof.collectors.neuron import READERS
 
 EXTRA_SCHEMAS = {"ingest/flows": FLOWS, "ingest/meta": META, "ingest/quarantine": QUARANTINE}
 
@@ -38,7 +40,6 @@ class Collected:
         if fmt == "kineto":
             self._kineto(path)
         else:
-            from trnprof.collectors.neuron import READERS
             source = READERS[fmt](path, rank=self.rank_option)
             if self.progress:
                 self.progress(path.stat().st_size if path.is_file() else 0)
@@ -60,7 +61,6 @@ class Collected:
         self.world_sizes.setdefault(size, path)
 
     def _kineto(self, path: Path) -> None:
-        from trnprof.collectors.kineto import read_trace
         with read_trace(path, rank=self.default_rank, progress=self.progress, spill_dir=self.spill_dir) as trace:
             export = trace.info.export
             if export is not None:

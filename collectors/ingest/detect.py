@@ -15,6 +15,7 @@ import zlib
 from pathlib import Path
 
 from trnprof.errors import TrnprofError
+from trnprof.collectors.neuron.explorer import table_files
 
 FORMATS = ("kineto", "neuron-monitor", "neuron-system-profile", "neuron-explorer")
 TRACE_SUFFIXES = (".json", ".json.gz", ".jsonl", ".jsonl.gz", ".gz")
@@ -37,7 +38,6 @@ def _head(path: Path) -> bytes:
 
 
 def is_explorer_folder(path: Path) -> bool:
-    from trnprof.collectors.neuron.explorer import table_files
     return path.is_dir() and bool(table_files(path))
 
 

@@ -1,6 +1,6 @@
 """`trnprof whatif`: fit the execution model to a measured run, then predict the run changed.
 
-The document (`--format json`, `trnprof.whatif(run, overrides)`):
+The document (`--format json`, `trnprof.api.whatif(run, overrides)`):
     schema, run, change            the overrides, as a nested config mapping
     job: {baseline, predicted}     the layout of both jobs (nodes, tp, pp, dp, micro, global, ...)
     baseline: {step_time_s, throughput {value, unit}, mfu, hbm_peak_bytes, steps}   measured
