@@ -21,7 +21,7 @@ from pathlib import Path
 os.environ.setdefault("TRNPROF_CACHE", "off")
 
 from trnprof.api import open_run  # noqa: E402
-from trnprof.collectors.trn1.config import load_config  # noqa: E402
+from trnprof.model.config import load_config  # noqa: E402
 from trnprof.collectors.trn1.simulate import simulate  # noqa: E402
 from trnprof.critical_path import tables  # noqa: E402
 from trnprof.critical_path.compute import Replayer  # noqa: E402

@@ -21,7 +21,7 @@ import synthetic_runs
 from trnprof.api import open_run
 from trnprof.diff.document import build
 from trnprof.diff.load import load_sides
-from trnprof.rules_engine import analyze
+from trnprof.rules_engine.engine import analyze
 
 os.environ["TRNPROF_CACHE"] = "off"  # measure the computation, not the derived/ cache
 

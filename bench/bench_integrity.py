@@ -24,7 +24,7 @@ from trnprof import integrity
 from trnprof.api import open_run
 from trnprof.collectors.synthetic import synthetic_run
 from trnprof.manifest import read_manifest
-from trnprof.rules_engine import analyze
+from trnprof.rules_engine.engine import analyze
 
 CHECK = integrity.check_on_open
 

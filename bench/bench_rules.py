@@ -20,7 +20,7 @@ from pathlib import Path
 import synthetic_runs
 
 from trnprof.api import open_run
-from trnprof.rules_engine import analyze
+from trnprof.rules_engine.engine import analyze
 
 os.environ["TRNPROF_CACHE"] = "off"  # measure the computation, not the derived/ cache (bench_scale.py does)
 

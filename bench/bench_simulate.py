@@ -63,7 +63,7 @@ def raw_write_rate(run: Path, ranks: int = 32) -> float:
 def summary_cases(name: str, load_config):
     """The preset as it is, on 4,096 nodes (8 microbatches per step) and on the fewest nodes
     its parallelism allows (the most microbatches per step: the longest pipeline schedule)."""
-    from trnprof.collectors.trn1.job import resolve
+    from trnprof.model.job import resolve
     job = resolve(load_config(preset=name))
     yield "as is", job.config
     micro, per_replica = job.micro, job.tp * job.pp

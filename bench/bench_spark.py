@@ -32,7 +32,7 @@ os.environ["TRNPROF_CACHE"] = "off"  # time the computation, not the derived/ ca
 from trnprof import engines  # noqa: E402
 from trnprof.api import open_run  # noqa: E402
 from trnprof.manifest import read_manifest  # noqa: E402
-from trnprof.rules_engine import analyze  # noqa: E402
+from trnprof.rules_engine.engine import analyze  # noqa: E402
 
 QUERY = "SELECT rank, AVG(idle) FROM step_breakdown GROUP BY rank"
 # The driver's heap must be set before the JVM starts: it is part of the first session's settings.

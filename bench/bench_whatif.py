@@ -27,9 +27,9 @@ from pathlib import Path
 os.environ.setdefault("TRNPROF_CACHE", "off")
 
 from trnprof.api import open_run  # noqa: E402
-from trnprof.collectors.trn1.config import load_config  # noqa: E402
+from trnprof.model.config import load_config  # noqa: E402
 from trnprof.collectors.trn1.simulate import simulate  # noqa: E402
-from trnprof.whatif import whatif  # noqa: E402
+from trnprof.whatif.document import whatif  # noqa: E402
 from trnprof.whatif.validate import CHANGES, FAULTS, JOB_A, PERTURBATIONS, compare, perturbed, simulate_job  # noqa: E402
 
 JOB_L = ["model=llama2-7b", "cluster.instance=trn1.32xlarge", "cluster.nodes=1", "parallel.tp=8",

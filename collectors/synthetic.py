@@ -13,10 +13,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from trnprof import hardware
 from trnprof.manifest import new_manifest
+from trnprof.units import GIB
 from trnprof.runstore import write_run
 
-GIB = 1 << 30
+HBM_PER_CORE = hardware.lookup("trn1.32xlarge")["hbm_bytes_per_core"]
 
 
 def _rank_events(ranks: np.ndarray, steps: int, ops: int, colls: int, rng: np.random.Generator,
@@ -100,7 +102,7 @@ def synthetic_run(path: str | Path, *, ranks: int = 8, steps: int = 5, ops_per_s
         run.write_ranks(pd.DataFrame({
             "rank": np.arange(ranks), "node": np.arange(ranks) // 32, "host": [f"node-{r // 32}" for r in range(ranks)],
             "chip": (np.arange(ranks) % 32) // 2, "core": np.arange(ranks) % 2, "dp_rank": np.arange(ranks),
-            "tp_rank": 0, "pp_rank": 0, "instance_type": "trn1.32xlarge", "hbm_capacity_bytes": 16 * GIB,
+            "tp_rank": 0, "pp_rank": 0, "instance_type": "trn1.32xlarge", "hbm_capacity_bytes": HBM_PER_CORE,
         }))
     return Path(path)
 

@@ -21,15 +21,15 @@ from pathlib import Path
 from trnprof.collectors.trn1 import load_config, summary
 from trnprof.collectors.trn1.calibration import (calibration_csv, calibration_rows, fit, leave_one_out, log_error,
                                                  predicted_throughput, row_job)
-from trnprof.collectors.trn1.config import list_presets
-from trnprof.collectors.trn1.job import resolve
-from trnprof.collectors.trn1.params import BOUNDS, FITTED, NAMES, default_params
+from trnprof.model.config import list_presets
+from trnprof.model.job import resolve
+from trnprof.model.params import BOUNDS, FITTED, NAMES, default_params
 
 GIB = 1 << 30
 
 
 def write_params(values: dict) -> Path:
-    path = Path(str(resources.files("trnprof.collectors.trn1") / "params.yaml"))
+    path = Path(str(resources.files("trnprof.model") / "params.yaml"))
     text = path.read_text(encoding="utf-8")
     for name, value in values.items():
         text = re.sub(rf"^{name}: *[0-9.eE+-]+", f"{name}: {value:.4g}", text, flags=re.M)

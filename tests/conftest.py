@@ -34,6 +34,16 @@ def write_inline_run(path: Path, events: list[dict], *, ranks: int | None = None
     return path
 
 
+def assert_accounted(run, index: int = 0) -> dict:
+    """The ingest record of input `index` of an open run, after checking that nothing was lost:
+    every source entry went to one destination (events, counters, flows, meta or quarantine),
+    and every quarantined entry has its reason."""
+    record = run.manifest["ingest"]["files"][index]
+    assert record["source_entries"] == sum(record["to"].values()), record
+    assert record["to"].get("quarantine", 0) == sum(record.get("quarantine_reasons", {}).values()), record
+    return record
+
+
 @pytest.fixture(scope="session")
 def sample_run(tmp_path_factory) -> Path:
     """A small synthetic run: 8 ranks x 4 steps, rank 5 slow."""
@@ -43,7 +53,8 @@ def sample_run(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def cli():
-    """Invoke the trnprof CLI in-process; returns click's Result (exit_code, stdout, stderr)."""
+    """Invoke the trnprof CLI in-process; returns click's Result (exit_code, stdout, stderr). An
+    exception other than a command's exit propagates with its traceback (never swallowed)."""
     runner = CliRunner()
 
     def invoke(*args):

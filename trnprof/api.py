@@ -1,165 +1,128 @@
-"""The Python API: open runs and query them; every result is a pandas DataFrame or a dict."""
+"""The Python API, and the one layer that composes the others: open runs and query them (every
+result a pandas DataFrame or a dict), and every command of the CLI as a call.
+
+    from trnprof import api
+    with api.open_run("runs/a") as run:
+        run.steps, run.sql("SELECT * FROM step_breakdown")
+    api.analyze("runs/a")              # findings, each fix priced by the what-if model
+    api.diff("runs/a", "runs/b"), api.whatif("runs/a", ["tp=16"]), api.report("runs/a", "r.html")
+
+The rule engine, the what-if model, diff and the report do not import one another's engines:
+`analyze` here runs the rules then prices their fixes (`whatif.projections`), `report` gathers
+the findings and the comparison and hands the documents to the page.
+"""
 
 from __future__ import annotations
 
-import abc
-import re
 from pathlib import Path
 
-import duckdb
-import pandas as pd
-
-from . import session, session_tables
-from .errors import TrnprofError, first_line
+from .collectors.ingest import ingest
+from .collectors.trn1 import load_config, simulate
+from . import derived
+from .diff.document import diff
+from .engines import open_run
+from .errors import TrnprofError
+from .integrity import Verdict, verify
 from .manifest import read_manifest
+from .report.build import build_report, check_destination
+from .report.findings import read_findings
+from .rules_engine import engine
+from .rules_engine.document import Document
+from .run import Run, RunSet, open_runs
+from .runstore import recover
+from .whatif import document as whatif_document
+from .whatif.projections import project
+
+__all__ = ["Document", "Run", "RunSet", "analyze", "check", "diff", "ingest", "load_config", "open_run", "open_runs",
+           "priced", "report", "run_plan", "simulate", "whatif"]
 
 
-def _query(con: duckdb.DuckDBPyConnection, query: str, params=None) -> pd.DataFrame:
-    session.prepare(con, query)  # the stdlib views it reads, computed within the memory budget
+def check(run: str | Path, *, repair: bool = False, on_repair=None) -> Verdict:
+    """Verify a run in full, its derived/ cache included (`trnprof check`). repair: first undo
+    what an interrupted writer left (an old copy is removed only beside a whole run) and remove
+    the cache's bad entries and links. Each repair line goes to `on_repair` as it happens, so a
+    kept copy is named before anything can fail; without it, the kept copies join the error."""
+    run = Path(run)
+    repaired = recover(run) if repair else []
+    for line in repaired:
+        (on_repair or (lambda _: None))(line)
     try:
-        return con.execute(query, params).df() if params is not None else con.sql(query).df()
-    except duckdb.Error as exc:
-        raise TrnprofError(f"query failed: {first_line(exc)}") from None
-    except AttributeError:  # a statement with no result set (e.g. SET)
-        return pd.DataFrame()
+        manifest = read_manifest(run, check_files=False)
+    except TrnprofError as exc:
+        kept = [] if on_repair else [line for line in repaired if line.startswith("kept ")]
+        raise TrnprofError("; ".join([str(exc)] + kept)) from None
+    if repair:
+        for line in _repair_cache(run):
+            repaired.append(line)
+            (on_repair or (lambda _: None))(line)
+    verdict = verify(run, manifest)
+    verdict.problems += [problem for problem, _ in derived.cache_problems(run)]
+    verdict.repaired = repaired
+    return verdict
 
 
-class Run(abc.ABC):
-    """One open run: its tables and the stdlib views by name, on one engine (`open_run`)."""
-
-    engine = ""
-    path: Path | str
-    manifest: dict
-
-    @abc.abstractmethod
-    def sql(self, query: str, params=None) -> pd.DataFrame:
-        """Run SQL (DuckDB's dialect, on every engine) over the run's tables and stdlib views."""
-        raise NotImplementedError
-
-    @abc.abstractmethod
-    def materialize(self, names=session.MATERIALIZABLE) -> "Run":
-        """Compute the costly stdlib views once for this session (before many queries)."""
-        raise NotImplementedError
-
-    @abc.abstractmethod
-    def is_stored(self, view: str) -> bool:
-        """Whether `view` is computed already, so reading it is cheap."""
-        raise NotImplementedError
-
-    @abc.abstractmethod
-    def close(self) -> None:
-        raise NotImplementedError
-
-    def view(self, name: str) -> pd.DataFrame:
-        if not re.fullmatch(r"[A-Za-z_]\w*", name):
-            raise TrnprofError(f"not a view name: {name!r}")
-        return self.sql(f"SELECT * FROM {name}")
-
-    def info(self) -> dict:
-        from .info import run_info
-        return run_info(self)
-
-    @property
-    def steps(self) -> pd.DataFrame:
-        return self.view("steps")
-
-    @property
-    def step_breakdown(self) -> pd.DataFrame:
-        return self.view("step_breakdown")
-
-    @property
-    def collectives(self) -> pd.DataFrame:
-        return self.view("collectives")
-
-    @property
-    def memory_timeline(self) -> pd.DataFrame:
-        return self.view("memory_timeline")
-
-    @property
-    def rank_summary(self) -> pd.DataFrame:
-        return self.view("rank_summary")
-
-    def __enter__(self) -> "Run":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+def _repair_cache(run: Path) -> list[str]:
+    """Remove the cache's bad entries and links (never what a link points to)."""
+    done = []
+    for problem, path in derived.cache_problems(run):
+        derived.remove(path)
+        done.append(f"removed {path.relative_to(run)} from the cache: {problem}")
+    return done
 
 
-class DuckDBRun(Run):
-    """A run in its own DuckDB session (the default engine, and the reference)."""
-
-    engine = "duckdb"
-
-    def __init__(self, path: str | Path, *, threads: int | None = None):
-        self.path = Path(path)
-        self.manifest = read_manifest(self.path)
-        self.con = session.connect(threads)
-        session_tables.attach_tables(self.con, self.manifest)
-        session.attach_run(self.con, self.path)
-
-    def sql(self, query: str, params=None) -> pd.DataFrame:
-        return _query(self.con, query, params)
-
-    def materialize(self, names=session.MATERIALIZABLE) -> "Run":
-        session.materialize(self.con, names)
-        return self
-
-    def is_stored(self, view: str) -> bool:
-        return session.is_stored(self.con, view)
-
-    def close(self) -> None:
-        session.close(self.con)
-
-
-def open_run(path: str | Path, *, threads: int | None = None, engine: str | None = None) -> Run:
-    """Open a run; one clear `TrnprofError` when it is not a readable run. `engine`: "duckdb"
-    (the default) or "spark" (`trnprof.engines`: the master and settings in use); a Spark run
-    may be a local folder or an s3a:// or hdfs:// URL."""
-    from . import engines
-    choice = engines.current()
-    if engines.check(engine or choice.name) == "spark":
-        from .spark.run import SparkRun
-        return SparkRun(str(path), master=choice.master, conf=choice.conf)
-    return DuckDBRun(path, threads=threads)
-
-
-class RunSet:
-    """Several runs in one session for comparisons: each run's tables and views live in a
-    schema named by its label (`SELECT ... FROM base.step_breakdown JOIN new.step_breakdown`)."""
-
-    def __init__(self, runs: dict[str, str | Path]):
-        self.con = session.connect()
-        self.manifests = {}
-        for label, path in runs.items():
-            if not re.fullmatch(r"[A-Za-z_]\w*", label) or label == "main":
-                raise TrnprofError(f"run label {label!r}: use letters, digits and _ (not 'main')")
-            self.manifests[label] = read_manifest(Path(path))
-            session_tables.attach_tables(self.con, self.manifests[label], schema=label)
-            session.attach_run(self.con, Path(path), schema=label)
-
-    def sql(self, query: str, params=None) -> pd.DataFrame:
-        return _query(self.con, query, params)
-
-    def close(self) -> None:
-        session.close(self.con)
-
-
-def open_runs(runs: dict[str, str | Path]) -> RunSet:
-    """Open several runs side by side, each under its label as a SQL schema."""
-    return RunSet(runs)
-
-
-def diff(base: str | Path | Run, new: str | Path | Run, **options) -> dict:
-    """Compare run `new` against run `base` (paths or open runs): the `trnprof diff --format json`
-    document. Options: alpha, top, base_findings, new_findings, analyze_options, threads."""
-    from .diff.document import diff as run_diff
-    return run_diff(base, new, **options)
-
-
-def whatif(run: str | Path | Run, overrides=(), **options) -> dict:
+def whatif(run: str | Path | Run, overrides=(), *, job=None, threads: int | None = None) -> dict:
     """Fit the execution model to `run` (a path or an open run) and predict the job with
     `overrides` ("tp=16", "parallel.tp=16", ... or a mapping): the `trnprof whatif --format json`
-    document. Options: config (a YAML job description), threads."""
-    from .whatif.document import whatif as run_whatif
-    return run_whatif(run, overrides, **options)
+    document. job: a YAML job description over the run's recorded job (`whatif --job`)."""
+    return whatif_document.whatif(run, overrides, config=job, threads=threads)
+
+
+def priced(run: Run, document: Document) -> Document:
+    """`document` with what each finding's fix is worth, by the what-if model fitted to `run`."""
+    project(run, document.findings)
+    return document
+
+
+def run_plan(run: str | Path | Run, chosen: engine.Plan, *, threads: int | None = None) -> Document:
+    """The findings of the rules `chosen` (`rules_engine.engine.plan`) over a run, fixes priced."""
+    if isinstance(run, Run):
+        return priced(run, engine.run_plan(run, chosen, threads=threads))
+    with open_run(run, threads=threads) as opened:
+        return priced(opened, engine.run_plan(opened, chosen, threads=threads))
+
+
+def analyze(run: str | Path | Run, *, threads: int | None = None, **options) -> Document:
+    """Analyze a run (a path or an open `Run`): the findings document, each fix priced by the
+    what-if model. Options: those of `trnprof.rules_engine.engine.analyze` (select, ignore, set, rules,
+    config, timeout, builtin, memory_limit)."""
+    return run_plan(run, engine.plan(**options), threads=threads)
+
+
+def _findings(run: Run, findings, analyze_rules: bool, config) -> tuple[Document | None, str]:
+    """The report's findings document and a line saying where it came from."""
+    if findings is not None:
+        document = read_findings(findings)
+        analyzed = f" (analyzed run: {document.run})"
+        if Path(document.run).resolve() != Path(run.path).resolve():
+            analyzed += " WARNING: that is not the run this report shows; re-run `trnprof analyze` on it."
+        return document, f"Findings loaded from {findings}{analyzed}."
+    if analyze_rules:
+        return analyze(run, config=config), "Findings of the built-in rule packs, computed for this report."
+    return None, ""
+
+
+def report(run: str | Path, out, *, findings=None, analyze: bool = True, png_dir=None, threads: int | None = None,
+           baseline=None, config=None) -> dict:
+    """Write the HTML report of `run` to `out` (`trnprof report`).
+
+    findings: a saved `trnprof analyze --format json` file to use instead of running the rules;
+    analyze=False with no file: no findings (the page says so). png_dir: also write every chart
+    there as PNG and SVG. baseline: a run to compare with (adds the comparison section of
+    `trnprof diff`). config: a rules config file for the findings. Returns what was written:
+    path, bytes, charts, sections without data."""
+    check_destination(Path(out))
+    with open_run(run, threads=threads) as opened:
+        opened.materialize()  # the views the report and the rules share, computed once
+        document, origin = _findings(opened, findings, analyze, config)
+        comparison = None if baseline is None else diff(baseline, opened, new_findings=document)
+        return build_report(opened, out, findings=document, origin=origin, comparison=comparison, png_dir=png_dir)

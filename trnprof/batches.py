@@ -25,6 +25,7 @@ from .derived import Store
 from .errors import first_line
 from .schema import PARTITIONED_TABLES, TABLE_COLUMNS
 from .stdlib import dependencies, load_views
+from .tableread import table_select
 
 # Views whose rows for a rank depend only on that rank's rows (and on other such views). A view
 # not listed is computed over the whole run: correct for any view, bounded only if its SQL
@@ -161,8 +162,6 @@ def read_stored(con: duckdb.DuckDBPyConnection, run: AttachedRun, view: str) -> 
 def _batch_schema(con, run: AttachedRun, low: int, high: int, ranks: set[int], local: set[str]) -> None:
     """Schema BATCH_SCHEMA: the run's tables restricted to one batch of ranks, and every
     rank-local view over them (stored ones read back for the batch's ranks)."""
-    from .session import table_select  # session imports this module
-
     con.execute(f"DROP SCHEMA IF EXISTS {BATCH_SCHEMA} CASCADE")
     con.execute(f"CREATE SCHEMA {BATCH_SCHEMA}")
     where = f"WHERE rank BETWEEN {low} AND {high}"

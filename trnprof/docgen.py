@@ -1,4 +1,5 @@
-"""Documentation generated from the code: the run format, the SQL stdlib, the CLI reference.
+"""Documentation generated from the code: the run format, the SQL stdlib, the CLI reference, the
+hardware facts (`docgen_hardware`).
 
 `python scripts/gen_docs.py` writes them under docs/; tests fail when the files drift.
 """
@@ -9,6 +10,7 @@ from functools import partial
 
 from .schema import FORMAT_NAME, MANIFEST_FILE, SCHEMA_VERSION, TABLE_COLUMNS
 from .critical_path.tables import DOCS as CRITICAL_PATH_TABLES
+from .docgen_hardware import hardware_md
 from .session_tables import DOCS as SESSION_TABLES
 from .stdlib import load_views
 from .textfmt import markdown_table
@@ -117,4 +119,5 @@ def cli_md() -> str:
     return "\n".join(lines)
 
 
-GENERATED = {"run-format.md": run_format_md, "stdlib.md": stdlib_md, "cli.md": cli_md}
+GENERATED = {"run-format.md": run_format_md, "stdlib.md": stdlib_md, "cli.md": cli_md,
+             "hardware.md": lambda: hardware_md(HEADER)}

@@ -1,8 +1,9 @@
-"""Which engine runs the stdlib and the rules: DuckDB (the default and the reference) or Spark.
+"""Which engine runs the stdlib and the rules: DuckDB (the default and the reference) or Spark,
+and `open_run`, which opens a run on it.
 
 The CLI's `--engine` / `TRNPROF_ENGINE`, `--spark-master` and `--spark-conf` (and a config
 file's `spark:` section) choose it once per command with `using()`; everything that opens a run
-during the command (`api.open_run`: analyze, report, diff, rules test) then opens it there.
+during the command (`open_run`: analyze, report, diff, rules test) then opens it there.
 Without a choice, runs open on DuckDB.
 """
 
@@ -11,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .errors import TrnprofError
+from .run import DuckDBRun, Run
 
 ENGINES = ("duckdb", "spark")
 ENV = "TRNPROF_ENGINE"
@@ -46,3 +49,14 @@ def using(name: str = "duckdb", master: str | None = None, conf: dict | None = N
         yield
     finally:
         _CURRENT.reset(token)
+
+
+def open_run(path: str | Path, *, threads: int | None = None, engine: str | None = None) -> Run:
+    """Open a run; one clear `TrnprofError` when it is not a readable run. `engine`: "duckdb"
+    (the default) or "spark" (the master and settings of `using()`); a Spark run may be a local
+    folder or an s3a:// or hdfs:// URL."""
+    choice = current()
+    if check(engine or choice.name) == "spark":
+        from .spark.run import SparkRun  # the optional extra: pyspark and sqlglot load only here
+        return SparkRun(str(path), master=choice.master, conf=choice.conf)
+    return DuckDBRun(path, threads=threads)

@@ -1,9 +1,11 @@
 """The Trainium hardware table: one row per instance type, every peak the analysis compares with.
 
-The one place trnprof states hardware facts. Sessions expose it as the `hardware` table (see
-`trnprof/session_tables.py`), which rules, the MFU view and the report read; each value and its
-public source is listed in docs/hardware.md. Per-core figures are the chip's halved: a
-Trainium1 chip has 2 NeuronCore-v2 and one rank drives one NeuronCore.
+The one place trnprof states published hardware facts. Sessions expose it as the `hardware` table
+(see `trnprof/session_tables.py`), which rules, the MFU view and the report read; the execution
+model (`trnprof/model/hardware.py`) derives its figures from it; docs/hardware.md is generated
+from it (`trnprof.docgen`). Per-core figures are the chip's halved: a Trainium1 chip has 2
+NeuronCore-v2 and one rank drives one NeuronCore. `tests/core/test_one_fact.py` fails when a peak
+literal appears anywhere else.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-GIB = 1 << 30
+from .units import GIB
 
 CORES_PER_CHIP = 2
 # Tensor engine, dense, per chip (trainium.rst): 190 TFLOPS BF16 / FP16 / TF32 / cFP8, 47.5 FP32.
@@ -52,6 +54,25 @@ INSTANCE_TYPES = {
     "trn1n.32xlarge": InstanceType("trn1n.32xlarge", chips=16, vcpus=128, neuronlink_bytes_per_s=768 * GIB,
                                    network_bytes_per_s=1600e9 / 8),
 }
+
+# Where each fact comes from (files of github.com/aws-neuron/aws-neuron-sdk unless a URL), for
+# docs/hardware.md; "(uncertain)" there marks figures where public sources disagree.
+SOURCES = {
+    "cores_per_chip": "about-neuron/arch/neuron-hardware/trainium.rst",
+    "tensor": "trainium.rst",
+    "fp8": "Neuron Explorer profile schema (tools/neuron-explorer/profile-schema-reference.rst), "
+           "`adjusted_hardware_flops` weights FP8 at 1.0x on Trn1",
+    "vector_scalar": "NKI architecture guide (nki/guides/architecture/trainium_inferentia2_arch.rst)",
+    "hbm": "trainium.rst; NKI architecture guide",
+    "dma": "trainium.rst",
+    "older": "trn1-arch.rst history",
+    "instances": "trn1-arch.rst; aws.amazon.com/ec2/instance-types/trn1",
+    "neuronlink": "trn1-arch.rst instance table header",
+    "network": "aws.amazon.com/ec2/instance-types/trn1",
+    "topology": "`neuron-ls --topology` (tools/neuron-sys-tools/neuron-ls.rst)",
+}
+# Published once, superseded (SDK 2.3 era), per chip: stated in the docs as not used.
+OLDER_CHIP_TENSOR_FLOPS = {"bf16": 210e12, "fp32": 52.5e12}
 
 # (column, arrow type, meaning): the `hardware` table's columns, documented in docs/stdlib.md
 COLUMNS = [

@@ -60,7 +60,7 @@ def outlier_steps(run) -> list[dict]:
              "cause_s": _seconds(r.cause_ns)} for r in frame.itertuples()]
 
 
-def _mfu_views(run) -> tuple[float | None, float | None]:
+def mfu_views(run) -> tuple[float | None, float | None]:
     """MFU on the typical and on the effective step (view `mfu`)."""
     row = run.sql("SELECT typical_mfu, effective_mfu FROM mfu").iloc[0]
     return _number(row["typical_mfu"]), _number(row["effective_mfu"])
@@ -74,7 +74,7 @@ def run_info(run) -> dict:
         world_size = int(run.sql("SELECT COUNT(*) AS n FROM ranks").iloc[0, 0])
     step_time, warmup = _step_times(run)
     job = manifest.get("job", {})
-    typical_mfu, effective_mfu = _mfu_views(run)
+    typical_mfu, effective_mfu = mfu_views(run)
     return {
         "run": str(run.path),
         "source": manifest.get("source", {}).get("collector"),
@@ -93,7 +93,7 @@ def run_info(run) -> dict:
     }
 
 
-def _throughput(job: dict, step_seconds: float | None) -> dict | None:
+def throughput(job: dict, step_seconds: float | None) -> dict | None:
     """Samples per second from the job's samples per step and the steady median step time."""
     samples = job.get("samples_per_step")
     if isinstance(samples, bool) or not isinstance(samples, (int, float)) or not samples or not step_seconds:
@@ -108,8 +108,8 @@ def _throughput(job: dict, step_seconds: float | None) -> dict | None:
 def _rates(job: dict, step_time: dict | None) -> dict | None:
     """Throughput on the typical step (`value`) and on the effective step (`effective`: samples
     over wall time)."""
-    typical = _throughput(job, step_time and step_time["median"])
+    typical = throughput(job, step_time and step_time["median"])
     if typical is None:
         return None
-    effective = _throughput(job, step_time["effective"])
+    effective = throughput(job, step_time["effective"])
     return {**typical, "effective": effective["value"] if effective else None}

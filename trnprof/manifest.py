@@ -16,6 +16,7 @@ import msgspec
 
 from ._version import __version__
 from .errors import NotARunError, TrnprofError
+from .integrity import check_on_open
 from .schema import FORMAT_NAME, MANIFEST_FILE, SCHEMA_VERSION
 
 
@@ -103,7 +104,6 @@ def read_manifest(run_dir: Path, *, check_files: bool = True, validate: bool = T
         raise NotARunError(f"unreadable manifest {path}: {exc}") from None
     manifest = parse_manifest(text, str(path), validate=validate)
     if check_files and validate:
-        from .integrity import check_on_open
         check_on_open(run_dir, manifest)
     return manifest
 

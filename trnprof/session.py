@@ -20,8 +20,9 @@ import duckdb
 from . import batches
 from .derived import Store, data_files
 from .errors import TrnprofError, first_line
-from .schema import PARTITIONED_TABLES, TABLE_COLUMNS, duckdb_type
+from .schema import TABLE_COLUMNS
 from .stdlib import load_views
+from .tableread import sql_string, table_select
 
 # The views the report and most rules read: `materialize()` computes them by default.
 MATERIALIZABLE = ("steps", "step_breakdown", "collectives")
@@ -45,42 +46,6 @@ _PROGRESS = {"enabled": False}
 def show_progress(enabled: bool = True) -> None:
     """Draw a progress bar on stderr while views are computed over many batches (the CLI)."""
     _PROGRESS["enabled"] = enabled
-
-
-def sql_string(text: str) -> str:
-    """`text` as a SQL string literal."""
-    return "'" + str(text).replace("'", "''") + "'"
-
-
-def _empty_select(table: str) -> str:
-    columns = ", ".join(f"CAST(NULL AS {duckdb_type(typ)}) AS {name}"
-                        for name, typ, _, _ in TABLE_COLUMNS[table])
-    return f"SELECT {columns} WHERE FALSE"
-
-
-def table_select(con: duckdb.DuckDBPyConnection, run_dir: Path, table: str, files: list[Path]) -> str:
-    """The canonical columns of one table read from `files`. A nullable column that the run's
-    files lack (written before the column existed) reads as nulls; a missing required column
-    is an error."""
-    if not files:
-        return _empty_select(table)
-    listed = "[" + ", ".join(sql_string(str(f)) for f in files) + "]"
-    if table in PARTITIONED_TABLES:
-        source = f"read_parquet({listed}, hive_partitioning = true, hive_types = {{'rank': INTEGER}})"
-    else:
-        source = f"read_parquet({listed})"
-    # the run store writes every file of a table with one schema: one file tells its columns
-    described = con.execute(f"DESCRIBE SELECT * FROM read_parquet({sql_string(str(files[0]))})").fetchall()
-    present = {row[0] for row in described} | ({"rank"} if table in PARTITIONED_TABLES else set())
-    columns = []
-    for name, typ, nullable, _ in TABLE_COLUMNS[table]:
-        if name in present:
-            columns.append(name)
-        elif nullable:
-            columns.append(f"CAST(NULL AS {duckdb_type(typ)}) AS {name}")
-        else:
-            raise TrnprofError(f"damaged run {run_dir}: its {table} table has no {name!r} column")
-    return f"SELECT {', '.join(columns)} FROM {source}"
 
 
 def _session(con: duckdb.DuckDBPyConnection) -> _Session:

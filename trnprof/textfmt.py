@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import re
 
+import msgspec
+
+from .units import GIB, KIB, MIB
+
 
 def duration(seconds: float | None) -> str:
     """A duration in the unit that reads best: '1.234 s', '12.30 ms', '45.0 µs'."""
@@ -18,9 +22,11 @@ def duration(seconds: float | None) -> str:
     return f"{seconds * 1e6:,.1f} µs"
 
 
-def size(n_bytes: float) -> str:
-    """Bytes in binary units: '1.50 GiB', '12.0 MiB', '512 B'."""
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+def size(n_bytes: float | None) -> str:
+    """Bytes in binary units: '1.50 GiB', '12.00 MiB', '512 B'; 'unknown' for None."""
+    if n_bytes is None:
+        return "unknown"
+    for unit, scale in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
         if abs(n_bytes) >= scale:
             return f"{n_bytes / scale:,.2f} {unit}"
     return f"{n_bytes:,.0f} B"
@@ -113,3 +119,37 @@ def brief(value, limit: int = BRIEF) -> str:
         return repr(value[:limit]) + f"... ({len(value):,} characters)"
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def change_text(change: dict) -> str:
+    """`input.workers=2, faults=[]`: a change as the --set keys that make it."""
+    return ", ".join(_flat(change))
+
+
+def _flat(change: dict, prefix: str = "") -> list[str]:
+    out = []
+    for key, value in change.items():
+        if isinstance(value, dict):
+            out += _flat(value, f"{prefix}{key}.")
+        else:
+            out.append(f"{prefix}{key}={msgspec.json.encode(value).decode()}")
+    return out
+
+
+def gain_line(finding) -> str | None:
+    """`fix this -> -12.3 % step time (band ...)` for text and Markdown; None when not projected."""
+    projected = getattr(finding, "projected", None)
+    if not projected:
+        return None
+    if projected.get("gain_fraction") is None:
+        return f"fix this -> not projected: {projected.get('reason')}"
+    change = change_text(projected["change"])
+    band = projected.get("band") or {}
+    spread = ""
+    if band:
+        spread = f", {band['low_s'] * 1e3:.4g}..{band['high_s'] * 1e3:.4g} ms"
+    effective = projected.get("effective_step_s")
+    wall = f", {effective * 1e3:.4g} ms effective" if effective is not None else ""
+    method = f", by {projected['method']}" if projected.get("method") else ""
+    return (f"fix this -> {-projected['gain_fraction']:+.1%} wall time per step "
+            f"({change}: {projected['step_time_s'] * 1e3:.4g} ms typical step{spread}{wall}{method})")

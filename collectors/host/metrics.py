@@ -15,9 +15,9 @@ from pathlib import Path
 import msgspec
 import pyarrow as pa
 
-from trnprof.collectors.ingest.limits import MAX_RANK, MAX_TIME_NS, finite_number
-from trnprof.collectors.ingest.source import Source
-from trnprof.collectors.ingest.tables import meta_rows, quarantine_table
+from trnprof.collectors.common.limits import MAX_RANK, MAX_TIME_NS, finite_number
+from trnprof.collectors.common.source import Source
+from trnprof.collectors.common.tables import meta_rows, quarantine_table
 from trnprof.collectors.neuron.util import open_text
 from trnprof.runstore import conform
 from trnprof.schema import COUNTERS

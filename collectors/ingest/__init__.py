@@ -20,7 +20,7 @@ from trnprof.runstore import write_run
 
 from .collect import Collected
 from .detect import FORMATS, expand
-from .limits import check_rank
+from trnprof.collectors.common.limits import check_rank
 
 __all__ = ["FORMATS", "ingest"]
 

@@ -12,9 +12,13 @@ import pyarrow as pa
 
 from trnprof.errors import TrnprofError
 
-from .limits import check_rank
-from .source import Source
-from .tables import FLOWS, META, QUARANTINE
+from trnprof.collectors.common.limits import check_rank
+from trnprof.collectors.common.source import Source
+from trnprof.collectors.common.tables import FLOWS, META, QUARANTINE
+from trnprof.collectors.kineto import read_trace
+from trnprof.collectors.host.format import FORMAT as HOST_FORMAT
+from trnprof.collectors.host.metrics import read_host_metrics
+from trnprof.collectors.neuron import READERS
 
 EXTRA_SCHEMAS = {"ingest/flows": FLOWS, "ingest/meta": META, "ingest/quarantine": QUARANTINE}
 
@@ -38,9 +42,7 @@ class Collected:
         if fmt == "kineto":
             self._kineto(path)
         else:
-            from trnprof.collectors.host.metrics import FORMAT, read_host_metrics
-            from trnprof.collectors.neuron import READERS
-            reader = read_host_metrics if fmt == FORMAT else READERS[fmt]
+            reader = read_host_metrics if fmt == HOST_FORMAT else READERS[fmt]
             source = reader(path, rank=self.rank_option)
             if self.progress:
                 self.progress(path.stat().st_size if path.is_file() else 0)
@@ -62,7 +64,6 @@ class Collected:
         self.world_sizes.setdefault(size, path)
 
     def _kineto(self, path: Path) -> None:
-        from trnprof.collectors.kineto import read_trace
         with read_trace(path, rank=self.default_rank, progress=self.progress, spill_dir=self.spill_dir) as trace:
             export = trace.info.export
             if export is not None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from trnprof.collectors.host.format import FORMAT as HOST_FORMAT, HEADER_KEY as HOST_HEADER
 from trnprof.errors import TrnprofError
+from trnprof.collectors.neuron.explorer import table_files
 
 FORMATS = ("kineto", "neuron-monitor", "neuron-system-profile", "neuron-explorer", HOST_FORMAT)
 TRACE_SUFFIXES = (".json", ".json.gz", ".jsonl", ".jsonl.gz", ".gz")
@@ -39,7 +40,6 @@ def _head(path: Path) -> bytes:
 
 
 def is_explorer_folder(path: Path) -> bool:
-    from trnprof.collectors.neuron.explorer import table_files
     return path.is_dir() and bool(table_files(path))
 
 

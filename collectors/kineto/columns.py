@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from trnprof.collectors.ingest.limits import MAX_ARGS_BYTES, truncated_args
+from trnprof.collectors.common.limits import MAX_ARGS_BYTES, truncated_args
 from trnprof.errors import TrnprofError
 
 from .classify import COMM_KERNEL, matches

@@ -22,7 +22,7 @@ from . import classify
 from .collectives import collective_columns, number_gloo_work
 from .partial import PARTIAL, plain
 from .steps import assign_steps
-from trnprof.collectors.ingest.tables import rebuild_event
+from trnprof.collectors.common.tables import rebuild_event
 
 INT64_MAX = 2 ** 63 - 1
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import msgspec
 
-from trnprof.collectors.ingest.limits import MAX_RANK, MAX_TIME_NS, check_rank
+from trnprof.collectors.common.limits import MAX_RANK, MAX_TIME_NS, check_rank
 from trnprof.errors import TrnprofError
 
 FILE_RANK = re.compile(r"(?i)(?:^|[^a-z])rank[-_]?(\d+)")

@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from trnprof.collectors.ingest.tables import FLOWS as FLOWS_SCHEMA, meta_rows, quarantine_table, rebuild_event
+from trnprof.collectors.common.tables import FLOWS as FLOWS_SCHEMA, meta_rows, quarantine_table, rebuild_event
 from trnprof.errors import TrnprofError
 
 from . import classify

@@ -28,14 +28,14 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from trnprof.collectors.ingest.source import Source
-from trnprof.collectors.ingest.tables import quarantine_table
+from trnprof.collectors.common.source import Source
+from trnprof.collectors.common.tables import quarantine_table
 from trnprof.collectors.kineto.classify import P2P_OPS, normalize_op
-from trnprof.collectors.ingest.limits import check_rank
+from trnprof.collectors.common.limits import check_rank
 from trnprof.errors import TrnprofError, first_line
 from trnprof.runstore import conform
 from trnprof.schema import COUNTERS, EVENTS
-from trnprof.session import sql_string
+from trnprof.tableread import sql_string
 
 from .names import classify
 

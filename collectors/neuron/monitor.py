@@ -30,8 +30,8 @@ from pathlib import Path
 
 import msgspec
 
-from trnprof.collectors.ingest.limits import MAX_RANK, MAX_TIME_NS
-from trnprof.collectors.ingest.source import Source
+from trnprof.collectors.common.limits import MAX_RANK, MAX_TIME_NS
+from trnprof.collectors.common.source import Source
 from trnprof.errors import TrnprofError
 
 from .monitor_out import Out, finish

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from trnprof.collectors.ingest.limits import MAX_RANK
-from trnprof.collectors.ingest.source import Source
-from trnprof.collectors.ingest.tables import meta_rows, quarantine_table
+from trnprof.collectors.common.limits import MAX_RANK
+from trnprof.collectors.common.source import Source
+from trnprof.collectors.common.tables import meta_rows, quarantine_table
 from trnprof.runstore import conform
 from trnprof.schema import COUNTERS
 

@@ -30,9 +30,9 @@ from pathlib import Path
 import msgspec
 import pyarrow as pa
 
-from trnprof.collectors.ingest.limits import MAX_RANK, MAX_TIME_NS, in_int64
-from trnprof.collectors.ingest.source import Source
-from trnprof.collectors.ingest.tables import meta_rows, quarantine_table
+from trnprof.collectors.common.limits import MAX_RANK, MAX_TIME_NS, in_int64
+from trnprof.collectors.common.source import Source
+from trnprof.collectors.common.tables import meta_rows, quarantine_table
 from trnprof.errors import TrnprofError
 from trnprof.schema import COUNTERS, EVENTS
 

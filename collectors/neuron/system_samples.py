@@ -10,7 +10,7 @@ from typing import Annotated, Optional, Union
 
 import msgspec
 
-from trnprof.collectors.ingest.limits import MAX_TIME_NS
+from trnprof.collectors.common.limits import MAX_TIME_NS
 
 Time = Annotated[int, msgspec.Meta(ge=-MAX_TIME_NS, le=MAX_TIME_NS)]
 

@@ -22,9 +22,9 @@ import numpy as np
 
 from trnprof.errors import TrnprofError
 
-from .config import job_presets, load_config
-from .job import Job, resolve
-from .params import BOUNDS, FITTED, Params, default_params
+from trnprof.model.config import job_presets, load_config
+from trnprof.model.job import Job, resolve
+from trnprof.model.params import BOUNDS, FITTED, Params, default_params
 from .simulate import summary
 
 ROLES = ("fit", "validation", "excluded")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from .layout import Layout
-from .memory import CATEGORIES, Residency
-from .timeline import Timeline
+from trnprof.model.layout import Layout
+from trnprof.model.memory import CATEGORIES, Residency
+from trnprof.model.timeline import Timeline
 
 
 def sample_times(tl: Timeline, stage: int, d: np.ndarray, t: np.ndarray) -> np.ndarray:

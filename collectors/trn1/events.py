@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .emit import EventBatch, Vocabulary
-from .layout import Layout
-from .memory import capacity
-from .plan import TEMPLATE_COLUMNS, Plan
-from .timeline import StageTimes, Timeline
+from trnprof.model.layout import Layout
+from trnprof.model.memory import capacity
+from trnprof.model.plan import TEMPLATE_COLUMNS, Plan
+from trnprof.model.timeline import StageTimes, Timeline
 
 
 class StageTemplate:

@@ -12,21 +12,21 @@ import numpy as np
 from trnprof.manifest import new_manifest
 from trnprof.runstore import write_run
 
-from . import architecture as A
-from .config import Config, load_config, to_dict
+from trnprof.model import architecture as A
+from trnprof.model.config import Config, load_config, to_dict
 from .counters import build_counters
 from .emit import Vocabulary
 from .events import StageTemplate, build_events
-from .faults import effects
-from .job import Job, resolve
-from .layout import Layout
-from .memory import capacity, residency
-from .noise import draw
-from .params import Params, job_params
-from .precision import manifest_precision
-from .plan import build_plan
-from .predict import peak_flops, predictions
-from .timeline import simulate_timeline
+from trnprof.model.faults import effects
+from trnprof.model.job import Job, resolve
+from trnprof.model.layout import Layout
+from trnprof.model.memory import capacity, residency
+from trnprof.model.noise import draw
+from trnprof.model.params import Params, job_params
+from trnprof.model.precision import manifest_precision
+from trnprof.model.plan import build_plan
+from trnprof.model.predict import peak_flops, predictions
+from trnprof.model.timeline import simulate_timeline
 
 COLLECTOR = "trnprof.trn1"
 EVENTS_PER_BATCH = 2_000_000  # bounds memory: ranks are generated in batches of about this many events

@@ -27,11 +27,12 @@ from importlib import resources
 import numpy as np
 import yaml
 
-from . import architecture as A
-from .config import Config, load_config
-from .job import Job, resolve
-from .params import Params, default_params, job_params
-from .plan import critical_compute_seconds
+from trnprof.model import architecture as A
+from trnprof.model.config import Config, load_config
+from trnprof.model.job import Job, resolve
+from trnprof.model.params import Params, default_params, job_params
+from trnprof.model.plan import critical_compute_seconds
+
 from .simulate import summary
 
 QUANTILE = 0.9

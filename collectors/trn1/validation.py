@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .calibration import Row, calibration_rows
-from .config import load_config
+from trnprof.model.config import load_config
+
 from .simulate import summary
 from .uncertainty import band, evidence
 

@@ -2,7 +2,9 @@
 
 Each command is a module of this package named after it, defining `command`; modules whose
 names start with `_` are helpers. New commands need no registration.
-Errors a user can cause print one line and exit 2; findings at or above --fail-on exit 1.
+Errors a user can cause print one line and exit 2; findings at or above --fail-on exit 1
+(`trnprof.exitcodes.Exit`). A command that produces a document has `--format` and `-o`
+(`_options.document`, `_output.emit`); one that opens a run has `--engine` and `--threads`.
 """
 
 from __future__ import annotations
@@ -16,10 +18,8 @@ import duckdb
 
 from .._version import __version__
 from ..errors import TrnprofError, first_line
+from ..exitcodes import Exit
 from ..textfmt import terminal
-
-EXIT_USAGE = 2
-
 
 class _Group(click.Group):
     """Loads commands lazily and turns user errors into one line and exit code 2."""
@@ -37,16 +37,16 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except TrnprofError as exc:
             click.echo(f"error: {terminal(exc)}", err=True)
-            sys.exit(EXIT_USAGE)
+            sys.exit(Exit.USAGE)
         except duckdb.Error as exc:  # unreadable run data met in the middle of a query
             click.echo(f"error: reading the run failed: {first_line(exc)}", err=True)
-            sys.exit(EXIT_USAGE)
+            sys.exit(Exit.USAGE)
         except OSError as exc:  # e.g. an output folder that is missing or not writable
             click.echo(f"error: {exc.strerror or first_line(exc)}: {exc.filename or ''}".rstrip(": "), err=True)
-            sys.exit(EXIT_USAGE)
+            sys.exit(Exit.USAGE)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
-            sys.exit(130)
+            sys.exit(Exit.INTERRUPTED)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -30,6 +30,15 @@ def output_format(*choices: str, default: str | None = None, **kwargs):
                         show_default=True, **kwargs)
 
 
+def document(*formats: str):
+    """`--format` (the first choice by default) and `-o/--output FILE`: every command that
+    produces a document has both, and hands it to `_output.emit` (standard output or the file)."""
+    def decorate(fn):
+        fn = output("Write the document to this file instead of standard output.")(fn)
+        return output_format(*formats)(fn)
+    return decorate
+
+
 def _spark_settings(pairs) -> dict:
     settings = {}
     for pair in pairs:

@@ -1,28 +1,59 @@
-"""Rendering tables and documents for the terminal: text tables, CSV, JSON."""
+"""The one output path of the commands: a document rendered in the chosen `--format`, written to
+standard output or to `-o FILE`; and query tables as text, CSV or JSON."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
 
 import click
 import pandas as pd
 
+from ..atomic import write_text
+from ..errors import TrnprofError
 from ..jsonplain import plain, to_json
 from ..textfmt import terminal
+
+
+def check_destination(out: str | None) -> None:
+    """Fail before any work when `-o FILE` cannot be written."""
+    if out and Path(out).is_dir():
+        raise TrnprofError(f"cannot write {out}: it is a folder")
+    if out and not Path(out).parent.is_dir():
+        raise TrnprofError(f"cannot write {out}: folder {Path(out).parent} does not exist")
+
+
+def emit(text: str, out: str | None) -> None:
+    """`text` on standard output, or as the file `out`, whole or not at all (a temporary sibling
+    renamed into place, with the user's umask: trnprof/atomic.py)."""
+    text = text if text.endswith("\n") else text + "\n"
+    if not out:
+        click.echo(text, nl=False)
+        return
+    write_text(out, text)
+
+
+def render(document, fmt: str, renderers: dict[str, Callable]) -> str:
+    """The document in format `fmt`: one renderer per format, instead of `if fmt == ...` chains."""
+    return renderers[fmt](document)
 
 
 def frame_records(frame: pd.DataFrame) -> list[dict]:
     return [{str(k): plain(v) for k, v in row.items()} for row in frame.astype(object).to_dict("records")]
 
 
-def echo_frame(frame: pd.DataFrame, fmt: str, *, max_rows: int | None = None) -> None:
-    if fmt == "json":
-        click.echo(to_json(frame_records(frame)))
-    elif fmt == "csv":
-        click.echo(frame.to_csv(index=False), nl=False)
-    else:
-        if frame.empty:
-            click.echo("(no rows)" if len(frame.columns) else "(no result)")
-            return
-        shown = frame if max_rows is None or len(frame) <= max_rows else frame.head(max_rows)
-        click.echo(terminal(shown.to_string(index=False, na_rep="null")))
-        if len(shown) < len(frame):
-            click.echo(f"... {len(frame) - len(shown)} more rows (use --format csv for all)")
+def _table_text(frame: pd.DataFrame, max_rows: int | None) -> str:
+    if frame.empty:
+        return "(no rows)" if len(frame.columns) else "(no result)"
+    shown = frame if max_rows is None or len(frame) <= max_rows else frame.head(max_rows)
+    text = terminal(shown.to_string(index=False, na_rep="null"))
+    if len(shown) < len(frame):
+        text += f"\n... {len(frame) - len(shown)} more rows (use --format csv for all)"
+    return text
+
+
+def frame_text(frame: pd.DataFrame, fmt: str, *, max_rows: int | None = None) -> str:
+    """A query result as `table`, `csv` or `json` text."""
+    return render(frame, fmt, {"json": lambda f: to_json(frame_records(f)),
+                               "csv": lambda f: f.to_csv(index=False),
+                               "table": lambda f: _table_text(f, max_rows)})

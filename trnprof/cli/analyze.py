@@ -14,15 +14,16 @@ import click
 
 from ..rules_engine.config import read_config
 from . import _options as options
-from ..rules_engine.engine import plan, run_plan
+from ..api import run_plan
+from ..rules_engine.engine import plan
 from ..jsonplain import to_json
 from ..rules_engine.document import Document, to_json_bytes
 from ..rules_engine.render import to_markdown, to_text
 from ..rules_engine.sarif import to_sarif
 from ..rules_engine.spec import SEVERITIES, severity_rank
+from ..exitcodes import Exit
+from ._output import check_destination, emit, render
 
-EXIT_FINDINGS = 1
-EXIT_INCOMPLETE = 2
 
 
 def fails(document: Document, fail_on: str | None) -> bool:
@@ -42,38 +43,34 @@ def fails(document: Document, fail_on: str | None) -> bool:
 @options.rules
 @options.config("YAML file with rules, select, ignore, set, timeout, memory_limit, fail_on, and the engine "
                 "settings engine, spark_master, spark.")
-@options.output_format("text", "json", "sarif", "markdown")
+@options.document("text", "json", "sarif", "markdown")
 @click.option("--fail-on", type=click.Choice(SEVERITIES),
               help="Exit 1 when a finding is at or above this severity, 2 when a rule failed or timed out.")
 @click.option("--timeout", type=click.FloatRange(min=0.001), help="Time limit per rule query, seconds [default: 60].")
 @click.option("--memory-limit", help="Memory limit per rule query, e.g. 2GB, 512MB [default: 2GB].")
 @options.threads
 @options.engine
-def command(run, select, ignore, assignments, rule_dirs, config, fmt, fail_on, timeout, memory_limit, threads):
+def command(run, select, ignore, assignments, rule_dirs, config, fmt, out, fail_on, timeout, memory_limit, threads):
     """Find what slows RUN down: a short list of findings, most severe first, then by time lost,
     with the ranks and steps affected, the time lost per step and what to do.
 
     Exit codes: 0 clean, 1 a finding at or above --fail-on, 2 usage or input error; with
     --fail-on, also 2 when a rule failed or timed out (listed as a warning)."""
+    check_destination(out)
     options = read_config(config) if config else None
     if options is not None and fail_on is None:
         fail_on = options.fail_on
     chosen = plan(select=select, ignore=ignore, set=list(assignments), rules=rule_dirs, config=options,
                   timeout=timeout, memory_limit=memory_limit)
     document = run_plan(run, chosen, threads=threads)
-    if fmt == "json":
-        click.echo(to_json_bytes(document).decode())
-    elif fmt == "sarif":
-        click.echo(to_json(to_sarif(document, chosen.rules)))
-    elif fmt == "markdown":
-        click.echo(to_markdown(document), nl=False)
-    else:
-        click.echo(to_text(document))
+    emit(render(document, fmt, {"json": lambda d: to_json_bytes(d).decode(),
+                                "sarif": lambda d: to_json(to_sarif(d, chosen.rules)),
+                                "markdown": to_markdown, "text": to_text}), out)
     for error in document.errors:
         click.echo(f"warning: rule {error.name} failed: {error.error}", err=True)
     if fail_on and document.errors:
         click.echo(f"error: {len(document.errors)} rule(s) failed, so --fail-on {fail_on} cannot pass this run",
                    err=True)
-        sys.exit(EXIT_INCOMPLETE)
+        sys.exit(Exit.USAGE)
     if fails(document, fail_on):
-        sys.exit(EXIT_FINDINGS)
+        sys.exit(Exit.FAILED)

@@ -7,10 +7,8 @@ from pathlib import Path
 
 import click
 
-from ..api import open_run
-from ..collectors.trn1 import demo_config, simulate
-from ..report import write_report
-from ..rules_engine import analyze
+from ..api import analyze, open_run, report, simulate
+from ..collectors.trn1 import demo_config
 from ..rules_engine.document import to_json_bytes
 from ..textfmt import cost, duration
 from . import _options as options
@@ -29,7 +27,7 @@ def command(out: Path):
     simulate(demo_config(), run_path, overwrite=run_path.exists())
     document = analyze(run_path)
     (out / "analyze.json").write_bytes(to_json_bytes(document) + b"\n")
-    written = write_report(run_path, out / "report.html", findings=out / "analyze.json")
+    written = report(run_path, out / "report.html", findings=out / "analyze.json")
     with open_run(run_path) as run:
         info = run.info()
     job, step = info["job"], info["step_time_s"]

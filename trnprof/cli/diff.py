@@ -11,17 +11,17 @@ import sys
 
 import click
 
-from ..diff import diff, evaluate_gates
-from ..diff.gates import parse_gate
+from ..api import diff
+from ..diff.gates import evaluate_gates, parse_gate
 from ..diff.render import to_markdown, to_text
 from ..diff.stats import DEFAULT_ALPHA
 from ..errors import TrnprofError
 from ..jsonplain import to_json
 from ..rules_engine.config import read_config
+from ..exitcodes import Exit
 from . import _options as options
+from ._output import check_destination, emit, render
 
-EXIT_TRIPPED = 1
-EXIT_ERROR = 2
 
 
 def _check_gateable(document: dict, gates: tuple[str, ...], force: bool) -> None:
@@ -40,7 +40,7 @@ def _check_gateable(document: dict, gates: tuple[str, ...], force: bool) -> None
 @click.command("diff")
 @click.argument("base", type=click.Path(path_type=str))
 @click.argument("new", type=click.Path(path_type=str))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@options.document("text", "json", "markdown")
 @click.option("--fail-if", "gates", multiple=True, metavar="EXPR",
               help='Exit 1 when EXPR holds and the change is significant, e.g. "step_time>+5%", '
                    '"throughput<-3%", "exposed_comm>+10ms", "new_findings>=medium"; repeatable.')
@@ -53,26 +53,23 @@ def _check_gateable(document: dict, gates: tuple[str, ...], force: bool) -> None
 @options.config("Rules config (YAML) for the findings of both runs, and the engine settings.")
 @options.threads
 @options.engine
-def command(base, new, fmt, gates, strict, alpha, top, force, config, threads):
+def command(base, new, fmt, out, gates, strict, alpha, top, force, config, threads):
     """Compare run NEW against run BASE: step time, throughput and MFU with their significance
     over steady-state steps, the step breakdown, top regressions by op, collectives, memory, and
     findings new and resolved.
 
     Exit codes: 0 no gate tripped, 1 a --fail-if gate tripped, 2 usage or input error (also
     when gates are given and the runs are not comparable, unless --force)."""
+    check_destination(out)
     for gate in gates:
         parse_gate(gate)  # a bad expression or config fails before any work
     options = {"config": read_config(config)} if config else None
     document = diff(base, new, alpha=alpha, top=top, threads=threads, analyze_options=options)
     _check_gateable(document, gates, force)
     results = evaluate_gates(gates, document, strict=strict)
-    if fmt == "json":
-        click.echo(to_json({**document, "gates": results, "strict": strict}))
-    elif fmt == "markdown":
-        click.echo(to_markdown(document, results), nl=False)
-    else:
-        click.echo(to_text(document, results))
+    emit(render(document, fmt, {"json": lambda d: to_json({**d, "gates": results, "strict": strict}),
+                                "markdown": lambda d: to_markdown(d, results), "text": lambda d: to_text(d, results)}), out)
     if not document["comparable"]:
         click.echo("warning: the runs are not comparable: " + "; ".join(document["reasons"]), err=True)
     if any(result["tripped"] for result in results):
-        sys.exit(EXIT_TRIPPED)
+        sys.exit(Exit.FAILED)

@@ -8,6 +8,7 @@ from ..api import open_run
 from ..jsonplain import to_json
 from ..textfmt import duration, terminal
 from . import _options as options
+from ._output import check_destination, emit, render
 
 
 def format_info(info: dict) -> str:
@@ -49,9 +50,13 @@ def _pair(typical: str, effective, spec: str) -> str:
 
 @click.command("info")
 @click.argument("run", type=click.Path(path_type=str))
-@options.output_format("text", "json")
-def command(run, fmt):
+@options.document("text", "json")
+@options.config("YAML config file: its engine, spark_master and spark keys choose the engine.")
+@options.threads
+@options.engine
+def command(run, fmt, out, config, threads):
     """Summarise RUN: world size, steps, step time, throughput, counts, time span."""
-    with open_run(run) as opened:
+    check_destination(out)
+    with open_run(run, threads=threads) as opened:
         info = opened.info()
-    click.echo(to_json(info) if fmt == "json" else terminal(format_info(info)))
+    emit(render(info, fmt, {"json": to_json, "text": lambda i: terminal(format_info(i))}), out)

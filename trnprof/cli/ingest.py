@@ -6,29 +6,34 @@ import sys
 
 import click
 
+from ..collectors.ingest.detect import FORMATS
 from . import _options as options
 
+INPUT_FORMATS = ["auto", *FORMATS]
 PROGRESS_MIN_BYTES = 64 << 20  # below this an ingest takes about a second: no bar
 
 
 @click.command("ingest")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
 @options.output("Run folder to write.", required=True)
-@click.option("--format", "fmt", default="auto", show_default=True,
-              type=click.Choice(["auto", "kineto", "neuron-monitor", "neuron-system-profile", "neuron-explorer",
-                                 "trnprof-host-metrics"]),
+@click.option("--input-format", "fmt", default="auto", show_default=True, type=click.Choice(INPUT_FORMATS),
               help="input format (auto: detected from each file's content)")
+@click.option("--format", "legacy_fmt", type=click.Choice(INPUT_FORMATS), hidden=True,
+              help="deprecated spelling of --input-format (--format names an output format elsewhere)")
 @click.option("--rank", type=int, default=None,
               help="rank of a trace that names none (no distributedInfo, no rank-N file name); "
                    "for Neuron outputs, the rank of NeuronCore 0")
 @options.force("an existing run at the output path")
-def command(paths, out, fmt, rank, force):
+def command(paths, out, fmt, legacy_fmt, rank, force):
     """Ingest PyTorch profiler / Chrome traces (.json, .json.gz, or folders of per-rank files)
     and Neuron tool outputs into the run folder RUN. Every source entry ends up in events,
     counters, a metadata table or the quarantine table (see docs/ingest.md)."""
     from trnprof.collectors.ingest import ingest, input_bytes
     from trnprof.collectors.ingest.detect import expand
 
+    if legacy_fmt:
+        click.echo("warning: --format is deprecated for ingest: use --input-format", err=True)
+        fmt = legacy_fmt if fmt == "auto" else fmt
     inputs = expand(list(paths), fmt)
     total = input_bytes(inputs)
     if total >= PROGRESS_MIN_BYTES and sys.stderr.isatty():

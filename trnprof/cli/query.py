@@ -5,17 +5,18 @@ from __future__ import annotations
 import click
 
 from ..api import open_run
-from ._output import echo_frame
+from ._output import check_destination, emit, frame_text
 from . import _options as options
 
 
 @click.command("query")
 @click.argument("run", type=click.Path(path_type=str))
 @click.argument("sql")
-@options.output_format("table", "csv", "json")
+@options.document("table", "csv", "json")
 @options.config("YAML config file: its engine, spark_master and spark keys choose the engine.")
+@options.threads
 @options.engine
-def command(run, sql, fmt, config):
+def command(run, sql, fmt, out, config, threads):
     """Run SQL over RUN's tables (events, counters, ranks), the session tables run_job (the
     manifest's job metadata) and hardware (the Trainium hardware table), and the stdlib views.
 
@@ -23,5 +24,6 @@ def command(run, sql, fmt, config):
 
     Example: trnprof query RUN "SELECT rank, AVG(idle) FROM step_breakdown GROUP BY rank"
     """
-    with open_run(run) as opened:
-        echo_frame(opened.sql(sql), fmt)
+    check_destination(out)
+    with open_run(run, threads=threads) as opened:
+        emit(frame_text(opened.sql(sql), fmt), out)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ..report import write_report
+from ..api import report
 from . import _options as options
 
 
@@ -31,7 +31,7 @@ def command(run, out, findings, no_analyze, png_dir, baseline, threads, config):
     memory, stragglers and input pipeline, in one file that makes no network request."""
     if findings and no_analyze:
         raise click.UsageError("--findings and --no-analyze exclude each other")
-    result = write_report(run, out, findings=findings, analyze=not no_analyze, png_dir=png_dir, threads=threads,
+    result = report(run, out, findings=findings, analyze=not no_analyze, png_dir=png_dir, threads=threads,
                           baseline=baseline, config=config)
     click.echo(f"wrote {result['path']} ({_size(result['bytes'])}, {len(result['charts'])} charts"
                + (f", {result['findings']} findings)" if result["findings"] is not None else ", findings not computed)"))

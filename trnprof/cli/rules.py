@@ -13,7 +13,9 @@ from ..rules_engine.loader import builtin_dir, check_binding, check_unique, load
 from ..rules_engine.scaffold import new_rule
 from ..rules_engine.testing import test_rules
 from ..jsonplain import to_json
+from ..exitcodes import Exit
 from . import _options as options
+from ._output import check_destination, emit, render
 
 DOCS_DIR = "docs/rules"
 
@@ -25,16 +27,15 @@ def command():
 
 @command.command("list")
 @options.rules
-@options.output_format("text", "json")
-def list_(rule_dirs, fmt):
+@options.document("text", "json")
+def list_(rule_dirs, fmt, out):
     """List every rule: code, name, severity, title."""
+    check_destination(out)
     rules = load_rules(rule_dirs)
-    if fmt == "json":
-        click.echo(to_json([{"code": r.code, "name": r.name, "pack": r.pack, "severity": r.severity,
-                             "title": r.spec.title, "path": str(r.path)} for r in rules]))
-        return
-    for rule in rules:
-        click.echo(f"{rule.code}  {rule.name:<40} {rule.severity:<7} {rule.spec.title}")
+    emit(render(rules, fmt, {
+        "json": lambda rs: to_json([{"code": r.code, "name": r.name, "pack": r.pack, "severity": r.severity,
+                                     "title": r.spec.title, "path": str(r.path)} for r in rs]),
+        "text": lambda rs: "\n".join(f"{r.code}  {r.name:<40} {r.severity:<7} {r.spec.title}" for r in rs)}), out)
 
 
 @command.command("show")
@@ -81,7 +82,7 @@ def test(path, timeout, config):
     failed = sum(not r.ok for r in results)
     click.echo(f"{len(results) - failed} passed, {failed} failed")
     if failed:
-        sys.exit(1)
+        sys.exit(Exit.FAILED)
 
 
 @command.command("new")
@@ -106,7 +107,7 @@ def docs(out, check):
         drift = rule_docs.drifted(Path(out), rules)
         if drift:
             click.echo(f"{out} drifted from the rules: {', '.join(drift)} (run `trnprof rules docs`)")
-            sys.exit(1)
+            sys.exit(Exit.FAILED)
         click.echo(f"{out} is up to date")
         return
     for path in rule_docs.write(Path(out), rules):

@@ -10,9 +10,9 @@ import click
 from ..errors import TrnprofError
 from ..jsonplain import to_json
 from ..textfmt import duration
+from ..units import GIB
 from . import _options as options
 
-GIB = 1 << 30
 PROGRESS_MIN_RANKS = 64  # show a progress bar from this many ranks on
 
 
@@ -49,8 +49,8 @@ def _band_text(band: dict) -> str:
 
 def _layout(name: str) -> dict:
     """A preset's default layout: nodes, instance, tp, pp, dp and ranks."""
-    from ..collectors.trn1.config import load_config
-    from ..collectors.trn1.job import resolve
+    from ..model.config import load_config
+    from ..model.job import resolve
     job = resolve(load_config(preset=name))
     return {"nodes": job.nodes, "instance": job.config.cluster.instance, "tp": job.tp, "pp": job.pp,
             "dp": job.dp, "ranks": job.world}
@@ -62,7 +62,7 @@ def _layout_text(layout: dict) -> str:
 
 
 def _presets_text(presets: dict) -> str:
-    from ..collectors.trn1.config import job_presets, model_presets
+    from ..model.config import job_presets, model_presets
     layouts = presets["layouts"]
     lines = ["job presets (full configs):"]
     for name in presets["job"]:
@@ -81,8 +81,8 @@ class _SimulateCommand(click.Command):
     """`simulate` with the fault kinds listed at the end of its help (read when help is shown)."""
 
     def format_epilog(self, ctx, formatter):
-        from ..collectors.trn1.faults import FAULT_KINDS
-        from ..collectors.trn1.params import DESCRIPTIONS
+        from ..model.faults import FAULT_KINDS
+        from ..model.params import DESCRIPTIONS
         with formatter.section("Faults (inject with --set 'faults=[...]'; a fault that cannot act in the job is an error)"):
             formatter.write_dl([(kind, f"keys: {keys}. {what}. Example: --set '{example}'")
                                 for kind, (keys, what, example) in FAULT_KINDS.items()])
@@ -118,9 +118,9 @@ def command(config, preset, out, overrides, seed, steps, summary_only, fmt, list
     spread of the free parameters; wider for a job outside the calibration evidence, which it
     names) and, in JSON, the free parameters used under "calibration" and the band under "band".
     """
-    from ..collectors.trn1 import config as cfgmod
+    from ..model import config as cfgmod
     from ..collectors.trn1.simulate import job_metadata, simulate, summary
-    from ..collectors.trn1.job import resolve
+    from ..model.job import resolve
 
     if list_presets:
         presets = cfgmod.list_presets()

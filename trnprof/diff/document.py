@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..api import Run
 from ..errors import TrnprofError
 from ..rules_engine.document import Document
-from . import SCHEMA, comparable, findings, headline, match
+from ..run import Run
+from . import comparable, findings, headline, match
 from .load import Side, load_sides
 from .stats import DEFAULT_ALPHA
+
+SCHEMA = "trnprof.diff/1"
 
 TOP_OPS = 10
 

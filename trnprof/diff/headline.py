@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..units import NS_PER_S
+
 from .load import BUCKETS, Side
 from .stats import bulk_sd, compare, compare_means, min_p_value
 
-NS = 1e9
 
 
 def _rate_change(base, new) -> float | None:
@@ -22,13 +23,13 @@ def step_time(base: Side, new: Side, alpha: float) -> dict:
     Mann-Whitney over the steps) and under `effective` the effective step (mean of the steps'
     wall slots; permutation test on means, or the bulk-noise test that a few long steps cannot
     hide behind). `noise_floor_s`: the base's step-to-step noise (bulk standard deviation)."""
-    result = compare(base.step_times / NS, new.step_times / NS, alpha=alpha)
-    effective = compare_means(base.slots / NS, new.slots / NS, alpha=alpha)
+    result = compare(base.step_times / NS_PER_S, new.step_times / NS_PER_S, alpha=alpha)
+    effective = compare_means(base.slots / NS_PER_S, new.slots / NS_PER_S, alpha=alpha)
     return {"base_s": result["base"], "new_s": result["new"], "change": result["change"],
             "p_value": result["p_value"], "significant": result["significant"],
             "base_steps": len(base.step_times), "new_steps": len(new.step_times),
             "min_p_value": min_p_value(len(base.step_times), len(new.step_times)),
-            "noise_floor_s": bulk_sd(base.step_times / NS),
+            "noise_floor_s": bulk_sd(base.step_times / NS_PER_S),
             "effective": {"base_s": effective["base"], "new_s": effective["new"], "change": effective["change"],
                           "p_value": effective["p_value"], "bulk_p_value": effective["bulk_p_value"],
                           "significant": effective["significant"]}}
@@ -67,8 +68,8 @@ def breakdown(base: Side, new: Side, alpha: float) -> list[dict]:
     fraction) and significance over the steady steps."""
     rows = []
     for bucket in BUCKETS:
-        b = base.breakdown[bucket].astype(float) / NS if len(base.breakdown) else np.array([])
-        n = new.breakdown[bucket].astype(float) / NS if len(new.breakdown) else np.array([])
+        b = base.breakdown[bucket].astype(float) / NS_PER_S if len(base.breakdown) else np.array([])
+        n = new.breakdown[bucket].astype(float) / NS_PER_S if len(new.breakdown) else np.array([])
         result = compare(b, n, alpha=alpha)
         delta = None if result["base"] is None or result["new"] is None else result["new"] - result["base"]
         rows.append({"category": bucket, "base_s": result["base"], "new_s": result["new"], "delta_s": delta,

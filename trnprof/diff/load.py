@@ -13,13 +13,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..api import Run, open_run
-from ..info import _mfu_views, _throughput
-from ..rules_engine import analyze
+from ..engines import open_run
+from ..breakdown import CATEGORIES
+from ..info import mfu_views, throughput
+from ..rules_engine.engine import analyze
 from ..rules_engine.document import Document
+from ..run import Run
 
 # step_breakdown's exclusive categories, in its order (they sum to the step)
-BUCKETS = ("compute", "exposed_comm", "input_wait", "host", "transfer_exposed", "compile", "idle")
+BUCKETS = CATEGORIES
 
 
 @dataclass
@@ -44,7 +46,7 @@ class Side:
         return self.manifest.get("job") or {}
 
     def throughput(self, step_s: float | None) -> dict | None:
-        return _throughput(self.job, step_s)
+        return throughput(self.job, step_s)
 
 
 def _read(run: Run, findings: Document | None, analyze_options: dict) -> Side:
@@ -52,7 +54,7 @@ def _read(run: Run, findings: Document | None, analyze_options: dict) -> Side:
     phases = run.sql("SELECT step, dur, warmup FROM step_phases ORDER BY step")
     steady = phases[~phases["warmup"].astype(bool)]
     slots = run.sql("SELECT step, slot FROM step_slots ORDER BY step")
-    mfu = _mfu_views(run)
+    mfu = mfu_views(run)
     world = run.manifest.get("world_size")
     if world is None:
         world = int(run.sql("SELECT COUNT(*) AS n FROM ranks").iloc[0, 0])

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..units import NS_PER_S
 from .load import Side
 from .stats import compare
 
-NS = 1e9
 OP_KEY = ["kind", "name", "lane"]
 
 
@@ -24,7 +24,7 @@ def op_series(side: Side) -> pd.DataFrame:
         return pd.DataFrame(columns=list(ranks.index), index=pd.MultiIndex.from_arrays([[], [], []], names=OP_KEY))
     wide = ops.pivot_table(index=OP_KEY, columns="step", values="dur", aggfunc="sum", fill_value=0.0)
     wide = wide.reindex(columns=ranks.index, fill_value=0.0).astype(float)
-    return wide / ranks.to_numpy() / NS
+    return wide / ranks.to_numpy() / NS_PER_S
 
 
 def _op_rows(frame: pd.DataFrame, base_wide: pd.DataFrame, new_wide: pd.DataFrame, alpha: float,
@@ -68,7 +68,7 @@ def _per_class(side: Side) -> pd.DataFrame:
     steps = max(len(side.step_times), 1)
     frame["size_class"] = frame["size_class"].fillna(-1).astype("int64")
     frame["n_per_step"] = frame["n"].astype(float) / steps
-    frame["transfer_s"] = frame["transfer_ns"].astype(float) / frame["n"].astype(float) / NS
+    frame["transfer_s"] = frame["transfer_ns"].astype(float) / frame["n"].astype(float) / NS_PER_S
     return frame.set_index(["coll_op", "size_class"])[["n_per_step", "busbw_median", "transfer_s"]]
 
 

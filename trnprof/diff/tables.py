@@ -3,9 +3,9 @@ renderers (and the report's comparison section)."""
 
 from __future__ import annotations
 
-LABELS = {"compute": "compute", "exposed_comm": "exposed communication", "input_wait": "input wait",
-          "host": "host (device idle)", "transfer_exposed": "exposed transfer", "compile": "compile",
-          "idle": "idle"}
+from ..breakdown import LABELS
+from ..textfmt import size
+
 
 
 def duration(seconds) -> str:
@@ -25,15 +25,6 @@ def signed_duration(seconds) -> str:
 
 def percent(change) -> str:
     return "n/a" if change is None else f"{change:+.1%}"
-
-
-def size(nbytes) -> str:
-    if nbytes is None:
-        return "unknown"
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if nbytes >= scale:
-            return f"{nbytes / scale:.4g} {unit}"
-    return f"{nbytes:.0f} B"
 
 
 def verdict(entry: dict) -> str:

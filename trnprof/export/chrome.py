@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from .. import atomic
 from .._version import __version__
-from ..api import open_run
+from ..engines import open_run
 from ..errors import TrnprofError
 from ..schema import SCHEMA_VERSION
 
@@ -125,7 +125,7 @@ def _other_data(run) -> dict:
             "source": manifest.get("source", {}), "ranks": rows}
 
 
-def export_chrome(run_path, out: str | Path, *, force: bool = False) -> dict:
+def export_chrome(run_path, out: str | Path, *, force: bool = False, threads: int | None = None) -> dict:
     """Write RUN as Chrome trace JSON (`.json` or `.json.gz`); returns counts."""
     out = Path(out)
     if out.exists() and not force:
@@ -133,7 +133,7 @@ def export_chrome(run_path, out: str | Path, *, force: bool = False) -> dict:
     if out.suffix not in (".json", ".gz"):
         raise TrnprofError(f"output {out}: name it .json or .json.gz")
     counts = {"events": 0, "counters": 0, "skipped_counters": 0, "ranks": 0}
-    with open_run(run_path) as run, atomic.replacing(out) as tmp:
+    with open_run(run_path, threads=threads) as run, atomic.replacing(out) as tmp:
         opener = gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6) if out.suffix == ".gz" \
             else tmp.open("w", encoding="utf-8")
         with opener as handle:

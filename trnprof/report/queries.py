@@ -11,10 +11,10 @@ import math
 
 import pandas as pd
 
+from ..units import GIB
 from . import limits
 
 MS = 1e6  # ns per ms
-GIB = float(1 << 30)
 
 
 def _bin(count: int, budget: int) -> int:

@@ -14,7 +14,7 @@ import duckdb
 
 from trnprof import session_tables
 from trnprof.schema import TABLE_COLUMNS
-from trnprof.session import _empty_select
+from trnprof.tableread import empty_select
 from trnprof.stdlib import load_views
 
 _LOCK = threading.Lock()
@@ -25,7 +25,7 @@ def _schema() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:")
     session_tables.attach_tables(con, {})
     for table in TABLE_COLUMNS:
-        con.execute(f"CREATE VIEW {table} AS {_empty_select(table)}")
+        con.execute(f"CREATE VIEW {table} AS {empty_select(table)}")
     for view in load_views():
         con.execute(view.sql)
     return con

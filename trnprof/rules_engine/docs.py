@@ -7,6 +7,7 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
+from trnprof.breakdown import CATEGORIES
 from trnprof.schema import TABLE_COLUMNS
 from trnprof.session_tables import RUN_JOB_COLUMNS, RUN_JOB_DOC
 from trnprof import yamlio
@@ -33,6 +34,16 @@ def _claims(rule: Rule) -> str:
     return f"claims {where} at specificity {impact.specificity} (exclusive impacts, [index](index.md))"
 
 
+def _bands(rule: Rule) -> list[str]:
+    """The sentence stating a rule's severity bands, when it declares them."""
+    bands = rule.spec.severity_bands
+    if bands is None:
+        return []
+    levels = [f"{level} from `{getattr(bands, level)}`" for level in ("high", "medium", "low")
+              if getattr(bands, level) is not None]
+    return [f"Severity of a row by its `{bands.by}`: {', '.join(levels)}, else {bands.otherwise}.", ""]
+
+
 def rule_section(rule: Rule) -> list[str]:
     spec = rule.spec
     lines = [f"## {spec.code} `{spec.name}`", "", f"**{spec.title}.** Severity up to **{spec.severity}**; "
@@ -45,6 +56,7 @@ def rule_section(rule: Rule) -> list[str]:
         lines += _table([(f"`{n}`", f"`{p.default}`", p.doc, p.source) for n, p in spec.params.items()],
                         ("parameter", "default", "meaning", "source of the default"))
         lines.append("")
+    lines += _bands(rule)
     lines += ["<details><summary>SQL</summary>", "", "```sql", spec.sql.rstrip(), "```", "", "</details>", "",
               f"Test cases: {', '.join(case.name for case in spec.tests)}.", ""]
     return lines
@@ -62,7 +74,7 @@ def _detection_lines() -> list[str]:
     path = builtin_dir() / DETECTION_FILE
     data = yamlio.load(path.read_text(encoding="utf-8"))
     lines = ["## Detection quality", "", data["intro"].strip(), "",
-             "Simulated runs of the Trn1 execution model, one fault each (`tests/test_rules_detection.py` "
+             "Simulated runs of the Trn1 execution model, one fault each (`tests/rules/test_rules_detection.py` "
              "checks the top finding):", ""]
     def fault(spec):
         return spec["kind"] + "".join(f" {k}={v}" for k, v in spec.items() if k != "kind")
@@ -128,7 +140,8 @@ def index_md(rules: list[Rule]) -> str:
         ("`lost_ns`", "time the row costs in its step, ns"),
         ("`one_time_ns`", "time the row costs once per job (a compile, a slow first step), ns; the largest counts"),
         ("`lost_bytes`", "memory the row puts at stake, bytes; the largest counts"),
-        ("`severity`", "`info`, `low`, `medium` or `high` for the row; the rule's `severity` when absent"),
+        ("`severity`", "`info`, `low`, `medium` or `high` for the row; from `severity_bands` when the rule "
+                       "declares them (then the query returns no `severity`); the rule's `severity` when absent"),
         ("`pattern`", "rows with different patterns are different findings (e.g. one per straggler)"),
         ("any other", "evidence, and a field for the message templates"),
     ], ("row column", "meaning"))
@@ -141,7 +154,7 @@ def index_md(rules: list[Rule]) -> str:
               "time (`one_time_seconds`) and memory (`bytes`); a finding's severity is the highest of its rows.", "",
               "**Exclusive impacts.** Every lost second of a step is claimed by one finding. A rule declares "
               "`impact: {draws_from: CATEGORY, specificity: N}`: the `step_breakdown` category its time comes "
-              "from (`compute`, `exposed_comm`, `input_wait`, `host`, `transfer_exposed`, `compile`, `idle`; "
+              f"from ({', '.join(f'`{c}`' for c in CATEGORIES)}; "
               "these partition the step) and how specific a cause it names (3 a named culprit such as a "
               "straggler, a slow link, FP32 matmuls or recompiles; 2 a mechanism such as poor overlap or a "
               "host-bound step; 1 a symptom such as low MFU or exposed communication). After every rule ran, "
@@ -169,6 +182,8 @@ def index_md(rules: list[Rule]) -> str:
               "code: IN001                  # 2-3 capitals + 3 digits, unique", "name: input.starvation       # pack.rule, the file is rules/input/starvation.yaml",
               "pack: input", "title: One-line headline", "severity: high               # info | low | medium | high",
               "impact: {draws_from: input_wait, specificity: 2}   # exclusive impacts (above)",
+              "severity_bands: {by: run_share, high: high_share, otherwise: medium}   # a row's severity: the "
+              "highest band whose parameter its column reaches (>=); also medium: and low:",
               "requires: [steps, input]     # signals, or {sql: SELECT ..., reason: ...}",
               "params:                      # each: default, doc, source", "  high_share: {default: 0.2, doc: ..., source: ...}",
               "sql: SELECT rank, step, input_wait AS lost_ns FROM steady_breakdown WHERE ...",

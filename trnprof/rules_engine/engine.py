@@ -8,7 +8,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from trnprof.api import Run, open_run
+from trnprof.engines import open_run
+from trnprof.run import Run
 from trnprof.stdlib import load_views
 
 from . import claims
@@ -62,7 +63,7 @@ def collect_tables(run: Run, names: set[str]) -> dict:
 def open_sandbox(run: Run, names: set[str], *, threads: int | None, memory_limit: str | int):
     """Where the rules run: DuckDB's sandbox holding `names`, or the run's own Spark session."""
     if run.engine == "spark":
-        from trnprof.spark.sandbox import SparkSandbox
+        from .spark_sandbox import SparkSandbox  # the optional extra: sqlglot and pyspark load only here
         return SparkSandbox(run, names, cache=_to_materialise(names))
     return Sandbox(collect_tables(run, names), threads=threads, memory_limit=memory_limit)
 
@@ -193,18 +194,11 @@ def plan(*, select=(), ignore=(), set=None, rules=(), config: str | Path | Confi
 def run_plan(run: str | Path | Run, chosen: Plan, *, threads: int | None = None) -> Document:
     """The findings document of `chosen` over a run (a path or an open `Run`)."""
     if isinstance(run, Run):
-        return _projected(run, evaluate(run, chosen.rules, chosen.params, timeout=chosen.timeout, threads=threads,
-                                        memory_limit=chosen.memory_limit))
+        return evaluate(run, chosen.rules, chosen.params, timeout=chosen.timeout, threads=threads,
+                        memory_limit=chosen.memory_limit)
     with open_run(run, threads=threads) as opened:
-        return _projected(opened, evaluate(opened, chosen.rules, chosen.params, timeout=chosen.timeout,
-                                           threads=threads, memory_limit=chosen.memory_limit))
-
-
-def _projected(run: Run, document: Document) -> Document:
-    """What each finding's fix is worth, by the what-if model fitted to the run (trnprof.whatif)."""
-    from ..whatif.projections import project
-    project(run, document.findings)
-    return document
+        return evaluate(opened, chosen.rules, chosen.params, timeout=chosen.timeout, threads=threads,
+                        memory_limit=chosen.memory_limit)
 
 
 def analyze(run: str | Path | Run, *, select=(), ignore=(), set=None, rules=(), config=None,

@@ -26,11 +26,12 @@ import pandas as pd
 
 from trnprof.jsonplain import plain
 from trnprof.textfmt import compact
+from trnprof.units import GIB
 
 from . import claims
 from .document import Finding, Impact
 from .loader import Rule
-from .spec import SEVERITIES, severity_rank
+from .spec import SEVERITIES, SeverityBands, severity_rank
 
 ROW_COSTS = {"lost_ns": "_lost", "one_time_ns": "_once", "lost_bytes": "_bytes"}
 
@@ -94,7 +95,18 @@ def _int_list(series: pd.Series, column: str) -> list[int]:
     return sorted(values)
 
 
-def _checked(frame: pd.DataFrame, rule: Rule) -> pd.DataFrame:
+def banded(values: pd.Series, bands: SeverityBands, params: dict) -> pd.Series:
+    """Each value's severity band: the highest whose parameter it reaches, else `otherwise`
+    (a missing value too)."""
+    severity = pd.Series(bands.otherwise, index=values.index, dtype=object)
+    for level in ("low", "medium", "high"):  # ascending: a higher band overrides a lower one
+        threshold = getattr(bands, level)
+        if threshold is not None:
+            severity = severity.mask(values >= float(params[threshold]), level)
+    return severity.astype(str)
+
+
+def _checked(frame: pd.DataFrame, rule: Rule, params: dict) -> pd.DataFrame:
     if len(frame) > MAX_ROWS:
         raise FindingError(f"returned {len(frame):,} rows (more than {MAX_ROWS:,}): aggregate in SQL")
     if frame.columns.duplicated().any():
@@ -108,7 +120,14 @@ def _checked(frame: pd.DataFrame, rule: Rule) -> pd.DataFrame:
             frame[internal] = value.fillna(0.0).clip(lower=0.0).astype(float)
         else:
             frame[internal] = 0.0
-    if "severity" in frame:
+    bands = rule.spec.severity_bands
+    if bands is not None:
+        if "severity" in frame:
+            raise FindingError("the query returns a severity column and the rule declares severity_bands: keep one")
+        if bands.by not in frame:
+            raise FindingError(f"severity_bands.by names column {bands.by!r}, which the query does not return")
+        frame["_severity"] = banded(pd.to_numeric(frame[bands.by], errors="coerce"), bands, params)
+    elif "severity" in frame:
         severity = frame["severity"].where(frame["severity"].notna(), rule.severity)
         bad = sorted(set(map(str, severity)) - set(SEVERITIES))
         if bad:
@@ -187,7 +206,7 @@ def build(rule: Rule, params: dict, frame: pd.DataFrame, n_steps: int, mean_step
     not in the per-step impact (which is measured over the `n_steps` steady steps)."""
     if frame.empty:
         return []
-    frame = _checked(frame, rule)
+    frame = _checked(frame, rule, params)
     groups = frame.groupby(frame["pattern"].fillna("").astype(str), sort=True) if "pattern" in frame \
         else [("", frame)]
     drafts = []
@@ -224,7 +243,7 @@ def finish(draft: Draft, granted: claims.Claim, mean_step_ns: float | None) -> F
     fields = {**draft.fields, "severity": severity, "seconds_per_step": measured, "ms_per_step": measured * 1e3,
               "fraction_of_step": found.impact.fraction_of_step, "claimed_seconds_per_step": seconds,
               "claimed_ms_per_step": seconds * 1e3, "claimed_fraction_of_step": fraction,
-              "one_time_s": cost.one_time_seconds, "lost_gib": cost.bytes / 2**30,
+              "one_time_s": cost.one_time_seconds, "lost_gib": cost.bytes / GIB,
               "related": ", ".join(granted.related) or "none"}
     message = render(draft.rule.spec.message, fields)
     if cut_short:

@@ -155,6 +155,19 @@ def _check_tests(path: Path, spec: RuleFile) -> None:
                           f"{len(row)} values for {len(table.columns)} columns", "give one value per column")
 
 
+def _check_bands(path: Path, spec: RuleFile) -> None:
+    bands = spec.severity_bands
+    if bands is None:
+        return
+    levels = [level for level in ("low", "medium", "high") if getattr(bands, level) is not None]
+    if not levels:
+        _fail(path, "severity_bands", "no band", "name the parameter of at least one of high, medium, low")
+    for level in levels:
+        if getattr(bands, level) not in spec.params:
+            _fail(path, f"severity_bands.{level}", f"unknown parameter {getattr(bands, level)!r}",
+                  "name a parameter the rule declares: " + (", ".join(spec.params) or "none"))
+
+
 def validate(path: Path, spec: RuleFile, pack: str | None) -> Rule:
     """Cross-field checks msgspec cannot do; returns the engine's view of the rule."""
     if not CODE.match(spec.code):
@@ -182,6 +195,7 @@ def validate(path: Path, spec: RuleFile, pack: str | None) -> Rule:
               "declare each under params with default, doc and source")
     for field in ("message", "recommendation"):
         _check_template(path, field, getattr(spec, field))
+    _check_bands(path, spec)
     signals = signal_names()
     for i, need in enumerate(spec.requires):
         if isinstance(need, Probe):

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import textwrap
 
-from trnprof.textfmt import compact, cost, duration, markdown_table, markdown_text as md, terminal
+from trnprof.textfmt import compact, cost, duration, gain_line, markdown_table, markdown_text as md, terminal
 
 from .document import Document, Finding
 from .spec import SEVERITIES
-from ..whatif.projections import gain_line
 
 
 def _cost(finding: Finding) -> str:

@@ -10,11 +10,12 @@ from typing import Annotated, Any, Literal, Union
 
 import msgspec
 
+from trnprof.breakdown import CATEGORIES
+
 SEVERITIES = ("info", "low", "medium", "high")  # ordered: index = rank; info: no cost of its own
 Severity = Literal["info", "low", "medium", "high"]
-# step_breakdown's exclusive categories: what a rule's time at stake can be drawn from
-CATEGORIES = ("compute", "exposed_comm", "input_wait", "host", "transfer_exposed", "compile", "idle")
-Category = Literal["compute", "exposed_comm", "input_wait", "host", "transfer_exposed", "compile", "idle"]
+# step_breakdown's exclusive categories (trnprof/breakdown.py): what a rule's time at stake is drawn from
+Category = Literal[CATEGORIES]
 ParamValue = Union[bool, int, float, str]
 
 
@@ -47,6 +48,17 @@ class ImpactSpec(_Strict):
     keeps what is left and names it in `related`."""
     draws_from: Category | None = None   # step_breakdown category; None: only the step itself caps it
     specificity: Annotated[int, msgspec.Meta(ge=1, le=3)] = 1   # 3 a named culprit, 2 a mechanism, 1 a symptom
+
+
+class SeverityBands(_Strict):
+    """Each row's severity from one of its result columns against the rule's parameters: the
+    highest band whose threshold the value reaches (`>=`), else `otherwise`. The 5 % / 20 % bars
+    of most rules live here, not in their SQL."""
+    by: str                     # the result column measured, e.g. run_share
+    high: str | None = None     # the parameter from whose value on a row is high
+    medium: str | None = None   # ... medium
+    low: str | None = None      # ... low
+    otherwise: Severity = "low"
 
 
 class Doc(_Strict):
@@ -134,6 +146,7 @@ class RuleFile(_Strict):
     params: dict[str, Param] = {}
     requires: list[Union[str, Probe]] = []
     impact: ImpactSpec = msgspec.field(default_factory=ImpactSpec)
+    severity_bands: SeverityBands | None = None
 
 
 class ConfigFile(_Strict):

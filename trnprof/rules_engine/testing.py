@@ -17,7 +17,7 @@ import msgspec
 import pandas as pd
 
 from trnprof import hardware
-from trnprof.api import open_run
+from trnprof.engines import open_run
 from trnprof.collectors.registry import run_factory
 from trnprof.errors import TrnprofError
 from trnprof.manifest import new_manifest

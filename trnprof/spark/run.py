@@ -14,11 +14,11 @@ import pandas as pd
 import pyarrow as pa
 
 from trnprof import hardware, session_tables
-from trnprof.api import Run
 from trnprof.batches import to_store
 from trnprof.derived import data_files
 from trnprof.errors import TrnprofError
 from trnprof.manifest import parse_manifest, read_manifest
+from trnprof.run import Run
 from trnprof.schema import MANIFEST_FILE, PARTITIONED_TABLES, TABLE_COLUMNS
 from trnprof.session import MATERIALIZABLE
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 import copy
 import json
 
-from trnprof.collectors.trn1.config import _merge, _normalise, convert, parse_override, read_config_file
-from trnprof.collectors.trn1.hardware import INSTANCES
-from trnprof.collectors.trn1.job import Job, resolve
+from trnprof.model.config import _merge, _normalise, convert, parse_override, read_config_file
+from trnprof.model.hardware import INSTANCES
+from trnprof.model.job import Job, resolve
 from trnprof.errors import TrnprofError
 from trnprof.textfmt import brief
 

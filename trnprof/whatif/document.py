@@ -1,6 +1,6 @@
 """`trnprof whatif`: fit the execution model to a measured run, then predict the run changed.
 
-The document (`--format json`, `trnprof.whatif(run, overrides)`):
+The document (`--format json`, `trnprof.api.whatif(run, overrides)`):
     schema, run, change            the overrides, as a nested config mapping
     job: {baseline, predicted}     the layout of both jobs (nodes, tp, pp, dp, micro, global, ...)
     baseline: {step_time_s, throughput {value, unit}, mfu, hbm_peak_bytes, steps}   measured
@@ -28,17 +28,19 @@ from pathlib import Path
 
 import numpy as np
 
-from trnprof.api import Run, open_run
-from trnprof.collectors.trn1 import architecture as A
-from trnprof.collectors.trn1.job import Job
-from trnprof.collectors.trn1.params import BOUNDS, Params, default_params
-from trnprof.collectors.trn1.predict import peak_flops
+from trnprof.engines import open_run
+from trnprof.run import Run
+from trnprof.model.job import Job
+from trnprof.model.params import BOUNDS, Params, default_params
+from trnprof.model.predict import predicted_mfu
 from trnprof.errors import TrnprofError
 
-from . import SCHEMA, describe as D
+from . import describe as D
 from .fit import FitResult, least_squares
 from .measure import Measured, measure
 from .model import Modelled, classes_of, model
+
+SCHEMA = "trnprof.whatif/1"
 
 MIN_CLASSES = 3          # fewer matched event classes: fit the step breakdown instead
 TRUST_RMS = 0.15         # a class off by more than ~15 % on average: the model does not fit the run
@@ -57,7 +59,7 @@ def _job_summary(job: Job) -> dict:
 
 def _numbers(job: Job, seconds: float, hbm: int | None) -> dict:
     return {"step_time_s": seconds, "throughput": {"value": job.global_batch / seconds, "unit": job.arch.unit},
-            "mfu": A.model_flops_per_step(job) / (seconds * peak_flops(job)), "hbm_peak_bytes": hbm}
+            "mfu": predicted_mfu(job, seconds), "hbm_peak_bytes": hbm}
 
 
 def _class_fit(job: Job, measured: Measured, start: Params) -> tuple[FitResult, list] | None:

@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from trnprof.collectors.trn1.params import NAMES, Params
+from trnprof.model.params import NAMES, Params
 
 # Wider than the calibration's plausible ranges: a measured run may sit anywhere physical.
 FIT_BOUNDS = {"tensor_efficiency": (0.02, 1.0), "op_overhead_us": (0.1, 5000.0),

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from trnprof.api import Run
+from trnprof.run import Run
 from trnprof.errors import TrnprofError
+from trnprof.units import S_PER_NS
 
-NS = 1e-9
 MAX_SAMPLE = 512   # ranks read at most, when the ranks table has no layout to sample by
 # Above this many ranks the measured breakdown (an interval sweep over every rank's events) is
 # only reported when the run's derived/ cache already holds step_breakdown (`trnprof analyze`
@@ -44,7 +44,7 @@ def steady_step(run: Run) -> tuple[float, int]:
     if df.empty:
         raise TrnprofError(f"run {run.path}: no steady-state steps to fit (the run has no step events after "
                            "warm-up)")
-    return float(df["dur"].median()) * NS, len(df)
+    return float(df["dur"].median()) * S_PER_NS, len(df)
 
 
 def step_views(run: Run) -> tuple[float, float]:
@@ -62,8 +62,8 @@ def breakdown(run: Run) -> dict[str, float]:
     df = run.sql("SELECT AVG(compute) AS compute, AVG(exposed_comm) AS comm, "
                  "AVG(input_wait + host + transfer_exposed + compile + idle) AS idle FROM steady_breakdown")
     row = df.iloc[0]
-    return {"compute": float(row["compute"] or 0) * NS, "communication": float(row["comm"] or 0) * NS,
-            "idle": float(row["idle"] or 0) * NS}
+    return {"compute": float(row["compute"] or 0) * S_PER_NS, "communication": float(row["comm"] or 0) * S_PER_NS,
+            "idle": float(row["idle"] or 0) * S_PER_NS}
 
 
 def breakdown_ready(run: Run) -> bool:
@@ -107,7 +107,7 @@ def event_classes(run: Run, ranks: list[int]) -> tuple[dict, dict]:
     GROUP BY stage, kind, name, phase"""
     df: pd.DataFrame = run.sql(query)
     keys = list(zip(df["stage"].astype(int), df["kind"], df["name"], df["phase"]))
-    return ({k: float(d) * NS for k, d in zip(keys, df["dur"])}, {k: int(n) for k, n in zip(keys, df["n"])})
+    return ({k: float(d) * S_PER_NS for k, d in zip(keys, df["dur"])}, {k: int(n) for k, n in zip(keys, df["n"])})
 
 
 def measure(run: Run, tp: int, dp: int, *, need_breakdown: bool = False) -> Measured:

@@ -1,7 +1,7 @@
 """The execution model's side of the fit: for a job and a set of free parameters, the duration
 of every event class the run records (per pipeline stage, op name and phase) and the steady
 step's breakdown. Everything comes from the model's own plan and analytic predictor
-(collectors/trn1/plan.py, predict.py); nothing is simulated rank by rank."""
+(trnprof/model/plan.py, predict.py); nothing is simulated rank by rank."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trnprof.collectors.trn1.faults import effects
-from trnprof.collectors.trn1.job import Job
-from trnprof.collectors.trn1.layout import Layout
-from trnprof.collectors.trn1.params import Params
-from trnprof.collectors.trn1.plan import Plan, build_plan
-from trnprof.collectors.trn1.predict import predictions
+from trnprof.model.faults import effects
+from trnprof.model.job import Job
+from trnprof.model.layout import Layout
+from trnprof.model.params import Params
+from trnprof.model.plan import Plan, build_plan
+from trnprof.model.predict import predictions
 
 # Key of an event class: (pipeline stage, kind, op name, phase or "").
 Key = tuple[int, str, str, str]

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-import msgspec
-
-from trnprof.api import Run
+from trnprof.run import Run
 from trnprof.errors import TrnprofError
+
+from trnprof.critical_path.whatif import project_by_replay
 
 from .document import Prepared
 
@@ -45,7 +45,7 @@ def _without(kind: str, what: str) -> Callable[[dict], dict]:
 def _loader(description: dict) -> dict:
     """More loader workers (up to the node's vCPUs per rank, less the training process), else a
     deeper prefetch."""
-    from trnprof.collectors.trn1.hardware import INSTANCES
+    from trnprof.model.hardware import INSTANCES
     cluster, inputs = description.get("cluster", {}), description.get("input", {})
     instance = INSTANCES[cluster.get("instance", "trn1.32xlarge")]
     workers, prefetch = inputs.get("workers", 4), inputs.get("prefetch", 2)
@@ -127,7 +127,6 @@ def project(run: Run, findings) -> None:
     try:
         prep = Prepared(run)
     except TrnprofError as exc:  # no Trn1 job to model: price by replaying the trace instead
-        from trnprof.critical_path.whatif import project_by_replay
         project_by_replay(run, wanted, str(exc))
         return
     for finding in wanted:
@@ -143,37 +142,3 @@ def project(run: Run, findings) -> None:
             finding.projected = _price(prep, change)
         except TrnprofError as exc:
             finding.projected = _empty(f"the fix's job is not valid: {exc}", change)
-
-
-def gain_line(finding) -> str | None:
-    """`fix this -> -12.3 % step time (band ...)` for text and Markdown; None when not projected."""
-    projected = getattr(finding, "projected", None)
-    if not projected:
-        return None
-    if projected.get("gain_fraction") is None:
-        return f"fix this -> not projected: {projected.get('reason')}"
-    change = change_text(projected["change"])
-    band = projected.get("band") or {}
-    spread = ""
-    if band:
-        spread = f", {band['low_s'] * 1e3:.4g}..{band['high_s'] * 1e3:.4g} ms"
-    effective = projected.get("effective_step_s")
-    wall = f", {effective * 1e3:.4g} ms effective" if effective is not None else ""
-    method = f", by {projected['method']}" if projected.get("method") else ""
-    return (f"fix this -> {-projected['gain_fraction']:+.1%} wall time per step "
-            f"({change}: {projected['step_time_s'] * 1e3:.4g} ms typical step{spread}{wall}{method})")
-
-
-def change_text(change: dict) -> str:
-    """`input.workers=2, faults=[]`: a change as the --set keys that make it."""
-    return ", ".join(_flat(change))
-
-
-def _flat(change: dict, prefix: str = "") -> list[str]:
-    out = []
-    for key, value in change.items():
-        if isinstance(value, dict):
-            out += _flat(value, f"{prefix}{key}.")
-        else:
-            out.append(f"{prefix}{key}={msgspec.json.encode(value).decode()}")
-    return out

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from trnprof.textfmt import duration, terminal
+from trnprof.textfmt import change_text, duration, size as _bytes, terminal
 
-from .projections import change_text
-
-
-def _bytes(value) -> str:
-    return "unknown" if value is None else f"{value / 2 ** 30:.2f} GiB"
 
 
 def _row(label: str, numbers: dict) -> str:

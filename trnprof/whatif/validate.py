@@ -11,9 +11,9 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from trnprof.api import open_run
-from trnprof.collectors.trn1.config import load_config
-from trnprof.collectors.trn1.params import default_params
+from trnprof.engines import open_run
+from trnprof.model.config import load_config
+from trnprof.model.params import default_params
 from trnprof.collectors.trn1.simulate import simulate
 
 from .describe import expand

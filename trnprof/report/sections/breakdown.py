@@ -6,13 +6,12 @@ import json
 
 import altair as alt
 
+from ...breakdown import CATEGORIES, LABELS
 from .. import queries
 from ..section import Section
 
 # bucket column -> legend label, in stacking order (bottom first)
-BUCKETS = {"compute": "compute", "exposed_comm": "exposed communication", "input_wait": "input wait",
-           "host": "host (device idle)", "transfer_exposed": "exposed transfer", "compile": "compile",
-           "idle": "idle"}
+BUCKETS = {category: LABELS[category] for category in CATEGORIES}
 COLORS = ["#4c78a8", "#e45756", "#f58518", "#54a24b", "#b279a2", "#9d755d", "#bab0ac"]
 WIDTH = 900
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from .. import templates
 from ..section import Section
 from ...rules_engine.document import Document
-from ...whatif.projections import change_text
+from ...textfmt import change_text
 
 INTRO = ("What fixing each finding is worth: the execution model fitted to this run's steady-state steps, "
          "re-run with the fix as a config change (trnprof whatif), with a band from the fit's residual; on a run "

@@ -1,0 +1,26 @@
+"""`trnprof.api.diff(base, new)`: one entry point in the API; `trnprof.diff` is a plain package."""
+
+from __future__ import annotations
+
+import importlib
+
+import trnprof
+from trnprof.api import open_run
+
+
+def test_the_diff_package_is_a_package_and_its_modules_import():
+    gates = importlib.import_module("trnprof.diff.gates")
+    import trnprof.diff.stats as stats  # the `import a.b.c as d` form resolves through attributes
+    document = importlib.import_module("trnprof.diff.document")
+    assert not callable(trnprof.diff) and document.diff is trnprof.api.diff
+    assert gates.parse_gate("step_time>+5%").threshold == 0.05
+    assert stats.min_p_value(2, 2) > 0.3
+
+
+def test_a_run_against_itself_changes_nothing(sample_run):
+    with open_run(sample_run) as run:  # open runs are accepted too
+        document = trnprof.api.diff(sample_run, run)
+    assert document == trnprof.api.diff(sample_run, sample_run) | {"new": document["new"]}
+    assert document["step_time"]["change"] == 0.0 and not document["step_time"]["significant"]
+    assert document["top_regressions"] == [] and document["top_improvements"] == []
+    assert document["findings"]["new"] == [] and document["findings"]["resolved"] == []

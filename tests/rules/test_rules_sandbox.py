@@ -1,0 +1,119 @@
+"""The sandbox: rule SQL reads the tables copied in and nothing else, and cannot run forever."""
+
+from __future__ import annotations
+
+import time
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from trnprof.rules_engine.engine import analyze
+from trnprof.rules_engine.sandbox import Sandbox, SandboxError
+
+from tests.rules.test_rules_loader import rule_dict, write_rule
+
+
+@pytest.fixture
+def sandbox():
+    box = Sandbox({"steps": pa.table({"rank": [0, 1], "step": [0, 0], "dur": [10, 20]})})
+    yield box
+    box.close()
+
+
+def test_rules_read_the_copied_tables(sandbox):
+    assert sandbox.query("SELECT SUM(dur) AS total FROM steps")["total"][0] == 30
+
+
+def test_parameters_are_bound_not_pasted(sandbox):
+    frame = sandbox.query("SELECT rank FROM steps WHERE dur > $limit", {"limit": 15})
+    assert list(frame["rank"]) == [1]
+    assert sandbox.query("SELECT $text AS t", {"text": "x'); DROP TABLE steps; --"})["t"][0].startswith("x'")
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM read_text('/etc/hostname')",
+    "SELECT * FROM read_csv('/etc/passwd', sep = ':')",
+    "SELECT * FROM glob('/tmp/*')",
+])
+def test_cannot_read_another_file(sandbox, sql):
+    with pytest.raises(SandboxError, match="disabled by configuration|Permission"):
+        sandbox.query(sql)
+
+
+def test_cannot_read_the_run_files_either(sandbox, sample_run):
+    with pytest.raises(SandboxError, match="Permission"):
+        sandbox.query(f"SELECT COUNT(*) FROM read_parquet('{sample_run}/events/*/*.parquet')")
+
+
+@pytest.mark.parametrize("sql", [
+    "COPY steps TO '{dir}/out.csv'",
+    "COPY (SELECT 1) TO '{dir}/out.parquet' (FORMAT parquet)",
+    "EXPORT DATABASE '{dir}/db'",
+])
+def test_cannot_write_a_file(sandbox, tmp_path, sql):
+    statement = sql.format(dir=tmp_path)
+    with pytest.raises(SandboxError, match="refused: rule SQL must be one SELECT"):
+        sandbox.query(statement)
+    with pytest.raises(duckdb.Error, match="disabled by configuration|Permission"):  # locked below the check too
+        sandbox.con.execute(statement)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cannot_attach_a_database(sandbox, tmp_path):
+    target = tmp_path / "other.duckdb"
+    with pytest.raises(SandboxError, match="refused"):
+        sandbox.query(f"ATTACH '{target}' AS other")
+    with pytest.raises(duckdb.Error, match="disabled by configuration|Permission"):
+        sandbox.con.execute(f"ATTACH '{target}' AS other")
+    assert not target.exists()
+
+
+@pytest.mark.parametrize("sql", ["SET threads = 1", "SET enable_external_access = true",
+                                 "RESET lock_configuration", "PRAGMA threads=1"])
+def test_cannot_change_a_setting(sandbox, sql):
+    with pytest.raises(SandboxError, match="refused"):
+        sandbox.query(sql)
+    with pytest.raises(duckdb.Error, match="locked|Cannot change|Cannot upgrade"):
+        sandbox.con.execute(sql)
+
+
+def test_cannot_modify_or_add_tables(sandbox):
+    for sql in ("DROP TABLE steps", "CREATE TABLE x AS SELECT 1", "INSERT INTO steps VALUES (2, 0, 1)",
+                "SELECT 1; DROP TABLE steps", "INSTALL httpfs", "LOAD httpfs"):
+        with pytest.raises(SandboxError, match="refused"):
+            sandbox.query(sql)
+    assert len(sandbox.query("SELECT * FROM steps")) == 2
+
+
+def test_cannot_read_python_variables_by_name(sandbox):
+    secret = pa.table({"password": ["hunter2"]})  # noqa: F841 - what a replacement scan would find
+    with pytest.raises(SandboxError, match="secret"):
+        sandbox.query("SELECT * FROM secret")
+
+
+def test_a_slow_query_is_interrupted_and_the_sandbox_stays_usable(sandbox):
+    started = time.perf_counter()
+    with pytest.raises(SandboxError, match="timed out after 0.3 s"):
+        sandbox.query("SELECT COUNT(*) FROM range(1000000000000) AS a(x) WHERE x % 7 = 3", timeout=0.3)
+    assert time.perf_counter() - started < 10
+    assert sandbox.query("SELECT COUNT(*) AS n FROM steps", timeout=5)["n"][0] == 2
+
+
+def test_a_failing_or_slow_rule_is_reported_and_the_others_run(tmp_path, sample_run):
+    pack = tmp_path / "rules"
+    write_rule(pack, rule_dict(code="TS001", name="testpack.ok",
+                               sql="SELECT rank, step, dur AS lost_ns FROM steps", message="ok {ranks}"))
+    # binds (a misspelt column is a load error: test_rules_authoring.py) but fails on the run's rows
+    write_rule(pack, rule_dict(code="TS002", name="testpack.broken",
+                               sql="SELECT rank, CAST('nonexistent' || CAST(rank AS VARCHAR) AS INTEGER) AS n FROM steps"))
+    write_rule(pack, rule_dict(code="TS003", name="testpack.forever",
+                               sql="SELECT COUNT(*) AS n FROM steps a, steps b, steps c, steps d, steps e, "
+                                   "steps f, steps g, steps h, steps i"))
+    started = time.perf_counter()
+    document = analyze(sample_run, rules=[pack], select=["testpack"], builtin=False, timeout=0.5)
+    errors = {e.name: e.error for e in document.errors}
+    assert "nonexistent" in errors["testpack.broken"]
+    assert errors["testpack.forever"] == "timed out after 0.5 s"
+    assert [f.name for f in document.findings] == ["testpack.ok"]
+    assert time.perf_counter() - started < 30

@@ -1,0 +1,80 @@
+"""device_segments / step_breakdown against a brute-force reference on random intervals."""
+
+from collections import Counter
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trnprof import open_run
+
+from tests.conftest import write_inline_run
+
+KINDS = ["compute", "collective", "p2p", "input", "transfer", "memory", "compile", "host", "annotation"]
+CATEGORY = {"compute": "compute", "collective": "comm", "p2p": "comm", "input": "input",
+            "transfer": "transfer", "memory": "transfer", "compile": "compile", "host": "host"}
+PRECEDENCE = ["compute", "comm", "input", "host", "transfer", "compile"]
+BUCKET = {"compute": "compute", "comm": "exposed_comm", "input": "input_wait", "host": "host",
+          "transfer": "transfer_exposed", "compile": "compile"}
+
+interval = st.tuples(st.integers(0, 1), st.integers(0, 120), st.integers(0, 40), st.sampled_from(KINDS))
+steps = st.lists(st.integers(1, 40), min_size=1, max_size=4)  # step lengths, laid end to end with gaps
+
+
+def brute_force(intervals, step_windows):
+    """Unit-by-unit: which categories cover each nanosecond, then bucket by precedence."""
+    expected = {}
+    for rank, step, start, end in step_windows:
+        row = Counter()
+        for t in range(start, end):
+            covering = {CATEGORY[k] for r, s, d, k in intervals if r == rank and s <= t < s + d and k in CATEGORY}
+            if "comm" in covering:
+                row["collective"] += 1
+            first = next((c for c in PRECEDENCE if c in covering), None)
+            row[BUCKET[first] if first else "idle"] += 1
+        row["dur"] = end - start
+        expected[(rank, step)] = row
+    return expected
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(intervals=st.lists(interval, max_size=25), step_lengths=steps)
+def test_step_breakdown_matches_brute_force(tmp_path_factory, intervals, step_lengths):
+    windows, t = [], 0
+    for step, length in enumerate(step_lengths):
+        for rank in (0, 1):
+            windows.append((rank, step, t, t + length))
+        t += length + 5
+    events = [{"rank": r, "ts": s, "dur": d, "kind": k, "name": k, "lane": "x"} for r, s, d, k in intervals]
+    events += [{"rank": r, "ts": a, "dur": b - a, "kind": "step", "name": "step", "lane": "host/main", "step": s}
+               for r, s, a, b in windows]
+    path = write_inline_run(tmp_path_factory.mktemp("iv") / "run", events, ranks=2)
+    with open_run(path) as run:
+        got = {(row.rank, row.step): row for row in run.step_breakdown.itertuples()}
+    expected = brute_force(intervals, windows)
+    assert set(got) == set(expected)
+    for key, row in expected.items():
+        actual = got[key]
+        for column in ("dur", "compute", "collective", "exposed_comm", "input_wait", "host", "transfer_exposed",
+                       "compile", "idle"):
+            assert getattr(actual, column) == row[column], (key, column)
+        assert actual.overlapped_comm == row["collective"] - row["exposed_comm"]
+        assert actual.dur == (actual.compute + actual.exposed_comm + actual.input_wait + actual.host
+                              + actual.transfer_exposed + actual.compile + actual.idle)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(intervals=st.lists(interval, min_size=1, max_size=25))
+def test_device_segments_cover_exactly_the_union(tmp_path_factory, intervals):
+    events = [{"rank": r, "ts": s, "dur": d, "kind": k, "name": k, "lane": "x"} for r, s, d, k in intervals]
+    path = write_inline_run(tmp_path_factory.mktemp("seg") / "run", events, ranks=2)
+    with open_run(path) as run:
+        segments = run.view("device_segments")
+    for rank in (0, 1):
+        covered = {t for r, s, d, k in intervals if r == rank and k in CATEGORY for t in range(s, s + d)}
+        mine = segments[segments["rank"] == rank]
+        assert int(mine["dur"].sum()) == len(covered)
+        for category, column in (("compute", "n_compute"), ("comm", "n_comm"), ("input", "n_input"),
+                                 ("host", "n_host")):
+            expected = {t for r, s, d, k in intervals
+                        if r == rank and CATEGORY.get(k) == category for t in range(s, s + d)}
+            assert int(mine.loc[mine[column] > 0, "dur"].sum()) == len(expected)

@@ -1,0 +1,77 @@
+"""Rank-batched computation of the stdlib views: same rows as one sweep, bounded batches."""
+
+import pandas as pd
+import pytest
+
+from trnprof import batches, open_run
+from trnprof.collectors.trn1 import load_config, simulate
+from trnprof.stdlib import dependencies
+
+from tests.conftest import write_inline_run
+
+SMALL = ["cluster.instance=trn1.32xlarge", "parallel.tp=2", "batch.global=64", "batch.micro=2", "run.steps=3"]
+
+
+@pytest.fixture(scope="module")
+def trn1_run(tmp_path_factory):
+    """A small execution-model run: compute, collectives, compiles, memory counters, 32 ranks."""
+    return simulate(load_config(preset="tiny", overrides=SMALL), tmp_path_factory.mktemp("runs") / "trn1")
+
+
+VIEWS = sorted(set(dependencies()) - batches.ROW_LEVEL)
+
+
+def _rows(run_path, names, share) -> dict[str, pd.DataFrame]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TRNPROF_CACHE", "off")
+        patch.setattr(batches, "BATCH_SHARE", share)
+        with open_run(run_path) as run:
+            frames = {name: run.view(name) for name in names}
+    return {name: f.sort_values(list(f.columns)).reset_index(drop=True) for name, f in frames.items()}
+
+
+@pytest.fixture(scope="module")
+def both_ways(trn1_run):
+    # a huge share puts the whole run in one batch; a tiny one makes every rank its own batch
+    return _rows(trn1_run, VIEWS, 1e6), _rows(trn1_run, VIEWS, 1e-12)
+
+
+@pytest.mark.parametrize("name", VIEWS)
+def test_every_view_has_the_same_rows_with_one_rank_per_batch(both_ways, name):
+    one_sweep, per_rank = both_ways
+    assert len(one_sweep[name]) > 0 or name in ("p2p_waits",), f"{name} is empty: the comparison proves nothing"
+    pd.testing.assert_frame_equal(one_sweep[name], per_rank[name], check_dtype=False)
+
+
+def test_a_rank_without_events_is_still_summarised(tmp_path):
+    events = [{"rank": r, "ts": 0, "dur": 100, "kind": "step", "name": "s", "lane": "host/main", "step": 0}
+              for r in (0, 2)]
+    path = write_inline_run(tmp_path / "r", events, ranks=4)  # ranks 1 and 3 recorded nothing
+    frame = _rows(path, ["rank_summary"], 1e-12)["rank_summary"]
+    assert list(frame["rank"]) == [0, 1, 2, 3]
+    assert list(frame["steps"]) == [1, 0, 1, 0]
+
+
+def test_batches_are_contiguous_cover_every_rank_and_respect_the_budget():
+    sizes = {0: 40, 1: 40, 2: 40, 5: 100, 9: 10, 10: 10}
+    got = batches.rank_batches(sizes, budget=90)
+    assert [sorted(r) for _, _, r in got] == [[0, 1], [2], [5], [9, 10]]
+    assert got[0][0] == -(1 << 31) and got[-1][1] == (1 << 31) - 1
+    assert all(got[i][1] + 1 == got[i + 1][0] for i in range(len(got) - 1))  # no rank number falls between
+    assert all(low <= min(r) and max(r) <= high for low, high, r in got)
+    assert batches.rank_batches({}, budget=90) == [(-(1 << 31), (1 << 31) - 1, set())]
+
+
+def test_rank_local_views_read_only_rank_local_inputs():
+    deps = dependencies()
+    local = batches.local_views()
+    assert {"steps", "step_breakdown", "_op_stats", "rank_summary"} <= local
+    assert "collectives" not in local and "step_times" not in local
+    for name in local:
+        assert deps[name] <= local | {"events", "counters", "ranks"}, name
+
+
+@pytest.mark.parametrize("text, expected", [("1536MB", 1536 << 20), ("1.5 GiB", 3 << 29), ("4GB", 4 << 30),
+                                            ("512 KiB", 512 << 10)])
+def test_memory_limits_in_duckdb_spellings(text, expected):
+    assert batches.parse_bytes(text) == expected

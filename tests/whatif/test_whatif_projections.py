@@ -1,0 +1,95 @@
+"""Projected gains on findings: the fix as a config change, priced by the what-if model, in
+analyze's JSON, text and Markdown, and the report's "What the fixes are worth" section."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from trnprof.api import open_run
+from trnprof.model.config import load_config
+from trnprof.collectors.trn1.simulate import simulate
+from trnprof.api import analyze, report
+from trnprof.critical_path.whatif import document
+from trnprof.whatif.measure import steady_step
+from tests.conftest import DATA, REPO
+
+SAMPLE = REPO / "sample_traces" / "tiny-slow-loader"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """A copy of the demo run: analysing it stores derived views in the run folder."""
+    return Path(shutil.copytree(SAMPLE, tmp_path_factory.mktemp("demo") / "run"))
+
+
+@pytest.fixture(scope="module")
+def demo_doc(demo):
+    return analyze(demo)
+
+
+def _finding(document, name):
+    return next(f for f in document.findings if f.name == name)
+
+
+def test_starvation_fix_is_priced_and_the_price_is_right(demo, demo_doc, tmp_path):
+    projected = _finding(demo_doc, "input.starvation").projected
+    assert projected["reason"] is None
+    assert projected["change"] == {"input": {"workers": 2}}
+    assert 0 < projected["gain_fraction"] < 1
+    # the simulator, running the fixed job, agrees within the validation tolerance
+    config = load_config(path=json.loads((demo / "trnprof.json").read_text())["config"],
+                         overrides=["input.workers=2", "run.steps=5"])
+    simulate(config, tmp_path / "fixed")
+    with open_run(tmp_path / "fixed") as run:
+        truth = steady_step(run)[0]
+    assert projected["step_time_s"] == pytest.approx(truth, rel=0.05)
+    assert projected["band"]["low_s"] < projected["step_time_s"] < projected["band"]["high_s"]
+
+
+def test_a_fix_that_is_not_a_config_change_says_why(demo_doc):
+    projected = _finding(demo_doc, "compile.slow_first_step").projected
+    assert projected["gain_fraction"] is None and projected["step_time_s"] is None
+    assert "one-time" in projected["reason"]
+
+
+def test_rules_without_a_config_fix_get_no_projection(demo_doc):
+    assert _finding(demo_doc, "compute.low_mfu").projected is None
+
+
+def test_analyze_outputs_carry_the_projection(cli, demo):
+    doc = json.loads(cli("analyze", str(demo), "--format", "json").output)
+    starved = next(f for f in doc["findings"] if f["name"] == "input.starvation")
+    assert set(starved["projected"]) == {"change", "step_time_s", "effective_step_s", "gain_fraction", "band",
+                                         "reason", "method"}
+    assert starved["projected"]["method"] == "execution model"
+    text = cli("analyze", str(demo)).output
+    assert "fix this -> -" in text and "% wall time per step (input.workers=2" in text
+    markdown = cli("analyze", str(demo), "--format", "markdown").output
+    assert "**What the fix is worth:** fix this -> -" in markdown
+
+
+def test_ingested_run_without_a_description_is_priced_by_replay(cli, tmp_path):
+    """No job description: the model cannot price the fixes, the replay of the trace does
+    (docs/critical-path.md), and says so."""
+    result = cli("ingest", str(DATA / "kineto_ddp" / "base"), "-o", str(tmp_path / "ddp"))
+    assert result.exit_code == 0
+    doc = analyze(tmp_path / "ddp")
+    projected = [f.projected for f in doc.findings if f.projected]
+    assert projected   # its exposed communication findings have a fix (communication hidden)
+    with open_run(tmp_path / "ddp") as run:
+        hidden = document(run, ["communication=0"], 0.0)["predicted"]["step_time_s"]
+    for p in projected:
+        assert p["method"] == "replay" and p["change"] == {"scale": ["communication=0"]}
+        assert p["step_time_s"] == pytest.approx(hidden) and p["gain_fraction"] > 0 and p["band"] is None
+
+
+def test_report_section_draws_the_priced_fixes(demo, tmp_path):
+    report(demo, tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    start = page.index('id="fixes"')
+    section = page[start:page.index("</section>", start)]
+    assert "What the fixes are worth" in section
+    assert "input.workers=2" in section and "&minus;" in section
+    assert "compile.slow_first_step" in section   # listed as not priced, with its reason
