@@ -21,17 +21,17 @@ ROOTS = {"trnprof": REPO / "trnprof", "trnprof.collectors": REPO / "collectors",
 LAYERS = [
     ("foundation", ["trnprof._version", "trnprof.errors", "trnprof.jsonplain", "trnprof.yamlio", "trnprof.textfmt",
                     "trnprof.hardware", "trnprof.schema", "trnprof.units", "trnprof.breakdown", "trnprof.exitcodes",
-                    "trnprof.validation"]),
+                    "trnprof.validation", "trnprof.atomic"]),
     ("model", ["trnprof.model"]),
     ("storage", ["trnprof.manifest", "trnprof.integrity", "trnprof.runstore", "trnprof.derived", "trnprof.tableread"]),
     ("collectors", ["trnprof.collectors"]),
     ("query", ["trnprof.stdlib", "trnprof.batches", "trnprof.session", "trnprof.session_tables", "trnprof.info",
-               "trnprof.run", "trnprof.spark", "trnprof.engines"]),
+               "trnprof.run", "trnprof.spark", "trnprof.engines", "trnprof.critical_path"]),
     ("analysis", ["trnprof.rules_engine", "trnprof.whatif", "trnprof.diff", "trnprof.export", "trnprof.rules"]),
     ("report", ["trnprof.report"]),
     ("api", ["trnprof.api"]),
     # the commands, the docs generator, and `trnprof rules test`, which makes runs with collectors
-    ("interface", ["trnprof.cli", "trnprof.__main__", "trnprof.docgen", "trnprof.docgen_hardware",
+    ("interface", ["trnprof.cli", "trnprof.record", "trnprof.__main__", "trnprof.docgen", "trnprof.docgen_hardware",
                    "trnprof.rules_engine.testing"]),
 ]
 # Within a layer: packages that must not reach one another (directly or through others).

@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 
 from trnprof.errors import TrnprofError
+from trnprof.units import S_PER_NS
 
 from . import scale as S
 from .compute import Replayer
 from .graph import CATEGORIES
 
-NS = 1e-9
 METHOD = "replay"
 NOTES = ["durations scaled along the run's own dependency graph (docs/critical-path.md); the replay cannot "
          "know contention a change would remove or add, nor work the change would make appear"]
@@ -32,7 +32,7 @@ def steady_steps(run) -> pd.DataFrame:
 def _per_step(segments: pd.DataFrame) -> dict:
     steps = max(segments["step"].nunique(), 1) if len(segments) else 1
     sums = segments.groupby("category")["dur"].sum() if len(segments) else pd.Series(dtype=float)
-    return {c: float(sums.get(c, 0.0)) / steps * NS for c in CATEGORIES}
+    return {c: float(sums.get(c, 0.0)) / steps * S_PER_NS for c in CATEGORIES}
 
 
 def _numbers(seconds: float | None, run_job: dict) -> dict:
@@ -55,14 +55,14 @@ class Priced:
         if base.measured.empty:
             raise TrnprofError(f"run {run.path}: no steps with recorded work to replay")
         self.measured_s = float(run.sql("SELECT step, dur FROM step_times").set_index("step")["dur"]
-                                .reindex(base.measured["step"]).median()) * NS
-        self.base_s = float(base.measured["dur"].median()) * NS
+                                .reindex(base.measured["step"]).median()) * S_PER_NS
+        self.base_s = float(base.measured["dur"].median()) * S_PER_NS
         self.base_breakdown = _per_step(base.segments)
         self.steps = len(base.measured)
 
     def predict(self, scales) -> tuple[float, dict]:
         result = self.replayer.replay(scales)
-        return float(result.replayed["dur"].median()) * NS, _per_step(result.segments)
+        return float(result.replayed["dur"].median()) * S_PER_NS, _per_step(result.segments)
 
 
 def document(run, specs, started: float) -> dict:

@@ -51,7 +51,7 @@ def step_views(run: Run) -> tuple[float, float]:
     """The effective step (view step_time_views, s) and the steps' relative noise: the bulk
     standard deviation of the steady step times over their median."""
     from trnprof.diff.stats import bulk_sd
-    effective = float(run.sql("SELECT effective FROM step_time_views").iloc[0, 0]) * NS
+    effective = float(run.sql("SELECT effective FROM step_time_views").iloc[0, 0]) * S_PER_NS
     durations = run.sql("SELECT dur FROM step_phases WHERE NOT warmup")["dur"].astype(float)
     return effective, bulk_sd(durations) / float(durations.median())
 
