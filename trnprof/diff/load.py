@@ -19,7 +19,7 @@ from ..rules_engine import analyze
 from ..rules_engine.document import Document
 
 # step_breakdown's exclusive categories, in its order (they sum to the step)
-BUCKETS = ("compute", "exposed_comm", "input_wait", "host", "transfer_exposed", "compile", "idle")
+BUCKETS = ("compute", "exposed_comm", "input_wait", "host_sync", "host", "transfer_exposed", "compile", "idle")
 
 
 @dataclass

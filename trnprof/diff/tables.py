@@ -4,7 +4,7 @@ renderers (and the report's comparison section)."""
 from __future__ import annotations
 
 LABELS = {"compute": "compute", "exposed_comm": "exposed communication", "input_wait": "input wait",
-          "host": "host (device idle)", "transfer_exposed": "exposed transfer", "compile": "compile",
+          "host_sync": "host waits for device", "host": "host (device idle)", "transfer_exposed": "exposed transfer", "compile": "compile",
           "idle": "idle"}
 
 

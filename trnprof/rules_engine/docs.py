@@ -138,7 +138,7 @@ def index_md(rules: list[Rule]) -> str:
               "time (`one_time_seconds`) and memory (`bytes`); a finding's severity is the highest of its rows.", "",
               "**Exclusive impacts.** Every lost second of a step is claimed by one finding. A rule declares "
               "`impact: {draws_from: CATEGORY, specificity: N}`: the `step_breakdown` category its time comes "
-              "from (`compute`, `exposed_comm`, `input_wait`, `host`, `transfer_exposed`, `compile`, `idle`; "
+              "from (`compute`, `exposed_comm`, `input_wait`, `host_sync`, `host`, `transfer_exposed`, `compile`, `idle`; "
               "these partition the step) and how specific a cause it names (3 a named culprit such as a "
               "straggler, a slow link, FP32 matmuls or recompiles; 2 a mechanism such as poor overlap or a "
               "host-bound step; 1 a symptom such as low MFU or exposed communication). After every rule ran, "

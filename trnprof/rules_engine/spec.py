@@ -13,8 +13,9 @@ import msgspec
 SEVERITIES = ("info", "low", "medium", "high")  # ordered: index = rank; info: no cost of its own
 Severity = Literal["info", "low", "medium", "high"]
 # step_breakdown's exclusive categories: what a rule's time at stake can be drawn from
-CATEGORIES = ("compute", "exposed_comm", "input_wait", "host", "transfer_exposed", "compile", "idle")
-Category = Literal["compute", "exposed_comm", "input_wait", "host", "transfer_exposed", "compile", "idle"]
+CATEGORIES = ("compute", "exposed_comm", "input_wait", "host_sync", "host", "transfer_exposed", "compile", "idle")
+Category = Literal["compute", "exposed_comm", "input_wait", "host_sync", "host", "transfer_exposed", "compile",
+                   "idle"]
 ParamValue = Union[bool, int, float, str]
 
 
