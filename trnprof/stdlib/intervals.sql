@@ -16,8 +16,8 @@ SELECT rank, ts, ts + dur AS end_ts,
                  WHEN 'transfer' THEN 'transfer' WHEN 'memory' THEN 'transfer'
                  WHEN 'host' THEN CASE WHEN is_host_sync THEN 'host_sync' ELSE 'host' END
                  ELSE 'compile' END AS category
-FROM (SELECT *, kind = 'host' AND regexp_matches(name, '^(cuda|hip|cu)(Memcpy[A-Za-z0-9]*|StreamSynchronize|DeviceSynchronize|EventSynchronize|CtxSynchronize)$'
-                                                 || '|^aten::(item|_local_scalar_dense)$|mark_step|wait_device_ops') AS is_host_sync FROM events) AS e
+FROM (SELECT *, kind = 'host' AND regexp_matches(name, '^(cuda|hip|cu)(Memcpy[A-Za-z0-9]*|StreamSynchronize|DeviceSynchronize|EventSynchronize|CtxSynchronize)$|^aten::(item|_local_scalar_dense)$|mark_step|wait_device_ops')
+          AS is_host_sync FROM events) AS e
 WHERE kind IN ('compute', 'collective', 'p2p', 'input', 'transfer', 'memory', 'compile', 'host') AND dur > 0;
 
 -- The sweep's points: each start (+) and end (-) of a rank's device and host intervals and
