@@ -102,3 +102,39 @@ def lookup(instance_type: str | None) -> dict | None:
     """The `hardware` row of an instance type; None when it is not a known Trainium type."""
     instance = INSTANCE_TYPES.get(instance_type or "")
     return None if instance is None else row(instance)
+
+
+# GPUs a trace may come from (Kineto's deviceProperties name them): what the compute advice
+# needs. Dense peaks of the SXM parts, per GPU (NVIDIA's V100, A100 and H100 datasheets; see
+# docs/hardware.md); `match` is a case-insensitive substring of the device name.
+@dataclass(frozen=True)
+class GpuModel:
+    model: str
+    match: str
+    bf16: bool                       # BF16 arithmetic supported
+    fp32_flops: float                # FP32 without tensor cores (how FP32 matmuls run by default)
+    tensor_fp16_flops: float
+    tensor_bf16_flops: float | None  # None: no BF16
+
+
+GPU_MODELS = (
+    GpuModel("V100", "v100", bf16=False, fp32_flops=15.7e12, tensor_fp16_flops=125e12, tensor_bf16_flops=None),
+    GpuModel("A100", "a100", bf16=True, fp32_flops=19.5e12, tensor_fp16_flops=312e12, tensor_bf16_flops=312e12),
+    GpuModel("H100", "h100", bf16=True, fp32_flops=67e12, tensor_fp16_flops=989.4e12, tensor_bf16_flops=989.4e12),
+)
+GPU_COLUMNS = [
+    ("model", pa.string(), "GPU family, e.g. A100"),
+    ("match", pa.string(), "lower-case text the device name (Kineto deviceProperties) contains"),
+    ("bf16", pa.bool_(), "whether the GPU computes in BF16"),
+    ("fp32_flops", pa.float64(), "FP32 peak without tensor cores (PyTorch's default for FP32 matmuls), FLOP/s"),
+    ("tensor_fp16_flops", pa.float64(), "tensor-core peak, dense FP16, FLOP/s"),
+    ("tensor_bf16_flops", pa.float64(), "tensor-core peak, dense BF16, FLOP/s; null without BF16"),
+]
+GPU_DOC = ("One row per GPU family a trace may come from: BF16 support and the peaks the compute advice "
+           "compares, from `trnprof/hardware.py` (values and sources: docs/hardware.md).")
+
+
+def gpu_table() -> pa.Table:
+    """The `gpu_hardware` table: every GPU family, the columns of `GPU_COLUMNS`."""
+    return pa.table({name: pa.array([getattr(g, name) for g in GPU_MODELS], type=typ)
+                     for name, typ, _ in GPU_COLUMNS})

@@ -60,3 +60,43 @@ SELECT g.coll_group, g.ranks, g.nodes, g.instance_type,
                        h.network_bytes_per_s * (CAST(g.ranks AS DOUBLE) / g.nodes) / h.cores) END AS peak_busbw
 FROM typed AS g
 LEFT JOIN hardware AS h ON h.instance_type = g.instance_type;
+
+-- The platform the run's devices are (one row): the collector's `device_kind` (Kineto traces:
+-- cuda, rocm, mtia, xpu, hpu, cpu), else `trainium` for a Trn instance type; the device model;
+-- and what matrix-multiply advice needs: whether BF16 is supported and how much faster the
+-- fastest supported 16-bit tensor format runs matmuls than FP32, from the `hardware` table
+-- (Trainium) or `gpu_hardware` (V100, A100, H100). Null where the table does not know the device:
+-- a rule then says what it assumed.
+-- @column device_kind     trainium, cuda, rocm, mtia, xpu, hpu, cpu; null when unknown
+-- @column device_model    device name or instance type; null when unknown
+-- @column platform        the platform in words, e.g. `CUDA (Tesla V100-SXM2-32GB)`, `Trainium (trn1.32xlarge)`
+-- @column bf16            whether the device computes in BF16; null when unknown
+-- @column half_dtype      the 16-bit format to cast matmuls to: bf16, or fp16 where BF16 is missing; null when unknown
+-- @column half_speedup    tensor peak in half_dtype over the FP32 matmul peak; null when unknown
+CREATE VIEW run_platform AS
+WITH job AS (
+    SELECT j.device_kind, j.device_model, h.instance_type, h.tensor_bf16_flops, h.tensor_fp32_flops
+    FROM run_job AS j, run_hardware AS h
+),
+kinded AS (
+    SELECT COALESCE(device_kind, CASE WHEN instance_type LIKE 'trn%' THEN 'trainium' END) AS device_kind,
+           COALESCE(device_model, instance_type) AS device_model, tensor_bf16_flops, tensor_fp32_flops
+    FROM job
+),
+gpu AS (
+    SELECT k.*, g.bf16 AS gpu_bf16, g.fp32_flops, g.tensor_fp16_flops, g.tensor_bf16_flops AS gpu_bf16_flops
+    FROM kinded AS k
+    LEFT JOIN gpu_hardware AS g
+        ON k.device_kind IN ('cuda', 'rocm') AND STRPOS(LOWER(COALESCE(k.device_model, '')), g.match) > 0
+)
+SELECT device_kind, device_model,
+       CASE device_kind WHEN 'trainium' THEN 'Trainium' WHEN 'cuda' THEN 'CUDA' WHEN 'rocm' THEN 'ROCm'
+                        WHEN 'mtia' THEN 'MTIA' WHEN 'xpu' THEN 'Intel XPU' WHEN 'hpu' THEN 'Gaudi HPU'
+                        WHEN 'cpu' THEN 'CPU only' ELSE 'unknown platform' END
+           || COALESCE(' (' || device_model || ')', '') AS platform,
+       CASE WHEN device_kind = 'trainium' THEN TRUE ELSE gpu_bf16 END AS bf16,
+       CASE WHEN device_kind = 'trainium' THEN 'bf16' WHEN gpu_bf16 THEN 'bf16'
+            WHEN gpu_bf16 = FALSE THEN 'fp16' END AS half_dtype,
+       CASE WHEN device_kind = 'trainium' THEN tensor_bf16_flops / tensor_fp32_flops
+            ELSE COALESCE(gpu_bf16_flops, tensor_fp16_flops) / fp32_flops END AS half_speedup
+FROM gpu;
