@@ -1,8 +1,26 @@
+-- Host events with whether each is a host call that blocks until the device is done: a
+-- synchronous copy (`cudaMemcpy*`, `hipMemcpy*`: a device-to-host copy waits for the work queued
+-- before it), a stream, event, context or device synchronize, `.item()`
+-- (`aten::item`, `aten::_local_scalar_dense`), torch-xla's `mark_step` / `wait_device_ops`. The
+-- one place that names them.
+-- @column rank     global rank
+-- @column step     training step; null outside every step
+-- @column ts       start, ns
+-- @column dur      duration, ns
+-- @column name     call name as the source spells it
+-- @column lane     host thread
+-- @column is_sync  true for a call that blocks on the device
+CREATE VIEW _host_calls AS
+SELECT rank, step, ts, dur, name, lane,
+       regexp_matches(name, '^(cuda|hip|cu)(Memcpy[A-Za-z0-9]*|StreamSynchronize|DeviceSynchronize|EventSynchronize|CtxSynchronize)$|^aten::(item|_local_scalar_dense)$|mark_step|wait_device_ops')
+           AS is_sync
+FROM events
+WHERE kind = 'host' AND dur > 0;
+
 -- Timed events with the time-accounting category each belongs to. The one place that decides
 -- which kinds count in the step accounting: device work and input waits, and host work (which
 -- counts only where the device has nothing else: step_breakdown's `host`); annotations and
--- steps do not. A host call that blocks until the device is done (a synchronous copy, a stream,
--- event or device synchronize, `.item()`, torch-xla's `mark_step` / `wait_device_ops`) is
+-- steps do not. A host call that blocks until the device is done (view _host_calls) is
 -- `host_sync`: the host waits for the device, not the other way round.
 -- @column rank      global rank
 -- @column ts        start, ns
@@ -14,11 +32,41 @@ SELECT rank, ts, ts + dur AS end_ts,
                  WHEN 'collective' THEN 'comm' WHEN 'p2p' THEN 'comm'
                  WHEN 'input' THEN 'input'
                  WHEN 'transfer' THEN 'transfer' WHEN 'memory' THEN 'transfer'
-                 WHEN 'host' THEN CASE WHEN is_host_sync THEN 'host_sync' ELSE 'host' END
                  ELSE 'compile' END AS category
-FROM (SELECT *, kind = 'host' AND regexp_matches(name, '^(cuda|hip|cu)(Memcpy[A-Za-z0-9]*|StreamSynchronize|DeviceSynchronize|EventSynchronize|CtxSynchronize)$|^aten::(item|_local_scalar_dense)$|mark_step|wait_device_ops')
-          AS is_host_sync FROM events) AS e
-WHERE kind IN ('compute', 'collective', 'p2p', 'input', 'transfer', 'memory', 'compile', 'host') AND dur > 0;
+FROM events
+WHERE kind IN ('compute', 'collective', 'p2p', 'input', 'transfer', 'memory', 'compile') AND dur > 0
+UNION ALL
+SELECT rank, ts, ts + dur AS end_ts, CASE WHEN is_sync THEN 'host_sync' ELSE 'host' END AS category
+FROM _host_calls;
+
+-- Where the host blocked on the device: each blocking call of view _host_calls in a step, with
+-- its call site, the host events around it on its thread (outermost first, at most the three
+-- innermost: Python frames where the trace records the stack, then the op, e.g.
+-- `train.py(88): log > aten::to > aten::_to_copy`).
+-- @column rank      global rank
+-- @column step      training step
+-- @column ts        start, ns
+-- @column dur       duration, ns
+-- @column name      the blocking call
+-- @column site      the host events enclosing it, outermost first; the call's own name when none
+CREATE VIEW host_sync_calls AS
+WITH calls AS (
+    SELECT rank, step, ts, dur, name, lane FROM _host_calls WHERE is_sync AND step IS NOT NULL
+),
+around AS (  -- enclosing non-blocking host events on the same thread, innermost first
+    SELECT c.rank, c.ts, c.lane, o.name,
+           ROW_NUMBER() OVER (PARTITION BY c.rank, c.lane, c.ts ORDER BY o.ts DESC, o.dur) AS depth_up
+    FROM calls AS c
+    JOIN _host_calls AS o
+      ON o.rank = c.rank AND o.lane = c.lane AND NOT o.is_sync AND o.ts <= c.ts AND o.ts + o.dur >= c.ts + c.dur
+),
+sites AS (
+    SELECT rank, lane, ts, STRING_AGG(name, ' > ' ORDER BY depth_up DESC) AS site
+    FROM around WHERE depth_up <= 3 GROUP BY rank, lane, ts
+)
+SELECT c.rank, c.step, c.ts, c.dur, c.name, COALESCE(s.site, c.name) AS site
+FROM calls AS c
+LEFT JOIN sites AS s ON s.rank = c.rank AND s.lane = c.lane AND s.ts = c.ts;
 
 -- The sweep's points: each start (+) and end (-) of a rank's device and host intervals and
 -- step windows. Each device category's open-interval count is packed into 12 bits of one BIGINT
