@@ -204,3 +204,13 @@ def test_fp32_matmuls_on_the_tensor_engine_are_found(tmp_path):
     """The execution model's FP32 job: its tensor-engine ops (`layers.N.mlp`, lane nc/tensor)
     are matmuls; casting them to BF16 saves what the BF16 job shows."""
     _assert_claim(tmp_path, FP32_JOB, "compute.fp32_matmul", fault_overrides=["precision.compute=fp32"])
+
+
+def test_the_detection_table_lists_the_corpus():
+    """docs/rules/index.md renders rules/_detection.yaml's `verdicts`: every case of this file."""
+    from trnprof import yamlio
+    from trnprof.rules_engine.docs import DETECTION_FILE
+    from trnprof.rules_engine.loader import builtin_dir
+    listed = {v["test"].split("[")[0] for v in yamlio.load((builtin_dir() / DETECTION_FILE).read_text())["verdicts"]}
+    here = {name for name in globals() if name.startswith("test_") and name != "test_the_detection_table_lists_the_corpus"}
+    assert listed == here
