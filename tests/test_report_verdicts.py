@@ -1,0 +1,27 @@
+"""The report draws what the rules judge: the stragglers heatmap of a balanced 2-rank job has one
+tick per rank and a colour scale that keeps noise pale."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trnprof.api import open_run
+from trnprof.report.sections import stragglers
+
+DDP = Path(__file__).parent / "data" / "kineto_ddp" / "base"
+
+
+def test_the_stragglers_heatmap_has_a_discrete_rank_axis_and_an_anchored_scale(cli, tmp_path):
+    assert cli("ingest", DDP, "-o", tmp_path / "run").exit_code == 0
+    with open_run(tmp_path / "run") as run:
+        spec = stragglers.build(run).chart.to_dict()
+        worst = run.sql("SELECT MAX(ABS(step_dev)) AS s, MAX(ABS(compute_dev)) AS c FROM rank_deviation").iloc[0]
+    for chart, metric in zip(spec["vconcat"], ("s", "c")):
+        encoding = chart["encoding"]
+        assert encoding["x"]["axis"]["values"] == [0, 1]  # not -1, 0, 1, 1, 2
+        assert encoding["y"]["axis"]["values"] == list(range(2, 10))  # ProfilerStep#2 .. #9
+        low, high = encoding["color"]["scale"]["domain"]
+        # symmetric, never narrower than +-10 %: the balanced job's few percent stay pale
+        assert low == -high and high == pytest.approx(max(0.10, worst[metric]), abs=1e-4)
