@@ -36,6 +36,7 @@ class InstanceType:
     vcpus: int
     neuronlink_bytes_per_s: float | None  # per chip; None where the instance has no NeuronLink
     network_bytes_per_s: float            # per node: EFA (ENA on trn1.2xlarge)
+    network_kind: str = "EFA"             # the inter-node network: EFA, or ENA where the instance has no EFA
 
     @property
     def cores(self) -> int:
@@ -46,7 +47,7 @@ class InstanceType:
 # per chip is the least certain figure (sources disagree; see docs/hardware.md).
 INSTANCE_TYPES = {
     "trn1.2xlarge": InstanceType("trn1.2xlarge", chips=1, vcpus=8, neuronlink_bytes_per_s=None,
-                                 network_bytes_per_s=25e9 / 8),
+                                 network_bytes_per_s=25e9 / 8, network_kind="ENA"),
     "trn1.32xlarge": InstanceType("trn1.32xlarge", chips=16, vcpus=128, neuronlink_bytes_per_s=384 * GIB,
                                   network_bytes_per_s=800e9 / 8),
     "trn1n.32xlarge": InstanceType("trn1n.32xlarge", chips=16, vcpus=128, neuronlink_bytes_per_s=768 * GIB,
@@ -74,6 +75,7 @@ COLUMNS = [
      "link class `node`: NeuronLink-v2 bandwidth per NeuronCore inside a node, bytes/s; null without NeuronLink"),
     ("network_bytes_per_s", pa.float64(),
      "link class `network`: EFA (ENA on trn1.2xlarge) bandwidth per node, shared by its cores, bytes/s"),
+    ("network_kind", pa.string(), "the inter-node network: EFA, or ENA on trn1.2xlarge (no EFA)"),
 ]
 DOC = ("One row per Trainium instance type: cores, device memory, engine peaks per precision and "
        "link peaks per class, from `trnprof/hardware.py` (values and public sources: docs/hardware.md).")
@@ -89,7 +91,7 @@ def row(instance: InstanceType) -> dict:
             "chip_link_bytes_per_s": CHIP_DMA_BYTES_PER_S / CORES_PER_CHIP,
             "node_link_bytes_per_s": (None if instance.neuronlink_bytes_per_s is None
                                       else instance.neuronlink_bytes_per_s / CORES_PER_CHIP),
-            "network_bytes_per_s": instance.network_bytes_per_s}
+            "network_bytes_per_s": instance.network_bytes_per_s, "network_kind": instance.network_kind}
 
 
 def table() -> pa.Table:

@@ -8,7 +8,8 @@
 -- @column tensor_fp32_flops      tensor engine peak per NeuronCore, dense FP32, FLOP/s
 -- @column chip_link_bytes_per_s  DMA bandwidth per NeuronCore (collectives within a chip), bytes/s
 -- @column node_link_bytes_per_s  NeuronLink-v2 bandwidth per NeuronCore (inside a node), bytes/s
--- @column network_bytes_per_s    EFA bandwidth per node (across nodes), bytes/s
+-- @column network_bytes_per_s    EFA (ENA on trn1.2xlarge) bandwidth per node (across nodes), bytes/s
+-- @column network_kind           EFA, or ENA where the instance has no EFA
 CREATE VIEW run_hardware AS
 WITH named AS (
     SELECT COALESCE(
@@ -17,13 +18,14 @@ WITH named AS (
          GROUP BY instance_type ORDER BY COUNT(*) DESC, instance_type LIMIT 1)) AS instance_type
 )
 SELECT n.instance_type, h.cores, h.hbm_bytes_per_core, h.tensor_bf16_flops, h.tensor_fp32_flops,
-       h.chip_link_bytes_per_s, h.node_link_bytes_per_s, h.network_bytes_per_s
+       h.chip_link_bytes_per_s, h.node_link_bytes_per_s, h.network_bytes_per_s, h.network_kind
 FROM named AS n
 LEFT JOIN hardware AS h ON h.instance_type = n.instance_type;
 
 -- The link peaks of the run's instance type, one row per link class: `chip` (DMA per
 -- NeuronCore: a collective between the two cores of a chip moves through HBM), `node`
--- (NeuronLink-v2 per NeuronCore, inside a node) and `network` (EFA per node, across nodes).
+-- (NeuronLink-v2 per NeuronCore, inside a node) and `network` (EFA per node, across nodes; ENA
+-- on trn1.2xlarge, which has no EFA).
 -- Classes the instance type lacks are left out; no rows when it is unknown.
 -- @column link_class   chip, node or network
 -- @column link         what the peak is, in words
@@ -35,7 +37,7 @@ UNION ALL
 SELECT 'node', 'NeuronLink-v2 per NeuronCore (intra-node)', node_link_bytes_per_s
 FROM run_hardware WHERE node_link_bytes_per_s IS NOT NULL
 UNION ALL
-SELECT 'network', 'EFA network per node (inter-node)', network_bytes_per_s
+SELECT 'network', network_kind || ' network per node (inter-node)', network_bytes_per_s
 FROM run_hardware WHERE network_bytes_per_s IS NOT NULL;
 
 -- Peak bus bandwidth (nccl-tests convention) each replica group's collectives can reach, from
