@@ -4,8 +4,8 @@ each one has in text, Markdown and the report. Rules draw their time at stake fr
 (`impact.draws_from`), diff compares them, the report stacks them bottom first.
 """
 
-CATEGORIES = ("compute", "exposed_comm", "input_wait", "host", "transfer_exposed", "compile", "idle")
+CATEGORIES = ("compute", "exposed_comm", "input_wait", "host_sync", "host", "transfer_exposed", "compile", "idle")
 
 LABELS = {"compute": "compute", "exposed_comm": "exposed communication", "input_wait": "input wait",
-          "host": "host (device idle)", "transfer_exposed": "exposed transfer", "compile": "compile",
+          "host_sync": "host waits for device", "host": "host (device idle)", "transfer_exposed": "exposed transfer", "compile": "compile",
           "idle": "idle"}

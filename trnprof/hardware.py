@@ -38,6 +38,7 @@ class InstanceType:
     vcpus: int
     neuronlink_bytes_per_s: float | None  # per chip; None where the instance has no NeuronLink
     network_bytes_per_s: float            # per node: EFA (ENA on trn1.2xlarge)
+    network_kind: str = "EFA"             # the inter-node network: EFA, or ENA where the instance has no EFA
 
     @property
     def cores(self) -> int:
@@ -48,7 +49,7 @@ class InstanceType:
 # per chip is the least certain figure (sources disagree; see docs/hardware.md).
 INSTANCE_TYPES = {
     "trn1.2xlarge": InstanceType("trn1.2xlarge", chips=1, vcpus=8, neuronlink_bytes_per_s=None,
-                                 network_bytes_per_s=25e9 / 8),
+                                 network_bytes_per_s=25e9 / 8, network_kind="ENA"),
     "trn1.32xlarge": InstanceType("trn1.32xlarge", chips=16, vcpus=128, neuronlink_bytes_per_s=384 * GIB,
                                   network_bytes_per_s=800e9 / 8),
     "trn1n.32xlarge": InstanceType("trn1n.32xlarge", chips=16, vcpus=128, neuronlink_bytes_per_s=768 * GIB,
@@ -95,6 +96,7 @@ COLUMNS = [
      "link class `node`: NeuronLink-v2 bandwidth per NeuronCore inside a node, bytes/s; null without NeuronLink"),
     ("network_bytes_per_s", pa.float64(),
      "link class `network`: EFA (ENA on trn1.2xlarge) bandwidth per node, shared by its cores, bytes/s"),
+    ("network_kind", pa.string(), "the inter-node network: EFA, or ENA on trn1.2xlarge (no EFA)"),
 ]
 DOC = ("One row per Trainium instance type: cores, device memory, engine peaks per precision and "
        "link peaks per class, from `trnprof/hardware.py` (values and public sources: docs/hardware.md).")
@@ -110,7 +112,7 @@ def row(instance: InstanceType) -> dict:
             "chip_link_bytes_per_s": CHIP_DMA_BYTES_PER_S / CORES_PER_CHIP,
             "node_link_bytes_per_s": (None if instance.neuronlink_bytes_per_s is None
                                       else instance.neuronlink_bytes_per_s / CORES_PER_CHIP),
-            "network_bytes_per_s": instance.network_bytes_per_s}
+            "network_bytes_per_s": instance.network_bytes_per_s, "network_kind": instance.network_kind}
 
 
 def table() -> pa.Table:
@@ -123,3 +125,39 @@ def lookup(instance_type: str | None) -> dict | None:
     """The `hardware` row of an instance type; None when it is not a known Trainium type."""
     instance = INSTANCE_TYPES.get(instance_type or "")
     return None if instance is None else row(instance)
+
+
+# GPUs a trace may come from (Kineto's deviceProperties name them): what the compute advice
+# needs. Dense peaks of the SXM parts, per GPU (NVIDIA's V100, A100 and H100 datasheets; see
+# docs/hardware.md); `match` is a case-insensitive substring of the device name.
+@dataclass(frozen=True)
+class GpuModel:
+    model: str
+    match: str
+    bf16: bool                       # BF16 arithmetic supported
+    fp32_flops: float                # FP32 without tensor cores (how FP32 matmuls run by default)
+    tensor_fp16_flops: float
+    tensor_bf16_flops: float | None  # None: no BF16
+
+
+GPU_MODELS = (
+    GpuModel("V100", "v100", bf16=False, fp32_flops=15.7e12, tensor_fp16_flops=125e12, tensor_bf16_flops=None),
+    GpuModel("A100", "a100", bf16=True, fp32_flops=19.5e12, tensor_fp16_flops=312e12, tensor_bf16_flops=312e12),
+    GpuModel("H100", "h100", bf16=True, fp32_flops=67e12, tensor_fp16_flops=989.4e12, tensor_bf16_flops=989.4e12),
+)
+GPU_COLUMNS = [
+    ("model", pa.string(), "GPU family, e.g. A100"),
+    ("match", pa.string(), "lower-case text the device name (Kineto deviceProperties) contains"),
+    ("bf16", pa.bool_(), "whether the GPU computes in BF16"),
+    ("fp32_flops", pa.float64(), "FP32 peak without tensor cores (PyTorch's default for FP32 matmuls), FLOP/s"),
+    ("tensor_fp16_flops", pa.float64(), "tensor-core peak, dense FP16, FLOP/s"),
+    ("tensor_bf16_flops", pa.float64(), "tensor-core peak, dense BF16, FLOP/s; null without BF16"),
+]
+GPU_DOC = ("One row per GPU family a trace may come from: BF16 support and the peaks the compute advice "
+           "compares, from `trnprof/hardware.py` (values and sources: docs/hardware.md).")
+
+
+def gpu_table() -> pa.Table:
+    """The `gpu_hardware` table: every GPU family, the columns of `GPU_COLUMNS`."""
+    return pa.table({name: pa.array([getattr(g, name) for g in GPU_MODELS], type=typ)
+                     for name, typ, _ in GPU_COLUMNS})

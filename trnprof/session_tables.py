@@ -1,5 +1,5 @@
 """Tables every run session has beside the run's own: `run_job` (the manifest's job metadata as
-one row) and `hardware` (the Trainium hardware table). They are created before the stdlib views,
+one row), `hardware` (the Trainium hardware table) and `gpu_hardware` (the GPU families). They are created before the stdlib views,
 which read them (e.g. `step_mfu`), and rule SQL may read them too."""
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ RUN_JOB_COLUMNS = [
     ("microbatches", pa.int64(), ("microbatches", "num_microbatches"),
      "pipeline microbatches per step; null when unknown"),
     ("collector", pa.string(), (), "collector that wrote the run"),
+    ("device_kind", pa.string(), ("device_kind",),
+     "platform the trace ran on as its collector recorded it: cuda, rocm, mtia, xpu, hpu, cpu; null when not recorded"),
+    ("device_model", pa.string(), ("device_model",), "device name, e.g. Tesla V100-SXM2-32GB; null when unknown"),
 ]
 RUN_JOB_DOC = "One row: the job metadata of the run's manifest (`job` keys), null where unknown."
 
@@ -60,13 +63,20 @@ def run_job_table(manifest: dict) -> pa.Table:
 DOCS = {
     "run_job": (RUN_JOB_DOC, [(name, doc) for name, _, _, doc in RUN_JOB_COLUMNS]),
     "hardware": (hardware.DOC, [(name, doc) for name, _, doc in hardware.COLUMNS]),
+    "gpu_hardware": (hardware.GPU_DOC, [(name, doc) for name, _, doc in hardware.GPU_COLUMNS]),
 }
+
+
+def session_tables(manifest: dict) -> list[tuple[str, pa.Table]]:
+    """(name, table) of every session table of a run, for each engine to register."""
+    return [("run_job", run_job_table(manifest)), ("hardware", hardware.table()),
+            ("gpu_hardware", hardware.gpu_table())]
 
 
 def attach_tables(con: duckdb.DuckDBPyConnection, manifest: dict, schema: str = "main") -> None:
     """Create `run_job` and `hardware` in `schema` (before the stdlib views that read them)."""
     con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-    for name, arrow in (("run_job", run_job_table(manifest)), ("hardware", hardware.table())):
+    for name, arrow in session_tables(manifest):
         con.register("_arrow_source", arrow)
         try:
             con.execute(f'CREATE TABLE "{schema}"."{name}" AS SELECT * FROM _arrow_source')

@@ -79,6 +79,8 @@ class Collected:
                 self._world(trace.info.world_size, path)
                 self._merge_rank(trace.rank_row)
                 self._job_from(trace.info)
+                for key, value in trace.platform.items():
+                    self.job.setdefault(key, value)
             with ThreadPoolExecutor(max_workers=1) as writer:  # encode Parquet while the next batch is made
                 pending = None
                 for batch in trace.event_batches():

@@ -4,7 +4,11 @@ Kinds: GPU kernels are `compute`, communication kernels `collective` (`p2p` for 
 `gpu_memcpy` is `transfer`, `gpu_memset` `memory`; DataLoader iteration is `input`;
 `ProfilerStep#N` is `step`; `gloo:*` collectives (gloo worker threads) are `collective`; host
 work (`cpu_op`, `cuda_runtime`, `cuda_driver`, `python_function`, ...) is `host`; annotations,
-GPU-side annotations, syncs and unknown categories are `annotation` (never device time).
+GPU-side annotations, syncs and unknown host-side categories are `annotation` (never device
+time). Device-side categories of other accelerators (`mtia_ccp_events`, `xpu_*`, `hpu_*`,
+`privateuse1_*` events other than runtime and driver calls) are device work of a kind the
+ingester does not know: `compute` on a `device/...` lane, counted in the ingest report
+(`unknown_device_events`), never turned into annotations.
 CPU-only traces (no kernel, memcpy or memset at all): the CPU is the device, so `cpu_op` is
 `compute` and `c10d::*` collectives and `record_param_comms` (the record around a collective
 call, with its `Collective name`, `In msg nelems`, `dtype`, `Seq` args in some PyTorch versions)
@@ -27,6 +31,12 @@ HOST_CATEGORIES = ("cpu_op", "cuda_runtime", "cuda_driver", "python_function", "
                    "cpu_instant_event", "privateuse1_runtime", "privateuse1_driver", "mtia_runtime",
                    "xpu_runtime", "xpu_driver")
 INPUT_CATEGORIES = ("cpu_op", "user_annotation", "python_function")
+# device-side events of accelerators whose event categories this ingester does not know
+ACCELERATOR_CATEGORY = r"^(mtia|xpu|hpu|privateuse1)_"
+# which platform a trace's categories name: the first that matches wins (ROCm keeps CUDA's
+# category names, its runtime calls are `hip*`)
+PLATFORM_CATEGORIES = (("mtia", r"^mtia_"), ("xpu", r"^xpu_"), ("hpu", r"^hpu_"),
+                       ("cuda", r"^(kernel|gpu_memcpy|gpu_memset|cuda_runtime|cuda_driver)$"))
 
 STEP_NAME = r"^ProfilerStep#(\d{1,9})$"  # step is int32: longer numbers stay annotations
 # DataLoader iteration as PyTorch's profiler records it: `enumerate(DataLoader)#_MultiProcessing
@@ -126,8 +136,10 @@ def kinds(cat: pa.Array, name: pa.Array) -> tuple[pa.Array, pa.Array]:
     cpu_op = is_cat("cpu_op")
     cpu_kind = when(cpu_op, "compute", kind)
     cpu_kind = when(pc.and_(is_cat("cpu_op", "user_annotation"), named(C10D_NAME)), "collective", cpu_kind)
+    unknown_device = unknown_device_work(cat)
     result = []
     for k in (kind, cpu_kind):
+        k = when(unknown_device, "compute", k)
         k = when(is_cat("kernel"), "compute", k)
         k = when(pc.and_(is_cat("kernel"), named(COMM_KERNEL)), "collective", k)
         k = when(is_cat("gpu_memcpy"), "transfer", k)
@@ -149,6 +161,7 @@ def lanes(cat: pa.Array, pid: pa.Array, tid: pa.Array, device_qualified: bool = 
     GPU lanes name their device (`gpu0/stream-7`); `single_device_lanes` drops it later."""
     cat = cat.fill_null("")
     gpu = pc.is_in(cat, pa.array(GPU_CATEGORIES))
+    unknown_device = unknown_device_work(cat)
     unquote = lambda d: pc.replace_substring_regex(d, r'^"(.*)"$', r"\1")  # noqa: E731
     tid_text = per_distinct(tid.fill_null("null"), unquote)
     pid_text = per_distinct(pid.fill_null("null"), unquote)
@@ -160,7 +173,24 @@ def lanes(cat: pa.Array, pid: pa.Array, tid: pa.Array, device_qualified: bool = 
     host_lane = pc.binary_join_element_wise("host/tid-", tid_text, "")
     trace_lane = pc.binary_join_element_wise(
         "trace/", pc.if_else(pc.equal(pid_text, ""), pa.scalar("global"), pid_text), "")
-    return pc.if_else(gpu, gpu_lane, pc.if_else(numeric_pid, host_lane, trace_lane))
+    device_lane = pc.binary_join_element_wise("device/", cat, "/tid-", tid_text, "")
+    return pc.if_else(gpu, gpu_lane, pc.if_else(unknown_device, device_lane,
+                                                 pc.if_else(numeric_pid, host_lane, trace_lane)))
+
+
+def unknown_device_work(cat: pa.Array) -> pa.Array:
+    """Per row: an accelerator's device-side category this ingester has no mapping for (its
+    runtime and driver calls are host work)."""
+    cat = cat.fill_null("")
+    return pc.and_(pc.match_substring_regex(cat, ACCELERATOR_CATEGORY),
+                   pc.invert(pc.is_in(cat, pa.array(HOST_CATEGORIES))))
+
+
+def platforms(cat: pa.Array) -> set[str]:
+    """The platforms the (distinct) categories of a trace name: mtia, xpu, hpu, cuda."""
+    cat = cat.fill_null("")
+    return {name for name, pattern in PLATFORM_CATEGORIES
+            if pc.any(pc.match_substring_regex(cat, pattern)).as_py()}
 
 
 def single_device_lanes(lane: pa.Array) -> pa.Array:

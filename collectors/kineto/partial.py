@@ -90,7 +90,11 @@ def partial_events(ev: pa.Table, margs: pa.Table) -> tuple[pa.Table, dict]:
         "steps": pa.table({"ts": table["ts"].filter(is_step), "dur": table["dur"].filter(is_step),
                            "step": classify.step_numbers(name.filter(is_step))}),
         "devices": set(pc.unique(l_pid.filter(gpu)).to_pylist()),
-        "device_work": pc.any(pc.is_in(d_cat, pa.array(classify.DEVICE_WORK_CATEGORIES))).as_py() or False,
+        "device_work": pc.any(pc.or_(pc.is_in(d_cat, pa.array(classify.DEVICE_WORK_CATEGORIES)),
+                                     classify.unknown_device_work(d_cat))).as_py() or False,
+        "platforms": classify.platforms(d_cat),
+        "unknown_device_events": pc.sum(pc.take(pc.cast(classify.unknown_device_work(d_cat), pa.int64()),
+                                                by_name)).as_py() or 0,
     }
     return table.filter(pc.invert(held)), side
 

@@ -31,6 +31,7 @@ from .columns import Staged, stage_chunk
 from .counters import counters_table, memory_counters, series_counters
 from .finish import FileFacts, finalize, settle_held
 from .header import TraceInfo, detect_rank, device_memory, parse_header
+from .platform import platform_facts
 from .partial import PARTIAL, exported_events, launches_of, partial_events
 from .route import (COUNTERS, DESTINATIONS, EVENTS, FLOWS, MALFORMED, META, QUARANTINE, REASONS,
                     destinations, problem_detail, reason_codes)
@@ -57,6 +58,8 @@ class TraceFile:
         self._by_source = Counter()
         self._devices: set = set()
         self._device_work = False
+        self.platforms: set = set()
+        self.unknown_device_events = 0
         self._lanes: dict = {}
         self._export = None
         self._entries = 0
@@ -217,6 +220,8 @@ class TraceFile:
             self._steps.append(side["steps"])
             self._devices |= side["devices"]
             self._device_work |= side["device_work"]
+            self.platforms |= side["platforms"]
+            self.unknown_device_events += side["unknown_device_events"]
             wanted = pc.is_in(margs["idx"], pa.concat_arrays([side["held"]["idx"].combine_chunks(),
                                                               side["records"]["idx"].combine_chunks()]))
             self._margs.append(margs.filter(wanted).to_pandas())
@@ -293,8 +298,15 @@ class TraceFile:
                        "by_source": nested, "quarantine_reasons": dict(sorted(reasons.items()))}
         if self._truncated_args:
             self.counts["truncated_args"] = self._truncated_args
+        if self.unknown_device_events:  # device work of a kind the ingester does not know
+            self.counts["unknown_device_events"] = self.unknown_device_events
         if self.facts.refused_payloads:  # kept as events, without bytes: see collectives.py
             self.counts["ignored_args"] = {"collective_payload": self.facts.refused_payloads}
+
+    @property
+    def platform(self) -> dict:
+        """device_kind and device_model of the file (collectors/kineto/platform.py)."""
+        return platform_facts(self.platforms, self._device_work, self.info.devices)
 
     @property
     def rank_row(self) -> dict:

@@ -17,7 +17,7 @@ from trnprof.model.config import Config, load_config, to_dict
 from .counters import build_counters
 from .emit import Vocabulary
 from .events import StageTemplate, build_events
-from trnprof.model.faults import effects
+from trnprof.model.faults import effects, loader_acts
 from trnprof.model.job import Job, resolve
 from trnprof.model.layout import Layout
 from trnprof.model.memory import capacity, residency
@@ -101,6 +101,18 @@ def _write_batch(run, events, counts, counters) -> None:
     run.write_counters(counters)
 
 
+def _check_loader_acts(job: Job, plan, tl, f, costs: dict, fx) -> None:
+    """slow_loader must change the run: the same job with the loader at its normal speed is
+    simulated and the step ends compared (faults.loader_acts)."""
+    if fx.loader_factor == 1.0 or not costs:
+        return
+    clean_costs = {s: c / fx.loader_factor for s, c in costs.items()}
+    clean = simulate_timeline(plan, tl.steps, f, clean_costs, tl.compile_steps, fx.overlap_dp)
+    ends = lambda timeline: np.stack([st.step_end.max(axis=(1, 2)) for st in timeline.stages], axis=1)  # noqa: E731
+    loader_acts(ends(tl), ends(clean), fx.loader_factor, workers=job.config.input.workers,
+                batch_s=plan.batch_cost, microbatches=job.microbatches)
+
+
 def simulate(config, out: str | Path, *, seed: int | None = None, steps: int | None = None,
              overwrite: bool = False, params: Params | None = None,
              progress: Callable[[int], None] | None = None) -> Path:
@@ -120,6 +132,7 @@ def simulate(config, out: str | Path, *, seed: int | None = None, steps: int | N
     data_stages = [s for s, st in enumerate(plan.stages) if st.consumes_data]
     f, costs = draw(job, S, cfg.run.seed, cfg.run.noise, fx, data_stages, plan.batch_cost)
     tl = simulate_timeline(plan, S, f, costs, fx.compile_steps(S), fx.overlap_dp)
+    _check_loader_acts(job, plan, tl, f, costs, fx)
     oom = _oom(job, tl, fx)
     manifest = new_manifest(COLLECTOR, job=job_metadata(job), world_size=job.world, config=to_dict(cfg),
                             predictions=preds, fits=preds["fits"],

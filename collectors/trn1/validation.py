@@ -4,7 +4,7 @@ figures count the validation rows only, and excluded rows are listed with their 
 
 Each row's band leaves the row's own residual out (`uncertainty.band(..., exclude=row)`), so
 whether the band holds the published value is a fair test, not a restatement. Written into
-the docs by `python scripts/validation_report.py`; tests/test_trn1_validation_report.py checks
+the docs by `python scripts/validation_report.py`; tests/trn1/test_trn1_validation_report.py checks
 the docs against it.
 """
 

@@ -1,6 +1,6 @@
 """A plain reference solver of the critical-path graph (one node at a time, in measured start
 order), for tests: the vectorised wavefront in trnprof/critical_path/replay.py must agree with
-it exactly (tests/test_critical_path.py)."""
+it exactly (tests/critical_path/test_critical_path.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A 2-rank DDP job on CPU (gloo over loopback) profiled for the replay tests
-(tests/test_critical_path_ddp.py). Its steps take turns in three variants: `balanced`, `slow`
+(tests/critical_path/test_critical_path_ddp.py). Its steps take turns in three variants: `balanced`, `slow`
 (rank 1 also multiplies two 384x384 matrices 20 times) and `no_sync` (the backward pass inside
 DDP's no_sync(): no gradient all-reduce). Interleaved, the variants see the same load on a shared
 machine, and the job starts once.

@@ -1,7 +1,7 @@
 """Collective message sizes from a collective's own args on CPU (gloo) traces: `record_param_comms`
 records (`In msg nelems` x `dtype`, `Seq`, `Process Group Name`, `Group size`) and `Input Dims` x
 `Input type`; impossible sizes are refused and counted, never a crash or a wrong byte count.
-(Real gloo traces with `Input Dims`: tests/test_rules_real_traces.py.)"""
+(Real gloo traces with `Input Dims`: tests/rules/test_rules_real_traces.py.)"""
 
 from __future__ import annotations
 

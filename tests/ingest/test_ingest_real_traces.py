@@ -80,14 +80,14 @@ def test_info_and_stdlib_work(runs, path):
         steps = run.sql("SELECT COUNT(DISTINCT name) AS n FROM events WHERE kind = 'step'")["n"][0]
         assert len(breakdown) == info["steps"] == steps  # one rank per trace file
         for _, row in breakdown.iterrows():
-            parts = sum(row[c] for c in ("compute", "exposed_comm", "input_wait", "host", "transfer_exposed",
-                                         "compile", "idle"))
+            parts = sum(row[c] for c in ("compute", "exposed_comm", "input_wait", "host_sync", "host",
+                                         "transfer_exposed", "compile", "idle"))
             assert parts == row["dur"] and row["idle"] >= 0 and row["host"] >= 0
 
 
 def test_trace_filter_breakdown_matches_peer_figures(runs):
     """HTA's step-551 figures (SOURCE.md) against trnprof's step window: compute and overlap
-    agree to a point; HTA's GPU idle is our host + idle (the device waits either way), and differs by
+    agree to a point; HTA's GPU idle is our host_sync + host + idle (the device waits either way), and differs by
     HTA's span (first to last GPU event) vs the step window."""
     run = open_run(runs[KINETO / "trace_filter" / "sampled_rank-0.json.gz"])
     other = open_run(runs[KINETO / "trace_filter" / "sampled_rank-1.json.gz"])
@@ -95,7 +95,7 @@ def test_trace_filter_breakdown_matches_peer_figures(runs):
     for rank, opened in ((0, run), (1, other)):
         row = opened.sql("SELECT * FROM step_breakdown WHERE step = 551").iloc[0]
         compute = 100 * row["compute"] / row["dur"]
-        idle = 100 * (row["host"] + row["idle"]) / row["dur"]
+        idle = 100 * (row["host_sync"] + row["host"] + row["idle"]) / row["dur"]
         overlap = 100 * row["overlap_ratio"]
         assert abs(compute - hta[rank][0]) < 1.0
         assert abs(idle - hta[rank][1]) < 1.5

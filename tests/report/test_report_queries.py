@@ -56,7 +56,7 @@ def test_timeline_ranks_start_with_the_slowest(run):
     assert len({r for r, _ in ranks}) == len(ranks) <= limits.TIMELINE_RANKS
 
 
-def test_timeline_events_overlap_the_step_and_keep_the_longest(run, monkeypatch):
+def test_timeline_events_overlap_the_step_and_keep_every_lane(run, monkeypatch):
     step = queries.representative_step(run)["step"]
     ranks = [r for r, _ in queries.timeline_ranks(run, step)]
     everything, notes = queries.timeline_events(run, step, ranks)
@@ -65,8 +65,12 @@ def test_timeline_events_overlap_the_step_and_keep_the_longest(run, monkeypatch)
     monkeypatch.setattr(limits, "MAX_TIMELINE_EVENTS", 10)
     kept, notes = queries.timeline_events(run, step, ranks)
     assert len(kept) == 10
-    assert kept["dur"].min() >= everything["dur"].nlargest(10).min()
-    assert notes[0].startswith(f"the 10 longest of {len(everything):,} events drawn")
+    lanes = everything.groupby(["rank", "lane"])
+    # each lane's longest events in turn: every lane (up to the budget) is drawn, with its longest
+    assert len(kept.groupby(["rank", "lane"])) == min(10, lanes.ngroups)
+    for (rank, lane), mine in kept.groupby(["rank", "lane"]):
+        assert mine["dur"].min() >= lanes.get_group((rank, lane))["dur"].nlargest(len(mine)).min()
+    assert notes[0].startswith(f"10 of {len(everything):,} events drawn, the longest of each of the")
 
 
 def test_collective_points_and_their_sample(run, monkeypatch):

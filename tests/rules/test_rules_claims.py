@@ -11,7 +11,7 @@ from trnprof.rules_engine.claims import Claim, budgets, grant, graded
 
 def test_budgets_take_the_worst_rank_per_step_then_the_mean():
     frame = pd.DataFrame({"step": [1, 1, 2, 2], "compute": [4e6, 6e6, 2e6, 2e6], "exposed_comm": [0, 1e6, 3e6, 0],
-                          "input_wait": 0, "host": 0, "transfer_exposed": 0, "compile": 0, "idle": 0})
+                          "input_wait": 0, "host_sync": 0, "host": 0, "transfer_exposed": 0, "compile": 0, "idle": 0})
     budget = budgets(frame)
     assert budget["compute"] == pytest.approx((6e6 + 2e6) / 2 / 1e9)
     assert budget["exposed_comm"] == pytest.approx((1e6 + 3e6) / 2 / 1e9)

@@ -56,18 +56,34 @@ def test_step_breakdown_buckets_on_a_hand_made_step(tmp_path):
         {"rank": 0, "ts": 850, "dur": 50, "kind": "host", "name": "py", "lane": "host/main"},  # device idle
         {"rank": 0, "ts": 150, "dur": 100, "kind": "host", "name": "launch", "lane": "host/main"},  # under compute
         {"rank": 0, "ts": 50, "dur": 100, "kind": "host", "name": "next", "lane": "host/main"},  # 50 under input
-        {"rank": 0, "ts": 880, "dur": 40, "kind": "transfer", "name": "h2d", "lane": "dma/h2d"},  # 20 under host
+        {"rank": 0, "ts": 880, "dur": 40, "kind": "transfer", "name": "h2d", "lane": "dma/h2d"},  # device work: 20 over host
     ]
     with open_run(write_inline_run(tmp_path / "r", events)) as run:
         row = run.step_breakdown.iloc[0]
         summary = run.rank_summary.iloc[0]
     assert (row.compute, row.collective, row.exposed_comm, row.overlapped_comm, row.input_wait, row.host,
-            row.transfer_exposed, row.compile, row.idle) == (500, 400, 200, 200, 100, 50, 20, 0, 130)
-    categories = ("compute", "exposed_comm", "input_wait", "host", "transfer_exposed", "compile", "idle")
+            row.transfer_exposed, row.compile, row.idle) == (500, 400, 200, 200, 100, 30, 40, 0, 130)
+    categories = ("compute", "exposed_comm", "input_wait", "host_sync", "host", "transfer_exposed", "compile", "idle")
     assert sum(row[c] for c in categories) == row.dur
     assert row.overlap_ratio == pytest.approx(0.5)
     assert summary.compute_share == pytest.approx(0.5) and summary.idle_share == pytest.approx(0.13)
-    assert summary.host_share == pytest.approx(0.05)
+    assert summary.host_share == pytest.approx(0.03)
+
+
+def test_the_host_blocked_on_the_device_is_not_host_work(tmp_path):
+    # .cpu() (aten::to) blocks in cudaMemcpyAsync until its copy is done: the host waits for the
+    # device (host_sync), the outer op's own time outside the call is host work
+    events = [
+        _step(0, 0, 0, 1000),
+        {"rank": 0, "ts": 0, "dur": 400, "kind": "compute", "name": "gemm", "lane": "gpu/stream-7"},
+        {"rank": 0, "ts": 300, "dur": 500, "kind": "host", "name": "aten::to", "lane": "host/tid-1"},
+        {"rank": 0, "ts": 350, "dur": 420, "kind": "host", "name": "cudaMemcpyAsync", "lane": "host/tid-1"},
+        {"rank": 0, "ts": 700, "dur": 50, "kind": "transfer", "name": "Memcpy DtoH", "lane": "gpu/stream-7"},
+    ]
+    with open_run(write_inline_run(tmp_path / "r", events)) as run:
+        row = run.step_breakdown.iloc[0]
+    # 400-800 device idle but for the copy (700-750): aten::to runs 300-800 and blocks 350-770
+    assert (row.compute, row.transfer_exposed, row.host_sync, row.host, row.idle) == (400, 50, 320, 30, 200)
 
 
 def test_memory_views_add_categories_and_compare_with_capacity(tmp_path):
@@ -113,7 +129,7 @@ def test_bus_bandwidth_is_null_when_the_group_size_is_unknown(tmp_path):
     assert row.algbw > 0 and row.busbw != row.busbw  # NaN: unknown, not 0
 
 
-CATEGORIES = ("compute", "exposed_comm", "input_wait", "host", "transfer_exposed", "compile", "idle")
+CATEGORIES = ("compute", "exposed_comm", "input_wait", "host_sync", "host", "transfer_exposed", "compile", "idle")
 
 
 @pytest.mark.parametrize("name", ["synthetic-8rank", "tiny-slow-loader"])

@@ -1,7 +1,7 @@
 """Regression gates: `--fail-if` expressions judged against a diff document.
 
     METRIC OP VALUE
-    METRIC  step_time | throughput | mfu | compute | exposed_comm | input_wait | host
+    METRIC  step_time | throughput | mfu | compute | exposed_comm | input_wait | host_sync | host
             | transfer_exposed | compile | idle | new_findings
     OP      > | >= | < | <=
     VALUE   a relative change: +5%, -3%, 5% (sign optional)

@@ -53,6 +53,23 @@ def check_faults(faults, steps: int, *, nodes: int, world: int, dp: int) -> None
             raise TrnprofError(f"config faults: {problem}")
 
 
+def loader_acts(slowed: np.ndarray, clean: np.ndarray, factor: float, *, workers: int, batch_s: float,
+                microbatches: int) -> None:
+    """One-line error when slow_loader changes no step's end (`slowed` and `clean`: step ends of
+    the job with and without it): the loader, even slowed, stays ahead of the device."""
+    if factor == 1.0 or not np.allclose(slowed, clean, rtol=0.0, atol=1e-9):
+        return
+    step_s = float(np.median(np.diff(clean.max(axis=tuple(range(1, clean.ndim)))))) if len(clean) > 1 else 0.0
+    per_batch = batch_s * factor / max(workers, 1)
+    per_micro = step_s / microbatches
+    needed = factor * per_micro / per_batch if per_batch > 0 else float("inf")
+    raise TrnprofError(
+        f"config faults: slow_loader factor {factor:g} changes nothing in this job: slowed, the "
+        f"{workers} loader worker(s) still deliver a batch every {per_batch * 1e3:.2f} ms while the device takes "
+        f"{per_micro * 1e3:.2f} ms per microbatch, so the step time stays {step_s:.3f} s; set a factor above "
+        f"about {needed:.0f} or fewer input.workers")
+
+
 @dataclass
 class Effects:
     stragglers: dict[int, float] = field(default_factory=dict)   # rank -> compute slowdown

@@ -55,7 +55,7 @@ def breakdown_by_rank(run) -> tuple[pd.DataFrame, list[str]]:
         SELECT MIN(rank) AS rank_lo, MAX(rank) AS rank_hi, COUNT(*) AS rank_steps,
                AVG(dur) / {MS} AS step, AVG(compute) / {MS} AS compute,
                AVG(exposed_comm) / {MS} AS exposed_comm, AVG(input_wait) / {MS} AS input_wait,
-               AVG(host) / {MS} AS host, AVG(transfer_exposed) / {MS} AS transfer_exposed,
+               AVG(host_sync) / {MS} AS host_sync, AVG(host) / {MS} AS host, AVG(transfer_exposed) / {MS} AS transfer_exposed,
                AVG(compile) / {MS} AS compile, AVG(idle) / {MS} AS idle
         FROM steady_breakdown GROUP BY rank // {size} ORDER BY rank_lo""")
     notes = []
@@ -103,7 +103,9 @@ def timeline_ranks(run, step: int) -> list[tuple[int, str]]:
 
 def timeline_events(run, step: int, ranks: list[int]) -> tuple[pd.DataFrame, list[str]]:
     """Events of `ranks` overlapping their window of `step`, times in ms from the earliest of
-    those windows; past the budget the longest events are kept."""
+    those windows; past the budget each lane's longest events are kept in turn (every lane's
+    longest first, then every lane's second longest, ...), so no lane disappears: a lane of
+    many short collectives stays beside one of a few long ops."""
     in_list = ", ".join(str(int(r)) for r in ranks)
     window = f"SELECT rank, ts, end_ts FROM steps WHERE step = {int(step)} AND rank IN ({in_list})"
     where = f"""FROM events e JOIN ({window}) w ON e.rank = w.rank
@@ -111,15 +113,18 @@ def timeline_events(run, step: int, ranks: list[int]) -> tuple[pd.DataFrame, lis
     total = int(run.sql(f"SELECT COUNT(*) {where}").iloc[0, 0])
     origin = f"(SELECT MIN(ts) FROM ({window}))"
     frame = run.sql(f"""
-        SELECT e.rank, e.kind, e.lane, e.name, e.phase,
-               (e.ts - {origin}) / {MS} AS start, (e.ts + e.dur - {origin}) / {MS} AS "end",
-               e.dur / {MS} AS dur
-        {where} ORDER BY e.dur DESC, e.rank, e.ts LIMIT {limits.MAX_TIMELINE_EVENTS}""")
+        SELECT rank, kind, lane, name, phase, start, "end", dur FROM (
+            SELECT e.rank, e.kind, e.lane, e.name, e.phase, e.ts,
+                   (e.ts - {origin}) / {MS} AS start, (e.ts + e.dur - {origin}) / {MS} AS "end",
+                   e.dur / {MS} AS dur,
+                   ROW_NUMBER() OVER (PARTITION BY e.rank, e.lane ORDER BY e.dur DESC, e.ts) AS k
+            {where}) AS ranked
+        ORDER BY k, dur DESC, rank, ts LIMIT {limits.MAX_TIMELINE_EVENTS}""")
     notes = []
     if total > len(frame):
-        shortest = float(frame["dur"].min()) * 1e3
-        notes.append(f"the {len(frame):,} longest of {total:,} events drawn; "
-                     f"{total - len(frame):,} events of {shortest:,.1f} µs or less left out")
+        lanes = frame.groupby(["rank", "lane"]).size()
+        notes.append(f"{len(frame):,} of {total:,} events drawn, the longest of each of the {len(lanes):,} lanes "
+                     f"in turn (at least {int(lanes.min()):,} per lane); {total - len(frame):,} shorter events left out")
     return frame.round(5), notes
 
 

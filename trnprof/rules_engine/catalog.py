@@ -1,5 +1,6 @@
 """What rule SQL may read: the run's tables, the session tables (`run_job`: the manifest's job
-metadata; `hardware`: the Trainium hardware table) and the public stdlib views.
+metadata; `hardware`: the Trainium hardware table; `gpu_hardware`: the GPU families) and the
+public stdlib views.
 """
 
 from __future__ import annotations

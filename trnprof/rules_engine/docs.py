@@ -94,6 +94,12 @@ def _detection_lines() -> list[str]:
     lines += ["", "Real Kineto traces (`tests/data/kineto`), ingested and analyzed:", ""]
     lines += _table([(f"`{t['trace']}`", ", ".join(f"`{f}`" for f in t["fired"]) or "none", t["note"])
                      for t in data["kineto"]], ("trace", "findings", "why they make sense"))
+    lines += ["", "The verdict corpus (`tests/rules/test_verdicts.py`): each case derives its verdict in the test, "
+              "from the raw events or from the same job without the fault, and trnprof must agree (the top "
+              "finding, a claim within 25 % of the measured fault-versus-clean difference, nothing above "
+              "info the derivation does not support):", ""]
+    lines += _table([(f"`{v['test']}`", v["source"], v["verdict"], v["derivation"]) for v in data["verdicts"]],
+                    ("test", "trace or job", "verdict", "derivation"))
     return lines + [""]
 
 

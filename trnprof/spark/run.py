@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from trnprof import hardware, session_tables
+from trnprof import session_tables
 from trnprof.batches import to_store
 from trnprof.derived import data_files
 from trnprof.errors import TrnprofError
@@ -106,7 +106,7 @@ class SparkRun(Run):
         for table in TABLE_COLUMNS:
             columns = [name for name, *_ in TABLE_COLUMNS[table]]
             self._frame(table).select(*columns).createOrReplaceTempView(table)
-        for name, arrow in (("run_job", session_tables.run_job_table(self.manifest)), ("hardware", hardware.table())):
+        for name, arrow in session_tables.session_tables(self.manifest):
             self.spark.createDataFrame(arrow).createOrReplaceTempView(name)
 
     def _register_views(self) -> None:

@@ -11,11 +11,12 @@
 -- @column transfer_exposed mean exposed transfer time, ns
 -- @column compile       mean exposed compile time, ns
 -- @column idle          mean idle time, ns
+-- @column host_sync     mean time the host blocked on the device with no device work, ns
 CREATE VIEW steady_step_means AS
 SELECT b.step, COUNT(*) AS ranks, AVG(b.dur) AS dur, AVG(b.compute) AS compute,
        AVG(b.exposed_comm) AS exposed_comm, AVG(b.input_wait) AS input_wait, AVG(b.host) AS host,
        AVG(b.transfer_exposed) AS transfer_exposed, AVG(b.compile) AS compile,
-       AVG(b.idle) AS idle
+       AVG(b.idle) AS idle, AVG(b.host_sync) AS host_sync
 FROM step_breakdown AS b
 JOIN step_phases AS p ON p.step = b.step
 WHERE NOT p.warmup

@@ -8,6 +8,7 @@
 -- @column kind        event kind
 -- @column name        op name as the source spells it
 -- @column dtype       data type stated in the args of compute events, lower case; null when none
+-- @column engine      Trn1 engine of the lane: `tensor` (nc/tensor), `other` (another nc/ lane); null off a NeuronCore
 -- @column n           events
 -- @column dur         summed duration, ns
 -- @column flops       summed FLOPs of the events that report them; null when none do
@@ -17,15 +18,16 @@
 CREATE VIEW _op_stats AS
 WITH typed AS (
     SELECT rank, step, kind, name, dur, flops, bytes,
+           CASE WHEN lane = 'nc/tensor' THEN 'tensor' WHEN lane LIKE 'nc/%' THEN 'other' END AS engine,
            CASE WHEN kind = 'compute' AND args IS NOT NULL
                 THEN LOWER(COALESCE(json_extract_string(args, '$.dtype'),
                                     json_extract_string(args, '$."Input type"[0]'))) END AS dtype
     FROM events
 )
-SELECT rank, step, kind, name, dtype, COUNT(*) AS n, SUM(dur) AS dur, SUM(flops) AS flops,
+SELECT rank, step, kind, name, dtype, engine, COUNT(*) AS n, SUM(dur) AS dur, SUM(flops) AS flops,
        COUNT(flops) AS n_flops, SUM(bytes) AS bytes, COUNT(bytes) AS n_bytes
 FROM typed
-GROUP BY rank, step, kind, name, dtype;
+GROUP BY rank, step, kind, name, dtype, engine;
 
 -- Per rank, step and event kind: how many events, how long they ran in total, and the work and
 -- bytes they report (op counts, FLOPs, compiles). Durations are plain sums: overlapping events
@@ -48,7 +50,10 @@ GROUP BY rank, step, kind;
 -- Compute time by data type, per rank and step, split into matrix multiplies and other ops.
 -- The data type is _op_stats' (normalised: float/float32/fp32 -> fp32, bfloat16/bf16 -> bf16,
 -- half/float16/fp16 -> fp16), else cuBLAS's FP32 kernel naming (`sgemm`). Matrix multiplies are
--- ops whose name holds matmul, gemm, linear, dot, conv or is aten::mm / aten::bmm / aten::addmm.
+-- ops whose name holds matmul, gemm, linear, dot, conv or is aten::mm / aten::bmm / aten::addmm,
+-- ops on a NeuronCore's tensor engine (lane nc/tensor, whatever their name: `layers.3.mlp`), and
+-- off a NeuronCore ops that report FLOPs (PyTorch's profiler counts FLOPs only for matrix
+-- multiplies and convolutions).
 -- @column rank       global rank
 -- @column step       training step; null outside every step
 -- @column is_matmul  true for matrix-multiply ops
@@ -61,7 +66,8 @@ WITH classified AS (
     SELECT rank, step, n, dur, flops,
            (LOWER(name) LIKE '%matmul%' OR LOWER(name) LIKE '%gemm%' OR LOWER(name) LIKE '%linear%'
             OR LOWER(name) LIKE '%dot%' OR LOWER(name) LIKE '%conv%'
-            OR LOWER(name) IN ('aten::mm', 'aten::bmm', 'aten::addmm')) AS is_matmul,
+            OR LOWER(name) IN ('aten::mm', 'aten::bmm', 'aten::addmm')
+            OR engine = 'tensor' OR (engine IS NULL AND n_flops > 0)) AS is_matmul,
            CASE WHEN dtype IN ('float', 'float32', 'fp32', 'torch.float32', 'f32') THEN 'fp32'
                 WHEN dtype IN ('c10::bfloat16', 'bfloat16', 'bf16', 'torch.bfloat16') THEN 'bf16'
                 WHEN dtype IN ('c10::half', 'half', 'float16', 'fp16', 'torch.float16') THEN 'fp16'

@@ -16,13 +16,15 @@
 -- @column idle_share        idle / step time
 -- @column overlap_ratio     overlapped / all communication over all steps; null without communication
 -- @column hbm_peak_bytes    peak device memory, bytes; null without memory counters
+-- @column host_sync_share   host blocked on the device (no device work running) / step time
 CREATE VIEW rank_summary AS
 WITH per_rank AS (
     SELECT rank, COUNT(*) AS steps, AVG(dur) AS step_time_mean, MAX(dur) AS step_time_max,
            SUM(dur) AS total, SUM(compute) AS compute, SUM(exposed_comm) AS exposed_comm,
            SUM(input_wait) AS input_wait, SUM(host) AS host,
            SUM(transfer_exposed) AS transfer_exposed, SUM(compile) AS compile, SUM(idle) AS idle,
-           SUM(collective) AS collective, SUM(overlapped_comm) AS overlapped_comm
+           SUM(collective) AS collective, SUM(overlapped_comm) AS overlapped_comm,
+           SUM(host_sync) AS host_sync
     FROM step_breakdown
     GROUP BY rank
 )
@@ -36,7 +38,8 @@ SELECT r.rank, r.node, r.dp_rank, r.tp_rank, r.pp_rank,
        CAST(p.compile AS DOUBLE) / NULLIF(p.total, 0) AS compile_share,
        CAST(p.idle AS DOUBLE) / NULLIF(p.total, 0) AS idle_share,
        CAST(p.overlapped_comm AS DOUBLE) / NULLIF(p.collective, 0) AS overlap_ratio,
-       m.peak_bytes AS hbm_peak_bytes
+       m.peak_bytes AS hbm_peak_bytes,
+       CAST(p.host_sync AS DOUBLE) / NULLIF(p.total, 0) AS host_sync_share
 FROM ranks AS r
 LEFT JOIN per_rank AS p ON p.rank = r.rank
 LEFT JOIN memory_peak AS m ON m.rank = r.rank;

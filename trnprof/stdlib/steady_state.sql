@@ -35,15 +35,16 @@ FROM prefix;
 -- @column collective         time any collective or p2p ran, ns
 -- @column exposed_comm       collective time not overlapped by compute, ns
 -- @column overlapped_comm    collective time hidden under compute, ns
--- @column input_wait         time waiting for input with no compute or communication running, ns
--- @column host               host work while no device work or input wait ran, ns
--- @column transfer_exposed   transfer/memory time with none of the above running, ns
+-- @column input_wait         time waiting for input with no device work running, ns
+-- @column host               host work while no device work, input wait or host sync ran, ns
+-- @column transfer_exposed   copy/memset/DMA time with no compute or communication running, ns
 -- @column compile            compile time with none of the above running, ns
 -- @column idle               time with nothing known running, ns
 -- @column overlap_ratio      overlapped_comm / collective; null without communication
+-- @column host_sync          host blocked on the device while no device work or input wait ran, ns
 CREATE VIEW steady_breakdown AS
 SELECT b.rank, b.step, b.dur, b.compute, b.collective, b.exposed_comm, b.overlapped_comm, b.input_wait,
-       b.host, b.transfer_exposed, b.compile, b.idle, b.overlap_ratio
+       b.host, b.transfer_exposed, b.compile, b.idle, b.overlap_ratio, b.host_sync
 FROM step_breakdown AS b
 JOIN step_phases AS p ON p.step = b.step
 WHERE NOT p.warmup;

@@ -1,9 +1,10 @@
 -- Where each rank's step time went. The exclusive categories partition the step:
--- dur = compute + exposed_comm + input_wait + host + transfer_exposed + compile + idle,
--- each instant counted once, in the first category that covers it in that order (compute,
--- communication, input, host work while the device is idle, transfer, compile); `idle` is the
--- time nothing known ran. `collective` and `overlapped_comm` are not categories: they overlap
--- compute.
+-- dur = compute + exposed_comm + transfer_exposed + input_wait + host_sync + host + compile + idle,
+-- each instant counted once, in the first category that covers it in that order: device work
+-- of any kind first (compute, communication, copies and memsets), then the input wait, then the
+-- host blocked on the device (a synchronous copy or synchronize with no device work in the
+-- trace), then host work while the device is idle, then compile; `idle` is the time nothing known
+-- ran. `collective` and `overlapped_comm` are not categories: they overlap compute.
 -- @column rank               global rank
 -- @column step               training step number
 -- @column dur                step duration, ns
@@ -11,25 +12,29 @@
 -- @column collective         time any collective or p2p ran, overlapped or not, ns
 -- @column exposed_comm       collective time not overlapped by compute, ns
 -- @column overlapped_comm    collective time hidden under compute, ns
--- @column input_wait         time waiting for input with no compute or communication running, ns
--- @column host               time a host event of the rank ran (graph launch, tracing, Python, CPU ops) while no device work or input wait did, ns
--- @column transfer_exposed   transfer/memory time with none of the above running, ns
+-- @column input_wait         time waiting for input with no device work running, ns
+-- @column host               time a host event of the rank ran (graph launch, tracing, Python, CPU ops) while none of the above did: the device waits for the host, ns
+-- @column transfer_exposed   copy/memset/DMA time with no compute or communication running, ns
 -- @column compile            compile time with none of the above running, ns
 -- @column idle               time with nothing known running (no device, input or host event), ns
 -- @column overlap_ratio      overlapped_comm / collective; null without communication
+-- @column host_sync          time a host call of the rank blocked on the device (synchronous copy, synchronize, .item(), mark_step) while no device work or input wait ran, ns
 CREATE VIEW step_breakdown AS
 WITH sums AS (
     SELECT rank, step,
            CAST(SUM(CASE WHEN n_compute > 0 THEN dur ELSE 0 END) AS BIGINT) AS compute,
            CAST(SUM(CASE WHEN n_comm > 0 THEN dur ELSE 0 END) AS BIGINT) AS collective,
            CAST(SUM(CASE WHEN n_comm > 0 AND n_compute = 0 THEN dur ELSE 0 END) AS BIGINT) AS exposed_comm,
-           CAST(SUM(CASE WHEN n_input > 0 AND n_compute = 0 AND n_comm = 0 THEN dur ELSE 0 END) AS BIGINT) AS input_wait,
-           CAST(SUM(CASE WHEN n_host > 0 AND n_compute = 0 AND n_comm = 0 AND n_input = 0
-                    THEN dur ELSE 0 END) AS BIGINT) AS host,
-           CAST(SUM(CASE WHEN n_transfer > 0 AND n_compute = 0 AND n_comm = 0 AND n_input = 0 AND n_host = 0
-                    THEN dur ELSE 0 END) AS BIGINT) AS transfer_exposed,
-           CAST(SUM(CASE WHEN n_compile > 0 AND n_compute = 0 AND n_comm = 0 AND n_input = 0 AND n_host = 0
-                         AND n_transfer = 0 THEN dur ELSE 0 END) AS BIGINT) AS compile
+           CAST(SUM(CASE WHEN n_transfer > 0 AND n_compute = 0 AND n_comm = 0 THEN dur ELSE 0 END) AS BIGINT)
+               AS transfer_exposed,
+           CAST(SUM(CASE WHEN n_input > 0 AND n_compute = 0 AND n_comm = 0 AND n_transfer = 0
+                    THEN dur ELSE 0 END) AS BIGINT) AS input_wait,
+           CAST(SUM(CASE WHEN n_host_sync > 0 AND n_compute = 0 AND n_comm = 0 AND n_transfer = 0 AND n_input = 0
+                    THEN dur ELSE 0 END) AS BIGINT) AS host_sync,
+           CAST(SUM(CASE WHEN n_host > 0 AND n_host_sync = 0 AND n_compute = 0 AND n_comm = 0 AND n_transfer = 0
+                         AND n_input = 0 THEN dur ELSE 0 END) AS BIGINT) AS host,
+           CAST(SUM(CASE WHEN n_compile > 0 AND n_compute = 0 AND n_comm = 0 AND n_transfer = 0 AND n_input = 0
+                         AND n_host_sync = 0 AND n_host = 0 THEN dur ELSE 0 END) AS BIGINT) AS compile
     FROM device_segments
     WHERE step IS NOT NULL
     GROUP BY rank, step
@@ -43,8 +48,10 @@ SELECT s.rank, s.step, s.dur,
        COALESCE(b.host, 0) AS host,
        COALESCE(b.transfer_exposed, 0) AS transfer_exposed,
        COALESCE(b.compile, 0) AS compile,
-       s.dur - COALESCE(b.compute + b.exposed_comm + b.input_wait + b.host + b.transfer_exposed + b.compile, 0) AS idle,
+       s.dur - COALESCE(b.compute + b.exposed_comm + b.transfer_exposed + b.input_wait + b.host_sync + b.host
+                        + b.compile, 0) AS idle,
        CASE WHEN b.collective > 0 THEN CAST(b.collective - b.exposed_comm AS DOUBLE) / b.collective END
-           AS overlap_ratio
+           AS overlap_ratio,
+       COALESCE(b.host_sync, 0) AS host_sync
 FROM steps AS s
 LEFT JOIN sums AS b ON b.rank = s.rank AND b.step = s.step;

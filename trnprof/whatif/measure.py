@@ -60,7 +60,7 @@ def breakdown(run: Run) -> dict[str, float]:
     """Mean seconds per rank and steady step; communication is the exposed part, idle counts
     input waits, host time, exposed transfers and compiles (the device did none of its own work)."""
     df = run.sql("SELECT AVG(compute) AS compute, AVG(exposed_comm) AS comm, "
-                 "AVG(input_wait + host + transfer_exposed + compile + idle) AS idle FROM steady_breakdown")
+                 "AVG(input_wait + host_sync + host + transfer_exposed + compile + idle) AS idle FROM steady_breakdown")
     row = df.iloc[0]
     return {"compute": float(row["compute"] or 0) * S_PER_NS, "communication": float(row["comm"] or 0) * S_PER_NS,
             "idle": float(row["idle"] or 0) * S_PER_NS}

@@ -12,14 +12,14 @@ from ..section import Section
 
 # bucket column -> legend label, in stacking order (bottom first)
 BUCKETS = {category: LABELS[category] for category in CATEGORIES}
-COLORS = ["#4c78a8", "#e45756", "#f58518", "#54a24b", "#b279a2", "#9d755d", "#bab0ac"]
+COLORS = ["#4c78a8", "#e45756", "#f58518", "#72b7b2", "#54a24b", "#b279a2", "#9d755d", "#bab0ac"]
 WIDTH = 900
 
 
 def build(run) -> Section:
     section = Section("breakdown", "Step-time breakdown per rank",
                       intro="Where each rank's step time goes, mean per step: compute, communication "
-                            "not hidden under compute, input wait, host work while the device waits, exposed transfer, compile, idle.")
+                            "not hidden under compute, input wait, the host blocked on the device, host work while the device waits, exposed transfer, compile, idle.")
     frame, section.notes = queries.breakdown_by_rank(run)
     if frame.empty:
         section.empty = "No step events in this run, so there are no steps to break down."

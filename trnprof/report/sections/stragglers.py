@@ -10,17 +10,33 @@ from ..section import Section
 
 WIDTH = 900
 METRICS = {"step_dev": "step time", "compute_dev": "compute time"}
+# The colour scale spans at least +-10 %: run-to-run noise of a balanced job (a few percent)
+# stays pale instead of being stretched to the full red of a real straggler.
+MIN_COLOR_SPAN = 0.10
+MAX_TICKS = 40  # up to this many ranks or steps, one tick per cell at its first rank or step
+
+
+def _ticks(values) -> alt.Axis:
+    """A discrete axis: ticks at the cells' own ranks or steps (no -1, no repeated labels)."""
+    distinct = sorted({int(v) for v in values})
+    if len(distinct) <= MAX_TICKS:
+        return alt.Axis(format="d", values=distinct)
+    return alt.Axis(format="d", tickMinStep=1)
 
 
 def _heatmap(frame, column: str, label: str, height: int):
     lo, hi = float(frame["x0"].min()), float(frame["x1"].max())
-    return alt.Chart(frame[frame[column].notna()]).mark_rect().encode(
-        x=alt.X("x0:Q", title="rank", scale=alt.Scale(domain=[lo, hi], nice=False), axis=alt.Axis(format="d", tickMinStep=1)),
+    shown = frame[frame[column].notna()]
+    span = max(MIN_COLOR_SPAN, float(shown[column].abs().max()))
+    return alt.Chart(shown).mark_rect().encode(
+        x=alt.X("x0:Q", title="rank", scale=alt.Scale(domain=[lo, hi], nice=False),
+                  axis=_ticks(shown["rank_lo"])),
         x2="x1:Q",
-        y=alt.Y("y0:Q", title="step", scale=alt.Scale(reverse=True, nice=False), axis=alt.Axis(format="d", tickMinStep=1)),
+        y=alt.Y("y0:Q", title="step", scale=alt.Scale(reverse=True, nice=False),
+                  axis=_ticks(shown["step_lo"])),
         y2="y1:Q",
         color=alt.Color(f"{column}:Q", title=f"{label} vs median",
-                        scale=alt.Scale(scheme="redblue", reverse=True, domainMid=0),
+                        scale=alt.Scale(scheme="redblue", reverse=True, domain=[-span, span], clamp=True),
                         legend=alt.Legend(format="+.0%")),
         tooltip=[alt.Tooltip("rank_lo:Q", title="rank"), alt.Tooltip("step_lo:Q", title="step"),
                  alt.Tooltip(f"{column}:Q", format="+.1%", title=f"{label} vs median")],

@@ -1,0 +1,216 @@
+"""The verdict corpus: real traces nobody on the project made (HTA's test data, tests/data/kineto;
+the project's DDP traces, tests/data/kineto_ddp) and simulated faults, each with the verdict its
+derivation supports. The derivation is done here, from the raw events (or from the same job
+without the fault), and trnprof must agree: the right top finding, a claimed time within 25 % of
+the measured fault-versus-clean difference, nothing above info the derivation does not support."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from trnprof import open_run
+from trnprof.collectors.trn1 import load_config, simulate
+from trnprof.api import analyze
+
+from tests.conftest import DATA, KINETO
+
+DDP = DATA / "kineto_ddp"
+CLAIM_TOLERANCE = 0.25
+# host calls that block until the device is done, as a reader of the trace would list them
+BLOCKING = re.compile(r"^(cuda|hip)(Memcpy\w*|StreamSynchronize|DeviceSynchronize|EventSynchronize)$"
+                      r"|^aten::(item|_local_scalar_dense)$")
+
+
+def _raw(path: Path) -> list[dict]:
+    with gzip.open(path) as handle:
+        return [e for e in json.load(handle)["traceEvents"] if e.get("ph") == "X"]
+
+
+def _steps(events) -> list[tuple[int, float, float]]:
+    return sorted((int(e["name"].split("#")[1]), e["ts"], e["ts"] + e["dur"]) for e in events
+                  if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
+
+
+def _covered(events, start: float, end: float) -> np.ndarray:
+    """Microsecond cells of [start, end) covered by any of `events` (Kineto times are in us)."""
+    cells = np.zeros(int(round(end - start)), bool)
+    for e in events:
+        a, b = int(round(e["ts"] - start)), int(round(e["ts"] + e["dur"] - start))
+        cells[max(a, 0):max(b, 0)] = True
+    return cells
+
+
+def _ingest(cli, source: Path, out: Path) -> Path:
+    assert cli("ingest", source, "-o", out).exit_code == 0
+    return out
+
+
+def _loud(document) -> list[str]:
+    return [f.name for f in document.findings if f.severity != "info"]
+
+
+def _steady_step_s(run_path: Path) -> float:
+    with open_run(run_path) as run:
+        return float(run.sql("SELECT MEDIAN(dur) AS d FROM step_phases WHERE NOT warmup").iloc[0, 0]) / 1e9
+
+
+# -- real traces ----------------------------------------------------------------------------------
+
+def test_a_blocking_copy_is_the_host_waiting_for_the_device(cli, tmp_path):
+    """A100 rank (HTA negative_queue_length_values_check): `aten::to` blocks in cudaMemcpyAsync
+    for about 94 ms of each 216 ms step while no kernel, copy or memset runs. That is the host
+    waiting for the device (compute.host_sync, naming the call site), not the device waiting for
+    the host."""
+    source = KINETO / "negative_queue_length_values_check"
+    events = _raw(next(source.glob("*.json.gz")))
+    device = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    blocking = [e for e in events if e.get("cat") in ("cuda_runtime", "cpu_op") and BLOCKING.search(e["name"])]
+    expected = {}
+    for step, start, end in _steps(events):
+        expected[step] = float((_covered(blocking, start, end) & ~_covered(device, start, end)).sum()) / 1e3
+    run = _ingest(cli, source, tmp_path / "run")
+    with open_run(run) as opened:
+        got = dict(opened.sql("SELECT step, host_sync / 1e6 AS ms FROM step_breakdown").itertuples(index=False))
+    assert got.keys() == expected.keys()
+    for step, ms in expected.items():
+        assert got[step] == pytest.approx(ms, abs=0.01), step  # 10 us: the trace's rounding
+    document = analyze(run)
+    top = document.findings[0]
+    share = sum(expected.values()) / sum(end - start for _, start, end in _steps(events)) * 1e3
+    assert top.name == "compute.host_sync" and top.severity == "high"
+    assert top.impact.fraction_of_step == pytest.approx(share, rel=0.02)
+    assert "aten::to > aten::_to_copy > aten::copy_ -> cudaMemcpyAsync" in top.message
+
+
+def test_copies_are_device_work_not_host_time(tmp_path):
+    """A device copy that runs while a host op is open is device work (exposed transfer), never
+    `host` time."""
+    from tests.conftest import write_inline_run
+    events = [{"rank": 0, "ts": 0, "dur": 1000, "kind": "step", "name": "s", "lane": "host/main", "step": 0},
+              {"rank": 0, "ts": 0, "dur": 1000, "kind": "host", "name": "aten::copy_", "lane": "host/tid-1"},
+              {"rank": 0, "ts": 100, "dur": 600, "kind": "transfer", "name": "Memcpy HtoD", "lane": "gpu/stream-7"},
+              {"rank": 0, "ts": 700, "dur": 100, "kind": "memory", "name": "Memset", "lane": "gpu/stream-7"}]
+    with open_run(write_inline_run(tmp_path / "r", events)) as run:
+        row = run.step_breakdown.iloc[0]
+    assert (row.transfer_exposed, row.host) == (700, 300)
+
+
+def test_a_v100_trace_gets_fp16_advice_not_bf16(cli, tmp_path):
+    """The V100 (HTA ns_resolution_trace; deviceProperties: Tesla V100-SXM2-32GB) has no BF16:
+    FP32 sgemm kernels are worth FP16 autocast with loss scaling, at the V100's tensor-core over
+    FP32 ratio (125 / 15.7 TFLOPS)."""
+    source = KINETO / "ns_resolution_trace"
+    raw = json.load(gzip.open(next(source.glob("*.json.gz"))))
+    assert raw["deviceProperties"][0]["name"].startswith("Tesla V100")
+    run = _ingest(cli, source, tmp_path / "run")
+    document = analyze(run)
+    fp32 = next(f for f in document.findings if f.name == "compute.fp32_matmul")
+    assert "on CUDA (Tesla V100-SXM2-32GB); in FP16 it would take about 8x less" in fp32.message
+    assert "BF16" not in fp32.message and "no BF16" in fp32.recommendation
+    assert "Neuron" not in fp32.recommendation and "ALLREDUCE_GRADIENTS_BUCKET_SIZE_MB" not in " ".join(
+        f.recommendation for f in document.findings)
+
+
+def test_mtia_device_events_are_device_work(cli, tmp_path):
+    """Meta's MTIA (HTA mtia_trace_single_rank): the accelerator's events (`mtia_ccp_events`) are
+    device work of a kind the ingester does not know: counted as such and reported, so its CPU
+    ops are host work, not compute."""
+    source = KINETO / "mtia_trace_single_rank"
+    events = _raw(next(source.glob("*.json.gz")))
+    on_device = [e for e in events if e.get("cat") == "mtia_ccp_events" and e.get("dur", 0) >= 0]
+    run = _ingest(cli, source, tmp_path / "run")
+    manifest = json.loads((run / "trnprof.json").read_text())
+    assert manifest["job"]["device_kind"] == "mtia"
+    assert manifest["ingest"]["files"][0]["unknown_device_events"] == len(on_device)
+    with open_run(run) as opened:
+        kinds = dict(opened.sql("SELECT kind, COUNT(*) AS n FROM events WHERE lane LIKE 'device/%' "
+                                "GROUP BY kind").itertuples(index=False))
+        summary = opened.rank_summary.iloc[0]
+    assert kinds == {"compute": len(on_device)}
+    step = _steps(events)[0]
+    busy = float(_covered([e for e in on_device if e["dur"] > 0], step[1], step[2]).mean())
+    assert summary.compute_share == pytest.approx(busy, abs=0.01)  # not the CPU ops' 99.5 %
+
+
+@pytest.mark.parametrize("case, persistent", [("base", False), ("slow", True)])
+def test_a_straggler_must_be_persistent(cli, tmp_path, case, persistent):
+    """2-rank gloo DDP on CPU (tests/data/kineto_ddp): per step, the rank with more compute (its
+    CPU ops other than the collectives) is the slower one. A one-sided sign test over the steps
+    says whether one rank is slower more often than a coin would make it: in `base` the ranks
+    take turns (at most info); in `slow` rank 1 runs 40 extra matmuls every step."""
+    collective = re.compile(r"^(gloo:|c10d::|record_param_comms|enumerate\(DataLoader\))")
+    per_rank = {}
+    for rank in (0, 1):
+        events = _raw(DDP / case / f"rank{rank}.json.gz")
+        ops = [e for e in events if e.get("cat") == "cpu_op" and not collective.search(e["name"])]
+        per_rank[rank] = {step: _covered(ops, start, end).sum() for step, start, end in _steps(events)}
+    steps = sorted(set(per_rank[0]) & set(per_rank[1]))
+    slower = sum(per_rank[1][s] > per_rank[0][s] for s in steps)
+    k = max(slower, len(steps) - slower)
+    significant = binomtest(k, len(steps), 0.5, alternative="greater").pvalue < 0.05
+    assert significant == persistent
+    document = analyze(_ingest(cli, DDP / case, tmp_path / "run"))
+    stragglers = [f for f in document.findings if f.name == "scale.straggler"]
+    if persistent:
+        assert stragglers and stragglers[0].severity in ("medium", "high") and stragglers[0].ranks == [1]
+    else:
+        assert all(f.severity == "info" for f in stragglers)
+
+
+# -- simulated faults: the same job without the fault is the reference ---------------------------
+
+TP_JOB = ["cluster.instance=trn1.32xlarge", "cluster.nodes=2", "parallel.tp=8", "model.hidden=1024",
+          "model.heads=16", "model.layers=4", "model.ffn_hidden=4096", "batch.micro=4", "batch.global=64"]
+FP32_JOB = ["model.hidden=1024", "model.layers=4", "model.ffn_hidden=4096", "batch.micro=16", "batch.global=128"]
+
+
+def _pair(tmp_path, overrides, faults=(), fault_overrides=()):
+    clean = simulate(load_config(preset="tiny", overrides=list(overrides)), tmp_path / "clean", steps=6, seed=0)
+    faulty = simulate(load_config(preset="tiny", overrides=list(overrides) + list(fault_overrides),
+                                  faults=list(faults)), tmp_path / "fault", steps=6, seed=0)
+    return clean, faulty
+
+
+def _assert_claim(tmp_path, overrides, top_rule, faults=(), fault_overrides=()):
+    clean, faulty = _pair(tmp_path, overrides, faults, fault_overrides)
+    measured = _steady_step_s(faulty) - _steady_step_s(clean)
+    document, baseline = analyze(faulty), analyze(clean)
+    top = document.findings[0]
+    assert top.name == top_rule and top.severity in ("medium", "high"), [f.name for f in document.findings]
+    assert top.impact.seconds_per_step == pytest.approx(measured, rel=CLAIM_TOLERANCE)
+    assert top_rule not in _loud(baseline)
+    # nothing above info that the clean job does not have too, but the fault's own finding
+    assert set(_loud(document)) - set(_loud(baseline)) <= {top_rule}
+    return top
+
+
+def test_a_slow_link_no_group_avoids_is_named_with_its_cost(tmp_path):
+    """tp 8 on two trn1.32xlarge, a slow link on node 1 (factor 4): every data-parallel group
+    spans both nodes, so no group avoids the slow node; the trace cannot say which node, and
+    the finding says so, how to find it, and claims the time."""
+    top = _assert_claim(tmp_path, TP_JOB, "scale.slow_link", faults=[{"kind": "slow_link", "node": 1, "factor": 4}])
+    assert top.pattern == "inter-node links"
+    assert "cannot tell which node" in top.message and "nccom-test" in top.recommendation
+
+
+def test_fp32_matmuls_on_the_tensor_engine_are_found(tmp_path):
+    """The execution model's FP32 job: its tensor-engine ops (`layers.N.mlp`, lane nc/tensor)
+    are matmuls; casting them to BF16 saves what the BF16 job shows."""
+    _assert_claim(tmp_path, FP32_JOB, "compute.fp32_matmul", fault_overrides=["precision.compute=fp32"])
+
+
+def test_the_detection_table_lists_the_corpus():
+    """docs/rules/index.md renders rules/_detection.yaml's `verdicts`: every case of this file."""
+    from trnprof import yamlio
+    from trnprof.rules_engine.docs import DETECTION_FILE
+    from trnprof.rules_engine.loader import builtin_dir
+    listed = {v["test"].split("[")[0] for v in yamlio.load((builtin_dir() / DETECTION_FILE).read_text())["verdicts"]}
+    here = {name for name in globals() if name.startswith("test_") and name != "test_the_detection_table_lists_the_corpus"}
+    assert listed == here
