@@ -13,12 +13,12 @@
 -- @column exposed_comm       collective time not overlapped by compute, ns
 -- @column overlapped_comm    collective time hidden under compute, ns
 -- @column input_wait         time waiting for input with no device work running, ns
+-- @column host_sync          time a host call of the rank blocked on the device (synchronous copy, synchronize, .item(), mark_step) while no device work or input wait ran, ns
 -- @column host               time a host event of the rank ran (graph launch, tracing, Python, CPU ops) while none of the above did: the device waits for the host, ns
 -- @column transfer_exposed   copy/memset/DMA time with no compute or communication running, ns
 -- @column compile            compile time with none of the above running, ns
 -- @column idle               time with nothing known running (no device, input or host event), ns
 -- @column overlap_ratio      overlapped_comm / collective; null without communication
--- @column host_sync          time a host call of the rank blocked on the device (synchronous copy, synchronize, .item(), mark_step) while no device work or input wait ran, ns
 CREATE VIEW step_breakdown AS
 WITH sums AS (
     SELECT rank, step,
@@ -45,13 +45,13 @@ SELECT s.rank, s.step, s.dur,
        COALESCE(b.exposed_comm, 0) AS exposed_comm,
        COALESCE(b.collective - b.exposed_comm, 0) AS overlapped_comm,
        COALESCE(b.input_wait, 0) AS input_wait,
+       COALESCE(b.host_sync, 0) AS host_sync,
        COALESCE(b.host, 0) AS host,
        COALESCE(b.transfer_exposed, 0) AS transfer_exposed,
        COALESCE(b.compile, 0) AS compile,
        s.dur - COALESCE(b.compute + b.exposed_comm + b.transfer_exposed + b.input_wait + b.host_sync + b.host
                         + b.compile, 0) AS idle,
        CASE WHEN b.collective > 0 THEN CAST(b.collective - b.exposed_comm AS DOUBLE) / b.collective END
-           AS overlap_ratio,
-       COALESCE(b.host_sync, 0) AS host_sync
+           AS overlap_ratio
 FROM steps AS s
 LEFT JOIN sums AS b ON b.rank = s.rank AND b.step = s.step;
