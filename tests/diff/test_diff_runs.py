@@ -84,8 +84,8 @@ def test_json_holds_the_documented_contract(runs, cli):
     document = json.loads(result.output)
     assert {"base_s", "new_s", "change", "significant"} <= set(document["step_time"])
     assert {"base", "new", "change", "significant"} <= set(document["throughput"])
-    assert [row["category"] for row in document["breakdown"]] == ["compute", "exposed_comm", "input_wait", "host",
-                                                                          "transfer_exposed", "compile", "idle"]
+    assert [row["category"] for row in document["breakdown"]] == ["compute", "exposed_comm", "input_wait", "host_sync",
+                                                                  "host", "transfer_exposed", "compile", "idle"]
     assert {"name", "base_s", "new_s", "change"} <= set(document["top_regressions"][0])
     assert set(document["findings"]) >= {"new", "resolved", "changed"}
     worst_new = max((f["severity"] for f in document["findings"]["new_details"]), key=severity_rank)

@@ -20,7 +20,7 @@ TRACES = sorted(p for p in KINETO.rglob("*.json.gz") if "output" not in p.parent
 
 
 def test_real_traces_are_there():
-    assert len(TRACES) == 11, [p.name for p in TRACES]
+    assert len(TRACES) == 12, [p.name for p in TRACES]  # 10 + simple_add (critical path) + MTIA
 
 
 def _expected(path: Path) -> tuple[Counter, Counter]:

@@ -91,6 +91,6 @@ def test_png_export_removes_what_it_wrote_when_a_write_fails(tmp_path, monkeypat
             raise OSError(28, "No space left on device")
         return original(self, data)
     monkeypatch.setattr(Path, "write_bytes", full_disk)
-    with pytest.raises(TrnprofError, match="No space left on device; none were kept"):
+    with pytest.raises(TrnprofError, match="No space left on device; no chart was kept"):
         export.export_charts({"a": {}, "b": {}, "c": {}}, tmp_path / "charts")
     assert list((tmp_path / "charts").iterdir()) == []

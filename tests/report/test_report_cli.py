@@ -32,7 +32,7 @@ def test_report_uses_a_saved_findings_file(sample_run, tmp_path, cli):
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "A hand-written finding" in page and f"Findings loaded from {saved} (analyzed run: elsewhere)" in page
     assert "WARNING: that is not the run this report shows" in page  # saved for another run
-    assert "500.00 ms per step (25.0% of step time)" in page
+    assert "500.00 ms/step, 25.0% of step" in page  # the cost in its own units, as the findings table states it
 
 
 def test_saved_findings_of_the_same_run_carry_no_warning(sample_run, tmp_path, cli):
