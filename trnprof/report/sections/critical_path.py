@@ -24,6 +24,9 @@ def build(run) -> Section:
                       intro="Each bar: one step's critical path (the work and waits, across ranks, that set its "
                             "length), by category. late_rank is time the path waited for a rank that started "
                             "the step late; host includes the untraced time between recorded work.")
+    if run.engine != "duckdb":  # the graph is built from DuckDB's session (docs/critical-path.md)
+        section.empty = f"The critical path is computed on the DuckDB engine only; this report ran on {run.engine}."
+        return section
     frame = run.sql("SELECT * FROM critical_path_steps ORDER BY step")
     if frame.empty:
         section.empty = "No step events with recorded work in this run, so there is no step to walk."
