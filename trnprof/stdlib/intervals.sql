@@ -199,9 +199,12 @@ marks AS (
     UNION ALL SELECT rank, end_ts AS t, -1 AS d_claim, 0 AS d_busy FROM claimed
 ),
 swept AS (
-    SELECT rank, t, LEAD(t) OVER w - t AS dur, SUM(d_claim) OVER w AS claim, SUM(d_busy) OVER w AS busy
+    SELECT rank, t, LEAD(t) OVER (PARTITION BY rank ORDER BY t, d_claim, d_busy) - t AS dur,
+           SUM(d_claim) OVER (PARTITION BY rank ORDER BY t, d_claim, d_busy
+                              ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS claim,
+           SUM(d_busy) OVER (PARTITION BY rank ORDER BY t, d_claim, d_busy
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS busy
     FROM marks
-    WINDOW w AS (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 ),
 pieces AS (  -- each thread's share of the claimed time from the point to the next
     SELECT rank, t,
