@@ -34,11 +34,6 @@ def instance_type(run) -> str | None:
     return None if value is None or pd.isna(value) else str(value)
 
 
-def link_peaks(run) -> pd.DataFrame:
-    """The link peaks of the run's instance type (view `link_peaks`): link, bytes_per_s."""
-    return run.sql("SELECT link, bytes_per_s FROM link_peaks ORDER BY bytes_per_s DESC")
-
-
 # -- step breakdown ----------------------------------------------------------------------------
 
 def breakdown_by_rank(run) -> tuple[pd.DataFrame, list[str]]:
@@ -150,6 +145,22 @@ def collective_points(run, total: int) -> tuple[pd.DataFrame, list[str]]:
     if total > len(frame):
         notes.append(f"{len(frame):,} of {total:,} collective instances drawn (uniform sample)")
     return frame.round(5), notes
+
+
+def collective_reference_peaks(run) -> pd.DataFrame:
+    """The peak bus bandwidth collectives.low_bus_bandwidth (CO001) judges each drawn group
+    against (view `collective_peaks`), one row per distinct peak: nodes the groups span, peak in
+    GB/s, how many groups and which (the first few)."""
+    return run.sql("""
+        WITH drawn AS (
+            SELECT DISTINCT coll_group FROM collectives WHERE busbw > 0 AND bytes > 0 AND group_size > 1
+        )
+        SELECT p.nodes, p.peak_busbw / 1e9 AS gbs, COUNT(*) AS n_groups,
+               STRING_AGG(p.coll_group, ', ' ORDER BY p.coll_group) AS coll_groups
+        FROM collective_peaks AS p JOIN drawn AS d ON d.coll_group = p.coll_group
+        WHERE p.peak_busbw IS NOT NULL
+        GROUP BY p.nodes, p.peak_busbw
+        ORDER BY gbs DESC, p.nodes""")
 
 
 # -- memory ------------------------------------------------------------------------------------

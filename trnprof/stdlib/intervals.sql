@@ -144,3 +144,84 @@ SELECT rank, CASE WHEN step_host >= 16777216 THEN CAST((step_host - step_host % 
        CAST((step_host % 16777216 - step_host % 4096) / 4096 AS INTEGER) AS n_host_sync
 FROM _swept
 WHERE dur > 0 AND (packed <> 0 OR step_host <> 0);
+
+-- Host-op self time in step_breakdown's `host` time (device idle, no input wait, no host call
+-- blocked on the device, a host event of the rank running): each host op gets the time it is
+-- the innermost open op of its thread, so nested ops (`aten::to` > `aten::_to_copy` >
+-- `aten::copy_`) never share one instant. One ordered pass per thread finds each instant's
+-- innermost op (a depth stack: the op open at depth d is the last one started at depth d); a
+-- second pass per rank splits each claimed instant evenly over the threads running a host op
+-- then, so the ops' times sum to at most the `host` time.
+-- @column rank     global rank
+-- @column step     training step of the op; null outside every step
+-- @column lane     host thread
+-- @column name     host op as the source spells it
+-- @column self_ns  its share of the `host` time, ns
+CREATE VIEW host_self_time AS
+WITH calls AS (
+    SELECT rank, step, lane, ts, dur, name, is_sync,
+           ROW_NUMBER() OVER (ORDER BY rank, lane, ts, dur DESC, name) AS id
+    FROM _host_calls
+),
+points AS (  -- at one instant ends come before starts, inner ends and outer starts first
+    SELECT rank, lane, ts AS t, 1 AS d, id AS tie, id AS start_id FROM calls
+    UNION ALL
+    SELECT rank, lane, ts + dur AS t, -1 AS d, -id AS tie, CAST(NULL AS BIGINT) AS start_id FROM calls
+),
+stacked AS (
+    SELECT rank, lane, t, d, tie, start_id,
+           SUM(d) OVER (PARTITION BY rank, lane ORDER BY t, d, tie ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+               AS depth,
+           LEAD(t) OVER (PARTITION BY rank, lane ORDER BY t, d, tie) AS next_t
+    FROM points
+),
+innermost AS (
+    SELECT rank, t, next_t,
+           MAX(start_id) OVER (PARTITION BY rank, lane, depth ORDER BY t, d, tie
+                               ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS owner
+    FROM stacked
+    WHERE depth > 0 OR start_id IS NOT NULL
+),
+owned AS (  -- stretches of a thread with its innermost (non-blocking) host op
+    SELECT i.rank, i.t AS ts, i.next_t AS end_ts, i.owner
+    FROM innermost AS i JOIN calls AS c ON c.id = i.owner
+    WHERE i.next_t > i.t AND NOT c.is_sync
+),
+claimed AS (
+    SELECT rank, ts, ts + dur AS end_ts FROM device_segments
+    WHERE step IS NOT NULL AND n_host > 0 AND n_host_sync = 0 AND n_compute = 0 AND n_comm = 0
+          AND n_transfer = 0 AND n_input = 0
+),
+marks AS (
+    SELECT rank, ts AS t, 0 AS d_claim, 1 AS d_busy FROM owned
+    UNION ALL SELECT rank, end_ts AS t, 0 AS d_claim, -1 AS d_busy FROM owned
+    UNION ALL SELECT rank, ts AS t, 1 AS d_claim, 0 AS d_busy FROM claimed
+    UNION ALL SELECT rank, end_ts AS t, -1 AS d_claim, 0 AS d_busy FROM claimed
+),
+swept AS (
+    SELECT rank, t, LEAD(t) OVER (PARTITION BY rank ORDER BY t, d_claim, d_busy) - t AS dur,
+           SUM(d_claim) OVER (PARTITION BY rank ORDER BY t, d_claim, d_busy
+                              ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS claim,
+           SUM(d_busy) OVER (PARTITION BY rank ORDER BY t, d_claim, d_busy
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS busy
+    FROM marks
+),
+pieces AS (  -- each thread's share of the claimed time from the point to the next
+    SELECT rank, t,
+           CASE WHEN claim > 0 AND busy > 0 AND dur > 0 THEN CAST(dur AS DOUBLE) / busy ELSE 0.0 END AS share
+    FROM swept
+),
+cumulative AS (  -- claimed time per thread before each point
+    SELECT rank, t, MIN(before) AS before
+    FROM (SELECT rank, t, SUM(share) OVER (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+                              - share AS before
+          FROM pieces) AS running
+    GROUP BY rank, t
+)
+SELECT c.rank, c.step, c.lane, c.name, CAST(ROUND(SUM(e.before - s.before)) AS BIGINT) AS self_ns
+FROM owned AS o
+JOIN cumulative AS s ON s.rank = o.rank AND s.t = o.ts
+JOIN cumulative AS e ON e.rank = o.rank AND e.t = o.end_ts
+JOIN calls AS c ON c.id = o.owner
+GROUP BY c.rank, c.step, c.lane, c.name
+HAVING SUM(e.before - s.before) > 0;

@@ -1,5 +1,6 @@
 """Collectives: achieved bus bandwidth against message size, one point per collective instance,
-with the instance type's link peaks drawn as reference lines."""
+with the peak bus bandwidth the rules judge each replica group against (view
+`collective_peaks`, as collectives.low_bus_bandwidth uses it) drawn as reference lines."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ WIDTH = 820
 def build(run) -> Section:
     section = Section("collectives", "Collectives: bus bandwidth against message size",
                       intro="Achieved bus bandwidth (nccl-tests convention) of each collective instance, "
-                            "matched across ranks; dashed lines are the link peaks of the instance type.")
+                            "matched across ranks; dashed lines are the peak bus bandwidth the rules judge its "
+                            "replica group against, from the links the group crosses.")
     counts = queries.collective_counts(run)
     if counts["instances"] == 0:
         section.empty = "No collective or point-to-point events in this run."
@@ -24,11 +26,12 @@ def build(run) -> Section:
                          "and a duration, so no bandwidth can be drawn.")
         return section
     frame, section.notes = queries.collective_points(run, counts["with_busbw"])
-    instance = queries.instance_type(run)
-    peaks = queries.link_peaks(run)
+    peaks = queries.collective_reference_peaks(run)
     if peaks.empty:
-        section.gaps.append(f"No link peaks known for instance type {instance or '(unknown)'}: none drawn.")
-    peaks["gbs"] = peaks["bytes_per_s"] / 1e9
+        instance = queries.instance_type(run)
+        section.gaps.append(f"No peak bus bandwidth known for the collective groups (instance type "
+                            f"{instance or '(unknown)'}): none drawn.")
+    peaks["label"] = [_peak_label(row) for row in peaks.itertuples(index=False)]
     points = alt.Chart(frame).mark_circle(size=36, opacity=0.7).encode(
         x=alt.X("bytes:Q", title="message size per rank (bytes)", scale=alt.Scale(type="log"),
                 axis=alt.Axis(format="~s")),
@@ -44,7 +47,14 @@ def build(run) -> Section:
         rule = alt.Chart(peaks).encode(y="gbs:Q")
         layers += [rule.mark_rule(strokeDash=[6, 4], color="#555"),
                    rule.mark_text(align="left", dx=4, dy=-6, color="#333").encode(
-                       x=alt.value(0), text=alt.Text("label:N")).transform_calculate(
-                       label="datum.link + ': ' + format(datum.gbs, ',.1f') + ' GB/s'")]
+                       x=alt.value(0), text=alt.Text("label:N"))]
     section.chart = alt.layer(*layers).properties(width=WIDTH, height=340)
     return section
+
+
+def _peak_label(row) -> str:
+    """`peak 12.5 GB/s: 2 groups across 2 nodes (dp0, dp1)`."""
+    span = "inside a node" if row.nodes <= 1 else f"across {row.nodes} nodes"
+    groups = "1 group" if row.n_groups == 1 else f"{row.n_groups} groups"
+    names = row.coll_groups if len(row.coll_groups) <= 40 else row.coll_groups[:39] + "\u2026"
+    return f"peak {row.gbs:,.1f} GB/s: {groups} {span} ({names})"
