@@ -9,6 +9,8 @@ import time
 
 import click
 
+from .. import api
+from ..rules_engine.render import to_text
 from ..textfmt import size as fmt_size
 from . import _options as options
 
@@ -81,14 +83,10 @@ def command(command, out, wait, warmup, active, shapes, memory, stack, interval,
     if analyze:
         _analyze(summary["run"])
     if report_path:
-        from ..report import write_report
-        written = write_report(summary["run"], report_path)
+        written = api.report(summary["run"], report_path)
         click.echo(f"wrote {written['path']}")
     sys.exit(captured.returncode)
 
 
 def _analyze(run: str) -> None:
-    from ..rules_engine import analyze
-    from ..rules_engine.render import to_text
-    document = analyze(run)
-    click.echo(to_text(document))
+    click.echo(to_text(api.analyze(run)))
