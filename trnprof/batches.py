@@ -33,11 +33,12 @@ from .tableread import table_select
 RANK_LOCAL = frozenset({
     "steps", "device_intervals", "_sweep_points", "_swept", "device_segments", "step_breakdown",
     "memory_timeline", "memory_totals", "memory_peak", "rank_summary", "_op_stats", "event_stats", "_comm_events",
-    "compute_dtypes", "step_memory", "memory_at_peak",
+    "compute_dtypes", "step_memory", "memory_at_peak", "_host_calls", "host_sync_calls", "host_self_time",
 })
 # Views with about a row per event or finer: never stored (as large as the run itself); the
 # views computed from them are.
-ROW_LEVEL = frozenset({"device_intervals", "_sweep_points", "_swept", "device_segments", "_comm_events"})
+ROW_LEVEL = frozenset({"device_intervals", "_sweep_points", "_swept", "device_segments", "_comm_events",
+                       "_host_calls"})
 # Parquet bytes of one batch per byte of memory budget (docs/performance.md: the interval sweep
 # of a batch takes about 20x its Parquet size at peak).
 BATCH_SHARE = 1 / 48

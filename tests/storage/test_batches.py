@@ -36,10 +36,14 @@ def both_ways(trn1_run):
     return _rows(trn1_run, VIEWS, 1e6), _rows(trn1_run, VIEWS, 1e-12)
 
 
+# views this clean simulated run leaves empty: no pipeline, no long step, no blocking host call
+EMPTY_HERE = ("p2p_waits", "outlier_steps", "host_sync_calls")
+
+
 @pytest.mark.parametrize("name", VIEWS)
 def test_every_view_has_the_same_rows_with_one_rank_per_batch(both_ways, name):
     one_sweep, per_rank = both_ways
-    assert len(one_sweep[name]) > 0 or name in ("p2p_waits",), f"{name} is empty: the comparison proves nothing"
+    assert len(one_sweep[name]) > 0 or name in EMPTY_HERE, f"{name} is empty: the comparison proves nothing"
     pd.testing.assert_frame_equal(one_sweep[name], per_rank[name], check_dtype=False)
 
 

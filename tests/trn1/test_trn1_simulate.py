@@ -142,11 +142,10 @@ def test_cli_errors_are_one_line_exit_2(cli, tmp_path):
     assert not (tmp_path / "x").exists()
 
 
-def test_list_presets_shows_each_default_layout():
+def test_list_presets_shows_each_default_layout(cli):
     from trnprof.model.hardware import INSTANCES
-    runner = CliRunner()
-    listed = json.loads(runner.invoke(main, ["simulate", "--list-presets", "--format", "json"]).output)
-    text = runner.invoke(main, ["simulate", "--list-presets"]).output
+    listed = json.loads(cli("simulate", "--list-presets", "--format", "json").output)
+    text = cli("simulate", "--list-presets").output
     for name in listed["job"] + listed["model"]:
         layout = listed["layouts"][name]
         config = load_config(preset=name)

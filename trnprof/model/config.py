@@ -71,7 +71,7 @@ class Parallel(_Section):
 
 
 class Batch(_Section):
-    global_: Annotated[int, msgspec.Meta(ge=1, le=65_536)] = msgspec.field(name="global", default=32)
+    global_: Annotated[int, msgspec.Meta(ge=1, le=1_048_576)] = msgspec.field(name="global", default=32)
     micro: PosInt = 1
 
 
