@@ -77,7 +77,8 @@ def test_unknown_instance_type_is_noted(tmp_path):
                    coll_group="dp", coll_seq=0, bytes=1 << 20, coll_ranks=2) for r in range(2)]
     with open_run(write_inline_run(tmp_path / "unknown", events)) as bare:
         section = collectives.build(bare)
-    assert section.chart is not None and section.gaps == ["No link peaks known for instance type (unknown): none drawn."]
+    assert section.chart is not None and section.gaps == [
+        "No peak bus bandwidth known for the collective groups (instance type (unknown)): none drawn."]
 
 
 def test_header_lists_job_facts_and_top_findings(run):
