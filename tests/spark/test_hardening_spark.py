@@ -1,25 +1,10 @@
 """A rule failing inside Spark's JVM (issue 28): one line naming the root cause, not the wrapper;
 the JVM's stack trace goes to the driver's log file, not to the terminal."""
 
-import os
-import shutil
-
 import pytest
 
-from trnprof.api import open_run
 from trnprof.rules_engine.sandbox import SandboxError
 from trnprof.spark import connect
-from trnprof.rules_engine.spark_sandbox import SparkSandbox
-
-from tests.conftest import REPO
-
-
-@pytest.fixture(scope="module")
-def sandbox(tmp_path_factory, spark_engine):  # noqa: F811
-    path = shutil.copytree(REPO / "sample_traces" / "synthetic-8rank", tmp_path_factory.mktemp("sb") / "run")
-    run = open_run(path)
-    yield SparkSandbox(run, {"steps", "step_breakdown"}, cache=["step_breakdown"])
-    run.close()
 
 
 def test_a_failure_inside_a_task_is_one_line_naming_its_cause(sandbox, capfd):

@@ -1,23 +1,9 @@
 """Rule SQL on Spark keeps the sandbox's contract: only its tables, nothing by path, no call
 into the JVM, a time limit, a cap on rows; refusals are one-line SandboxErrors."""
 
-import shutil
-
 import pytest
 
-from trnprof.api import open_run
 from trnprof.rules_engine.sandbox import SandboxError
-from trnprof.rules_engine.spark_sandbox import SparkSandbox
-
-from tests.conftest import REPO
-
-
-@pytest.fixture(scope="module")
-def sandbox(tmp_path_factory, spark_engine):  # noqa: F811
-    path = shutil.copytree(REPO / "sample_traces" / "synthetic-8rank", tmp_path_factory.mktemp("sb") / "run")
-    run = open_run(path)
-    yield SparkSandbox(run, {"steps", "step_breakdown"}, cache=["step_breakdown"])
-    run.close()
 
 
 def test_a_rule_reads_its_tables_with_parameters(sandbox):
