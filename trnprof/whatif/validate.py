@@ -36,7 +36,7 @@ CHANGES = {
 # Faults injected into A and removed with faults=[].
 FAULTS = {
     "straggler": "{kind: straggler, rank: 1, slowdown: 1.5}",
-    "slow loader": "{kind: slow_loader, factor: 16}",  # 8 does not act on job A
+    "slow loader": "{kind: slow_loader, factor: 16}",  # at 8 the prefetch queue outlasts job A's 5 steps
     "no overlap": "{kind: no_overlap}",
     "slow link": "{kind: slow_link, node: 1, factor: 4}",
 }
