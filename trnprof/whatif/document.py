@@ -198,14 +198,15 @@ class Prepared:
         """The uncertainty band around a predicted (model) step, as measured seconds: the span of
         the prediction over the plausible range (params.BOUNDS) of every parameter the run could
         not show, widened by 2 x the classes' RMS and the steps' noise (log scale), times the
-        measured-over-fitted scale."""
+        measured-over-fitted scale. When every measured step waited for input, the scale is the
+        loader's: the high edge also allows the slowest rank's compute spread (rank_spread)."""
         low = high = step
         for name in self.fit_section()["fixed"]:
             for bound in BOUNDS[name]:
                 seconds = model(job, self.result.params.replace(**{name: bound})).typical_s
                 low, high = min(low, seconds), max(high, seconds)
         return {"low_s": low * self.scale * float(np.exp(-self.band)),
-                "high_s": high * self.scale * float(np.exp(self.band))}
+                "high_s": high * self.scale * float(np.exp(self.band)) * (1 + self.measured.rank_spread)}
 
     def priced(self, job: Job, predicted: Modelled) -> dict:
         """A changed job's typical and effective step as ratios on the fitted model applied to the

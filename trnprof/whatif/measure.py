@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from trnprof.model.run_views import unwaited
+from trnprof.model.run_views import WAIT_FLOOR_S, unwaited
 from trnprof.run import Run
 from trnprof.errors import TrnprofError
 from trnprof.units import S_PER_NS
@@ -38,6 +38,7 @@ class Measured:
     effective_s: float = 0.0           # wall time per steady step (step_time_views), s
     noise: float = 0.0                 # the steps' bulk standard deviation over the typical step
     unwaited_s: float | None = None    # median steady step no rank waited for input in, s (None: no breakdown)
+    rank_spread: float = 0.0           # every step waited: slowest over median rank compute - 1 (unwaited_step)
 
 
 def steady_step(run: Run) -> tuple[float, int]:
@@ -68,12 +69,17 @@ def breakdown(run: Run) -> dict[str, float]:
             "idle": float(row["idle"] or 0) * S_PER_NS}
 
 
-def unwaited_step(run: Run) -> float:
+def unwaited_step(run: Run) -> tuple[float, float]:
     """The median steady step among those in which no rank waited for its input
-    (steady_breakdown's input_wait; run_views.unwaited), s."""
-    df = run.sql("SELECT p.step, p.dur, MAX(b.input_wait) AS wait FROM step_phases AS p "
-                 "JOIN steady_breakdown AS b ON b.step = p.step GROUP BY p.step, p.dur")
-    return unwaited(df["dur"].to_numpy(float) * S_PER_NS, df["wait"].to_numpy(float) * S_PER_NS)
+    (steady_breakdown's input_wait; run_views.unwaited), s; and, when every steady step waited,
+    how much longer than the median rank's the slowest rank's compute ran (median over steps):
+    a step the device bounds ends with its slowest rank, which a step the loader bounds hid."""
+    df = run.sql("SELECT p.step, p.dur, MAX(b.input_wait) AS wait, MAX(b.compute) / NULLIF(MEDIAN(b.compute), 0) - 1 "
+                 "AS spread FROM step_phases AS p JOIN steady_breakdown AS b ON b.step = p.step GROUP BY p.step, p.dur")
+    waits = df["wait"].to_numpy(float) * S_PER_NS
+    step = unwaited(df["dur"].to_numpy(float) * S_PER_NS, waits)
+    every_step_waited = len(df) and (waits >= WAIT_FLOOR_S).all()
+    return step, float(df["spread"].astype(float).fillna(0).median()) if every_step_waited else 0.0
 
 
 def breakdown_ready(run: Run) -> bool:
@@ -127,5 +133,5 @@ def measure(run: Run, tp: int, dp: int, *, need_breakdown: bool = False) -> Meas
     ranks = sample_ranks(run, tp, dp)
     classes, counts = event_classes(run, ranks)
     effective, noise = step_views(run)
-    return Measured(step, steps, parts, classes, counts, len(ranks), effective, noise,
-                    unwaited_step(run) if ready else None)
+    unwaited_s, spread = unwaited_step(run) if ready else (None, 0.0)
+    return Measured(step, steps, parts, classes, counts, len(ranks), effective, noise, unwaited_s, spread)
