@@ -4,7 +4,7 @@ clean run with a band that holds the clean run's median step; for factors 4, 8 a
 tiny job (one worker: loader-bound from the first step; four workers over 12 steps: the prefetch
 queue hides the loader at first, then each round of batches makes one step wait) and on
 BERT-large phase 1 (32 microbatches a step). Truth is another seed's simulation as `trnprof info`
-reads it; each faulty run is first checked loader-bound from the config's own numbers."""
+reads it; the one-worker faulty runs are first checked loader-bound from the config's own numbers."""
 
 from __future__ import annotations
 
@@ -23,13 +23,8 @@ from trnprof.whatif import validate as V
 from trnprof.whatif.describe import expand
 from trnprof.whatif.document import whatif
 
-TINY_ONE_WORKER = V.JOB_A + ["input.workers=1"]        # 4 samples x 1 ms a batch, 2 batches a step
-BERT = ["model=bert-large", "model.seq_len=128", "cluster.instance=trn1.32xlarge", "cluster.nodes=1",
-        "batch.global=16384", "batch.micro=16", "input.workers=1", "input.per_sample_ms=5"]
-JOBS = {"tiny, 1 worker": (TINY_ONE_WORKER, 6, 4e-3 * 2), "tiny, 4 workers": (V.JOB_A, 12, None),
-        "bert-large phase 1": (BERT, 6, 16 * 5e-3 * 32)}  # (sets, steps, loader seconds a step at factor 1)
-CASES = [("tiny, 1 worker", 4), ("tiny, 1 worker", 8), ("tiny, 1 worker", 16), ("tiny, 4 workers", 8),
-         ("tiny, 4 workers", 16), ("bert-large phase 1", 4), ("bert-large phase 1", 8), ("bert-large phase 1", 16)]
+JOBS = V.LOADER_JOBS   # (sets, steps, loader seconds a step at factor 1 with one worker)
+CASES = [(job, factor) for job, factors in V.LOADER_FACTORS.items() for factor in factors]
 
 
 def _fault(factor: int) -> str:
@@ -60,7 +55,7 @@ def simulated(tmp_path_factory):
 
 @pytest.mark.parametrize("job,factor", [c for c in CASES if JOBS[c[0]][2]])
 def test_the_faulty_step_is_the_loaders_time_per_step(simulated, job, factor):
-    """One worker: a step takes microbatches x batch seconds x factor (micro x per-sample ms)."""
+    """One worker: a step takes microbatches x micro x per-sample ms x factor."""
     assert _views(simulated(job, factor, 2))["typical"] == pytest.approx(JOBS[job][2] * factor, rel=0.02)
 
 
