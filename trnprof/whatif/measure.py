@@ -69,17 +69,20 @@ def breakdown(run: Run) -> dict[str, float]:
             "idle": float(row["idle"] or 0) * S_PER_NS}
 
 
-def unwaited_step(run: Run) -> tuple[float, float]:
+def unwaited_step(run: Run) -> tuple[float | None, float]:
     """The median steady step among those in which no rank waited for its input
     (steady_breakdown's input_wait; run_views.unwaited), s; and, when every steady step waited,
     how much longer than the median rank's the slowest rank's compute ran (median over steps):
     a step the device bounds ends with its slowest rank, which a step the loader bounds hid."""
     df = run.sql("SELECT p.step, p.dur, MAX(b.input_wait) AS wait, MAX(b.compute) / NULLIF(MEDIAN(b.compute), 0) - 1 "
                  "AS spread FROM step_phases AS p JOIN steady_breakdown AS b ON b.step = p.step GROUP BY p.step, p.dur")
+    if df.empty:
+        return None, 0.0
     waits = df["wait"].to_numpy(float) * S_PER_NS
     step = unwaited(df["dur"].to_numpy(float) * S_PER_NS, waits)
-    every_step_waited = len(df) and (waits >= WAIT_FLOOR_S).all()
-    return step, float(df["spread"].astype(float).fillna(0).median()) if every_step_waited else 0.0
+    if (waits < WAIT_FLOOR_S).any():
+        return step, 0.0
+    return step, float(df["spread"].astype(float).fillna(0).median())
 
 
 def breakdown_ready(run: Run) -> bool:
