@@ -29,8 +29,7 @@ def test_change_predicted_within_5_percent_under_perturbation_b(run_b, tmp_path,
     assert abs(row["error"]) <= TOLERANCE, row
 
 
-# "slow loader" is left out: a loader that bounds the step is mispredicted (tests/whatif/test_whatif_faults.py)
-@pytest.mark.parametrize("fault", ["straggler"])
+@pytest.mark.parametrize("fault", ["straggler", "slow loader"])
 def test_removing_a_fault_predicts_the_clean_run(tmp_path, fault):
     run = simulate_job(JOB_A, "A", tmp_path / "faulty", faults=FAULTS[fault])
     row = compare(run, JOB_A, ["faults=[]"], "A", faults=FAULTS[fault], workdir=tmp_path)

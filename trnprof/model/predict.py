@@ -68,15 +68,22 @@ def drain_steps(job: Job, step_s: float, loader_s: float) -> int:
     return min(MAX_STEPS, math.ceil(capacity_batches / (1 - step_s / loader_s) / job.microbatches))
 
 
-def steady_timeline(plan: Plan, fx: Effects, extra_steps: int = 0):
-    """The noise-free collapsed timeline and its steady (measured) steps, first and last."""
-    job = plan.job
-    steps = steady_steps(job) + extra_steps
+def noise_free_timeline(plan: Plan, fx: Effects, compile_steps: np.ndarray):
+    """The collapsed timeline without noise of a run of len(compile_steps) steps."""
+    job, steps = plan.job, len(compile_steps)
     data = [s for s, st in enumerate(plan.stages) if st.consumes_data]
     f, costs = draw(job, steps, 0, 0.0, fx, data, plan.batch_cost, dp=1)
+    return simulate_timeline(_collapsed(plan), steps, f, costs, compile_steps, fx.overlap_dp, dp=1)
+
+
+def steady_timeline(plan: Plan, fx: Effects, extra_steps: int = 0):
+    """The noise-free collapsed timeline (only the first step compiles) and its steady
+    (measured) steps, first and last."""
+    job = plan.job
+    steps = steady_steps(job) + extra_steps
     compile_steps = np.zeros(steps, dtype=bool)
     compile_steps[0] = True
-    tl = simulate_timeline(_collapsed(plan), steps, f, costs, compile_steps, fx.overlap_dp, dp=1)
+    tl = noise_free_timeline(plan, fx, compile_steps)
     return tl, steps - loader_cycle(job), steps - 1
 
 

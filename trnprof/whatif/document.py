@@ -155,18 +155,30 @@ class Prepared:
         self.method = "event classes" if class_fit else "breakdown"
         self.result, self.keys = class_fit if class_fit else (_breakdown_fit(self.job, self.measured, start), [])
         self.fitted = model(self.job, self.result.params)
-        self.step_residual = float(np.log(self.fitted.predictions["step_time_s"] / self.measured.step_time_s))
+        self.step_residual = float(np.log(self.fitted_step / self.measured_step))
         self.fits, self.reason = _trust(self.result, self.step_residual, self.method)
         world = run.manifest.get("world_size")
         if world and world != self.job.world:
             self.result.notes.append(f"the described job has {self.job.world} ranks, the run {world}: "
                                      "the fit compares per-rank step times")
         # predictions are ratios on the fitted model applied to the measured steps: the fit's bias cancels
-        self.scale = self.measured.step_time_s / self.fitted.predictions["step_time_s"]
+        self.scale = self.measured_step / self.fitted_step
         self.effective_scale = self.measured.effective_s / self.fitted.effective_s if self.measured.effective_s \
             else self.scale
         self.band = BAND_SIGMAS * self.result.rms + self.noise_term()
         self.baseline_hbm = _measured_hbm(run)
+
+    @property
+    def measured_step(self) -> float:
+        """The measured step the fit's bias is read on: the median of the steps no rank waited
+        for input in (run_views.unwaited) when the run's breakdown is at hand, else the typical
+        step. A loader that bounds the step moves the typical step with its noise; not these."""
+        return self.measured.unwaited_s if self.measured.unwaited_s else self.measured.step_time_s
+
+    @property
+    def fitted_step(self) -> float:
+        """The fitted model's counterpart of measured_step on a run of the same length."""
+        return self.fitted.views.unwaited_s if self.measured.unwaited_s else self.fitted.typical_s
 
     def noise_term(self) -> float:
         """How far another run's median step may fall from this one's by noise alone (log scale):
@@ -186,22 +198,23 @@ class Prepared:
         """The uncertainty band around a predicted (model) step, as measured seconds: the span of
         the prediction over the plausible range (params.BOUNDS) of every parameter the run could
         not show, widened by 2 x the classes' RMS and the steps' noise (log scale), times the
-        measured-over-fitted scale."""
+        measured-over-fitted scale. When every measured step waited for input, the scale is the
+        loader's: the high edge also allows the slowest rank's compute spread (rank_spread)."""
         low = high = step
         for name in self.fit_section()["fixed"]:
             for bound in BOUNDS[name]:
-                seconds = model(job, self.result.params.replace(**{name: bound})).predictions["step_time_s"]
+                seconds = model(job, self.result.params.replace(**{name: bound})).typical_s
                 low, high = min(low, seconds), max(high, seconds)
         return {"low_s": low * self.scale * float(np.exp(-self.band)),
-                "high_s": high * self.scale * float(np.exp(self.band))}
+                "high_s": high * self.scale * float(np.exp(self.band)) * (1 + self.measured.rank_spread)}
 
     def priced(self, job: Job, predicted: Modelled) -> dict:
         """A changed job's typical and effective step as ratios on the fitted model applied to the
         measured steps, with the band and the changes against the measured steps."""
-        step = predicted.predictions["step_time_s"] * self.scale
+        step = predicted.typical_s * self.scale
         effective = predicted.effective_s * self.effective_scale
         return {"step_time_s": step, "effective_step_s": effective,
-                "band": self.band_of(job, predicted.predictions["step_time_s"]),
+                "band": self.band_of(job, predicted.typical_s),
                 "change_fraction": step / self.measured.step_time_s - 1,
                 "effective_change_fraction": effective / self.measured.effective_s - 1
                 if self.measured.effective_s else None}
@@ -226,7 +239,7 @@ def _document(prep: Prepared, changes: dict, seconds: float) -> dict:
         "baseline": {**_numbers(prep.job, prep.measured.step_time_s, prep.baseline_hbm), "steps": prep.measured.steps,
                      "effective_step_s": prep.measured.effective_s},
         "fit": prep.fit_section(),
-        "fitted": {**_numbers(prep.job, fitted["step_time_s"], fitted["hbm_peak_bytes"]),
+        "fitted": {**_numbers(prep.job, prep.fitted.typical_s, fitted["hbm_peak_bytes"]),
                    "effective_step_s": prep.fitted.effective_s},
         "predicted": {**_numbers(job, step, pred["hbm_peak_bytes"]), "fits": pred["fits"], **priced},
         "breakdown": _breakdown(prep.measured, prep.fitted, predicted),

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from trnprof.model.run_views import WAIT_FLOOR_S, unwaited
 from trnprof.run import Run
 from trnprof.errors import TrnprofError
 from trnprof.units import S_PER_NS
@@ -36,6 +37,8 @@ class Measured:
     sampled_ranks: int
     effective_s: float = 0.0           # wall time per steady step (step_time_views), s
     noise: float = 0.0                 # the steps' bulk standard deviation over the typical step
+    unwaited_s: float | None = None    # median steady step no rank waited for input in, s (None: no breakdown)
+    rank_spread: float = 0.0           # every step waited: slowest over median rank compute - 1 (unwaited_step)
 
 
 def steady_step(run: Run) -> tuple[float, int]:
@@ -64,6 +67,22 @@ def breakdown(run: Run) -> dict[str, float]:
     row = df.iloc[0]
     return {"compute": float(row["compute"] or 0) * S_PER_NS, "communication": float(row["comm"] or 0) * S_PER_NS,
             "idle": float(row["idle"] or 0) * S_PER_NS}
+
+
+def unwaited_step(run: Run) -> tuple[float | None, float]:
+    """The median steady step among those in which no rank waited for its input
+    (steady_breakdown's input_wait; run_views.unwaited), s; and, when every steady step waited,
+    how much longer than the median rank's the slowest rank's compute ran (median over steps):
+    a step the device bounds ends with its slowest rank, which a step the loader bounds hid."""
+    df = run.sql("SELECT p.step, p.dur, MAX(b.input_wait) AS wait, MAX(b.compute) / NULLIF(MEDIAN(b.compute), 0) - 1 "
+                 "AS spread FROM step_phases AS p JOIN steady_breakdown AS b ON b.step = p.step GROUP BY p.step, p.dur")
+    if df.empty:
+        return None, 0.0
+    waits = df["wait"].to_numpy(float) * S_PER_NS
+    step = unwaited(df["dur"].to_numpy(float) * S_PER_NS, waits)
+    if (waits < WAIT_FLOOR_S).any():
+        return step, 0.0
+    return step, float(df["spread"].astype(float).fillna(0).median())
 
 
 def breakdown_ready(run: Run) -> bool:
@@ -112,8 +131,10 @@ def event_classes(run: Run, ranks: list[int]) -> tuple[dict, dict]:
 
 def measure(run: Run, tp: int, dp: int, *, need_breakdown: bool = False) -> Measured:
     step, steps = steady_step(run)
-    parts = breakdown(run) if need_breakdown or breakdown_ready(run) else None
+    ready = need_breakdown or breakdown_ready(run)
+    parts = breakdown(run) if ready else None
     ranks = sample_ranks(run, tp, dp)
     classes, counts = event_classes(run, ranks)
     effective, noise = step_views(run)
-    return Measured(step, steps, parts, classes, counts, len(ranks), effective, noise)
+    unwaited_s, spread = unwaited_step(run) if ready else (None, 0.0)
+    return Measured(step, steps, parts, classes, counts, len(ranks), effective, noise, unwaited_s, spread)

@@ -15,46 +15,37 @@ from trnprof.model.layout import Layout
 from trnprof.model.params import Params
 from trnprof.model.plan import Plan, build_plan
 from trnprof.model.predict import predictions
+from trnprof.model.run_views import RunViews, run_views
 
 # Key of an event class: (pipeline stage, kind, op name, phase or "").
 Key = tuple[int, str, str, str]
-
-
-MAX_WARMUP = 2  # the stdlib's step_phases: at most two leading compiling steps are warm-up
 
 
 @dataclass
 class Modelled:
     plan: Plan
     classes: dict[Key, float]          # seconds per event of the class (noise-free)
-    predictions: dict                  # predict.py's numbers: step_time_s, throughput, mfu, ...
+    predictions: dict                  # predict.py's steady-state numbers: step_time_s, hbm_peak_bytes, fits, ...
     breakdown: dict[str, float]        # seconds per steady step: compute, communication, idle
-    recurring_s: float = 0.0           # recurring cost per steady step (recompiles), s
+    views: RunViews                    # the typical and effective step of a run of the job's length
+
+    @property
+    def typical_s(self) -> float:
+        """The median steady step of a run of the job's length (run.steps)."""
+        return self.views.typical_s
 
     @property
     def effective_s(self) -> float:
-        """Wall time per steady step: the typical step plus the recurring costs."""
-        return self.predictions["step_time_s"] + self.recurring_s
+        """Wall time per steady step of that run: recurring costs (recompiles, a drained
+        loader's waits) included."""
+        return self.views.effective_s
 
 
 def plan_of(job: Job, params: Params) -> tuple[Plan, object]:
     """The job's plan under its faults: slow links and a slow host (every fault the simulator
-    turns into costs; stragglers, loaders, overlap and leaks act in `predictions`)."""
+    turns into costs; stragglers, loaders, recompiles, overlap and leaks act on its timeline)."""
     fx = effects(job.config.faults, job.config.comm.overlap_dp)
     return build_plan(job, params, Layout(job), fx.slow_nodes, fx.host_factor), fx
-
-
-def recurring(job: Job, plan: Plan, fx) -> float:
-    """Compile seconds per steady step: the compiles after warm-up (the leading compiling steps,
-    at most two, as the stdlib's step_phases says) over the steady steps of a run of the job's
-    length (run.steps)."""
-    steps = max(int(job.config.run.steps), 1)
-    compiles = fx.compile_steps(steps)
-    warmup = 0
-    while warmup < min(MAX_WARMUP, steps - 1) and compiles[warmup]:
-        warmup += 1
-    steady = steps - warmup
-    return float(plan.compile_s * compiles[warmup:].sum() / steady) if steady else 0.0
 
 
 def _template_classes(out: dict, stage: int, template, phase: str) -> None:
@@ -98,7 +89,8 @@ def step_breakdown(plan: Plan, preds: dict) -> dict[str, float]:
 def model(job: Job, params: Params) -> Modelled:
     plan, fx = plan_of(job, params)
     preds = predictions(job, plan, fx)
-    return Modelled(plan, event_classes(plan), preds, step_breakdown(plan, preds), recurring(job, plan, fx))
+    views = run_views(plan, fx, int(job.config.run.steps))
+    return Modelled(plan, event_classes(plan), preds, step_breakdown(plan, preds), views)
 
 
 def classes_of(job: Job, params: Params) -> dict[Key, float]:

@@ -36,12 +36,23 @@ CHANGES = {
 # Faults injected into A and removed with faults=[].
 FAULTS = {
     "straggler": "{kind: straggler, rank: 1, slowdown: 1.5}",
-    "slow loader": "{kind: slow_loader, factor: 16}",  # 8 does not act on job A
+    "slow loader": "{kind: slow_loader, factor: 16}",  # at 8 the prefetch queue outlasts job A's 5 steps
     "no overlap": "{kind: no_overlap}",
     "slow link": "{kind: slow_link, node: 1, factor: 4}",
 }
 # Job A: the tiny decoder on two trn1.2xlarge (4 ranks, dp 4 across EFA, 2 microbatches).
 JOB_A = ["model=tiny", "cluster.instance=trn1.2xlarge", "cluster.nodes=2", "batch.global=32", "batch.micro=4"]
+# Jobs a slow loader bounds (tests/whatif/test_whatif_loader.py, bench/bench_whatif_loader.py):
+# name -> (config sets, steps, loader seconds per step at factor 1 when one worker builds every
+# batch: microbatches x micro x per-sample ms; None with more workers).
+LOADER_JOBS = {
+    "tiny, 1 worker": (JOB_A + ["input.workers=1"], 6, 2 * 4 * 1e-3),
+    "tiny, 4 workers": (JOB_A, 12, None),   # the prefetch queue hides the loader for the first steps
+    "bert-large phase 1": (["model=bert-large", "model.seq_len=128", "cluster.instance=trn1.32xlarge",
+                            "cluster.nodes=1", "batch.global=16384", "batch.micro=16", "input.workers=1",
+                            "input.per_sample_ms=5"], 6, 32 * 16 * 5e-3),
+}
+LOADER_FACTORS = {"tiny, 1 worker": (4, 8, 16), "tiny, 4 workers": (8, 16), "bert-large phase 1": (4, 8, 16)}
 
 
 def perturbed(name: str) -> list[str]:
