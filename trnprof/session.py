@@ -21,7 +21,7 @@ from . import batches
 from .derived import Store, data_files
 from .errors import TrnprofError, first_line
 from .schema import TABLE_COLUMNS
-from .stdlib import load_views
+from .stdlib import create_view, load_views
 from .tableread import sql_string, table_select
 
 # The views the report and most rules read: `materialize()` computes them by default.
@@ -76,7 +76,7 @@ def attach_run(con: duckdb.DuckDBPyConnection, run_dir: Path, schema: str = "mai
                 raise TrnprofError(f"damaged run {run_dir}: cannot read its {table} table "
                                    f"({first_line(exc)}); re-create the run") from None
         for view in load_views():
-            con.execute(view.sql)
+            create_view(con, view)
     finally:
         con.execute("SET schema = 'main'")
     for view in load_views():
