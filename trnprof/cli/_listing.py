@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 from pathlib import Path
 
 from click.utils import make_default_short_help
@@ -19,12 +20,20 @@ def names() -> list[str]:
     return sorted(path.stem for path in FOLDER.glob("*.py") if not path.stem.startswith("_"))
 
 
+# the `command` function's signature (over any number of lines), then its docstring literal
+_DOCSTRING = re.compile(r'^def command\(.*?\)(?:\s*->[^:]+)?:\s*\n\s*((?:[rRuU]?)(?:"""|\'\'\'))',
+                        re.DOTALL | re.MULTILINE)
+
+
 def _docstring(name: str) -> str:
-    tree = ast.parse((FOLDER / f"{name}.py").read_text(encoding="utf-8"))
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == "command":
-            return ast.get_docstring(node, clean=False) or ""
-    return ""
+    """The docstring of the module's `command`: only that literal is parsed, not the module."""
+    source = (FOLDER / f"{name}.py").read_text(encoding="utf-8")
+    found = _DOCSTRING.search(source)
+    if not found:
+        return ""
+    quote = found.group(1)[-3:]
+    end = source.index(quote, found.end(1)) + 3
+    return ast.literal_eval(source[found.start(1):end])
 
 
 def short_help(name: str, limit: int = 45) -> str:
