@@ -17,7 +17,7 @@ from pathlib import Path
 
 import duckdb
 
-from . import batches
+from . import batches, progress
 from .derived import Store, data_files
 from .errors import TrnprofError, first_line
 from .schema import TABLE_COLUMNS
@@ -40,12 +40,7 @@ class _Session:
 
 
 _SESSIONS: "weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, _Session]" = weakref.WeakKeyDictionary()
-_PROGRESS = {"enabled": False}
-
-
-def show_progress(enabled: bool = True) -> None:
-    """Draw a progress bar on stderr while views are computed over many batches (the CLI)."""
-    _PROGRESS["enabled"] = enabled
+show_progress = progress.show_progress  # draw a bar while views are computed (trnprof/progress.py)
 
 
 def _session(con: duckdb.DuckDBPyConnection) -> _Session:
@@ -122,8 +117,7 @@ def materialize(con: duckdb.DuckDBPyConnection, names=MATERIALIZABLE, schema: st
     attached = state.runs.get(schema)
     if attached is None:
         raise TrnprofError(f"internal: no run attached in schema {schema!r}")
-    progress = _PROGRESS["enabled"]
-    batches.materialize(con, attached, names, memory_limit=state.memory_limit, progress=progress)
+    batches.materialize(con, attached, names, memory_limit=state.memory_limit, progress=progress.progress_shown())
 
 
 def is_stored(con: duckdb.DuckDBPyConnection, view: str, schema: str = "main") -> bool:

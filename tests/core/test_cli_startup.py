@@ -10,6 +10,7 @@ import sys
 import click
 import pytest
 
+from tests.conftest import REPO
 from trnprof.cli import _listing, main
 
 HEAVY = ("duckdb", "pandas", "pyarrow", "numpy")
@@ -73,3 +74,13 @@ def test_a_duckdb_error_in_a_command_is_one_line_and_exit_2(cli, sample_run, mon
     result = cli("info", str(sample_run))
     assert result.exit_code == 2
     assert result.output.strip() == "error: reading the run failed: IO Error: no magic bytes"
+
+
+def test_ingesting_a_kineto_trace_loads_no_duckdb(tmp_path):
+    """A command imports only what it uses: a Kineto ingest needs Arrow, not the query engine
+    (nor the Neuron readers, which do)."""
+    trace = REPO / "tests" / "data" / "kineto" / "critical_path" / "alexnet"
+    source = next(trace.glob("*.json.gz"))
+    loaded, output = _loaded("ingest", str(source), "-o", str(tmp_path / "run"))
+    assert "1 rank(s) from 1 input(s)" in output
+    assert "duckdb" not in loaded and "pyarrow" in loaded

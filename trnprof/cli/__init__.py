@@ -21,6 +21,7 @@ import click
 from .._version import __version__
 from ..errors import TrnprofError, first_line
 from ..exitcodes import Exit
+from ..progress import show_progress
 from . import _listing
 
 
@@ -72,5 +73,4 @@ class _Group(click.Group):
 @click.version_option(__version__, prog_name="trnprof")
 def main():
     """trnprof: training-pipeline profiler and bottleneck analyzer for AWS Trainium."""
-    from .. import session
-    session.show_progress()  # long view computations draw a bar on stderr, like ingest and simulate
+    show_progress()  # long view computations draw a bar on stderr, like ingest and simulate
