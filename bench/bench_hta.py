@@ -108,15 +108,16 @@ def prepare(label: str, work: Path) -> Path:
     return trace
 
 
-def timed_run(command: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one whole process; its output is discarded."""
+def timed_run(command: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MiB) and CPU seconds (user + system) of one whole process; its
+    output is discarded. CPU time grows far less than wall time when other jobs share the cores."""
     with tempfile.NamedTemporaryFile("r") as stats:
-        done = subprocess.run(["/usr/bin/time", "-o", stats.name, "-f", "%e %M", *command],
+        done = subprocess.run(["/usr/bin/time", "-o", stats.name, "-f", "%e %M %U %S", *command],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if done.returncode not in (0, 1):  # analyze exits 1 only under --fail-on
             sys.exit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
-        wall, rss_kb = stats.read().split()[-2:]
-    return float(wall), int(rss_kb) / 1024
+        wall, rss_kb, user, system = stats.read().split()[-4:]
+    return float(wall), int(rss_kb) / 1024, float(user) + float(system)
 
 
 def median_of(repeat: int, measure) -> tuple[float, ...]:
@@ -162,36 +163,40 @@ def load() -> str:
 def startup(repeat: int) -> None:
     trnprof = trnprof_command()
     print(f"\nfixed costs (median of {repeat}, whole processes)")
-    base, _ = median_of(repeat, lambda: timed_run([sys.executable, "-c", "pass"]))
-    print(f"  python -c pass        {base:6.2f} s   (the interpreter alone, for reference)   {load()}")
+    base, _, base_cpu = median_of(repeat, lambda: timed_run([sys.executable, "-c", "pass"]))
+    print(f"  python -c pass        {base:6.2f} s  CPU {base_cpu:4.2f} s   (the interpreter alone)   {load()}")
     for args in (["--version"], ["--help"]):
-        wall, rss = median_of(repeat, lambda: timed_run([*trnprof, *args]))
-        print(f"  trnprof {args[0]:<13} {wall:6.2f} s   target <= {TARGET_STARTUP_S} s: "
+        wall, rss, cpu = median_of(repeat, lambda: timed_run([*trnprof, *args]))
+        print(f"  trnprof {args[0]:<13} {wall:6.2f} s  CPU {cpu:4.2f} s   target <= {TARGET_STARTUP_S} s: "
               f"{verdict(wall <= TARGET_STARTUP_S)}   {rss:.0f} MiB   {load()}")
 
 
-def measure_trnprof(trace: Path, run: Path) -> tuple[float, float, float, float]:
-    ingest_s, ingest_mb = timed_run([*trnprof_command(), "ingest", str(trace), "-o", str(run), "--force"])
-    analyze_s, analyze_mb = timed_run([*trnprof_command(), "analyze", str(run), "--format", "json",
-                                       "-o", str(run.parent / "findings.json")])
-    return ingest_s, analyze_s, ingest_s + analyze_s, max(ingest_mb, analyze_mb)
+def measure_trnprof(trace: Path, run: Path) -> tuple[float, ...]:
+    """Cold: ingest replaces the run (and its derived/ cache), then analyze."""
+    ingest_s, ingest_mb, ingest_cpu = timed_run([*trnprof_command(), "ingest", str(trace), "-o", str(run), "--force"])
+    analyze_s, analyze_mb, analyze_cpu = timed_run([*trnprof_command(), "analyze", str(run), "--format", "json",
+                                                    "-o", str(run.parent / "findings.json")])
+    return ingest_s, analyze_s, ingest_s + analyze_s, max(ingest_mb, analyze_mb), ingest_cpu + analyze_cpu
 
 
 def compare(labels: list[str], repeat: int, python: Path | None, work: Path) -> None:
     print(f"\ntraces (median of {repeat}, whole processes): trnprof ingest + analyze"
-          + (f" vs HTA {hta_version(python)} load + 4 analyses" if python else " (HTA not installed)"))
+          + (f" vs HTA {hta_version(python)} load + 4 analyses" if python else " alone (no HTA)"))
     print(f"  {'trace':>6} {'entries':>9} | {'ingest':>7} {'analyze':>7} {'total':>7} {'RSS':>8} | "
-          f"{'HTA':>7} {'HTA RSS':>8} | {'speed-up':>8} (>= {TARGET_SPEEDUP:g}x) | {'memory':>6} (<= 1x)")
+          f"{'HTA':>7} {'HTA RSS':>8} | {'speed-up':>8} (>= {TARGET_SPEEDUP:g}x) | {'memory':>6} (<= 1x) | "
+          f"CPU trnprof / HTA")
     for label in labels:
         trace = prepare(label, work / "traces")
         n = entries(trace)
-        ingest_s, analyze_s, total_s, rss = median_of(repeat, lambda: measure_trnprof(trace, work / "runs" / label))
+        ingest_s, analyze_s, total_s, rss, cpu = median_of(repeat, lambda: measure_trnprof(trace, work / "runs" / label))
         row = f"  {label:>6} {n:>9,} | {ingest_s:6.2f}s {analyze_s:6.2f}s {total_s:6.2f}s {rss:6.0f}MiB | "
         if python:
-            hta_s, hta_mb = median_of(repeat, lambda: timed_run([str(python), "-c", HTA_JOB, str(trace.parent)]))
+            hta_s, hta_mb, hta_cpu = median_of(repeat, lambda: timed_run([str(python), "-c", HTA_JOB, str(trace.parent)]))
             speedup, memory = hta_s / total_s, rss / hta_mb
             row += (f"{hta_s:6.2f}s {hta_mb:6.0f}MiB | {speedup:7.2f}x {verdict(speedup >= TARGET_SPEEDUP):>6}   | "
-                    f"{memory:5.2f}x {verdict(memory <= 1.0)}")
+                    f"{memory:5.2f}x {verdict(memory <= 1.0)} | {cpu:.2f} s / {hta_cpu:.2f} s = {hta_cpu / cpu:.2f}x")
+        else:
+            row += f"CPU {cpu:.2f} s"
         print(row + f"   {load()}", flush=True)
         if label == SMALL:
             print(f"         analyze after ingest of the {label} trace: {analyze_s:.2f} s, target <= "
