@@ -97,6 +97,8 @@ def whatif(run: str | Path | Run, overrides=(), *, job=None, threads: int | None
 
 def priced(run: Run, document: Document) -> Document:
     """`document` with what each finding's fix is worth, by the what-if model fitted to `run`."""
+    if not document.findings:  # nothing to price: the model and the replay need not even load
+        return document
     from .whatif.projections import project
     project(run, document.findings)
     return document
