@@ -12,7 +12,7 @@ ProfilerStep numbers renumbered, metadata events once): ~10k entries from trace_
 sampled rank 0, and ~1.1M from negative_queue_length_values_check.
 
 HTA (PyPI `HolisticTraceAnalysis`) is no dependency of trnprof: it lives in this benchmark's own
-virtual environment (--hta-venv, default bench/.hta-venv, created on first use with the base
+virtual environment (--hta-venv, default bench/.venv/hta, created on first use with the base
 interpreter's packages visible). When it cannot be installed, the script says so and prints
 trnprof's figures alone.
 
@@ -207,7 +207,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", choices=list(TRACES), default=list(TRACES))
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--hta-venv", type=Path, default=REPO / "bench" / ".hta-venv")
+    parser.add_argument("--hta-venv", type=Path, default=REPO / "bench" / ".venv" / "hta")
     parser.add_argument("--no-hta", action="store_true", help="trnprof's figures only")
     parser.add_argument("--keep", type=Path, help="keep the traces and runs in this folder")
     args = parser.parse_args()
