@@ -9,7 +9,7 @@ target (docs/performance.md, "Small traces and fixed costs"); a missed target sa
 Traces: the real ones in tests/data/kineto (HTA's own test data, MIT licence), and two built
 from them by tiling in time (each copy of the timed events shifted by the trace's span,
 ProfilerStep numbers renumbered, metadata events once): ~10k entries from trace_filter's
-sampled rank 0, and ~1.1M from negative_queue_length_values_check.
+sampled rank 0, and at least 1.1M (whole copies: 1,197,836) from negative_queue_length_values_check.
 
 HTA (PyPI `HolisticTraceAnalysis`) is no dependency of trnprof: it lives in this benchmark's own
 virtual environment (--hta-venv, default bench/.venv/hta, created on first use with the base
