@@ -1,5 +1,6 @@
 """What `trnprof` costs before a command starts: `--version` and `--help` load no heavy library
-(duckdb, pandas, pyarrow), and the help they list is the help each command prints itself."""
+(duckdb, pandas, pyarrow), the help they list is the help each command prints itself, and a
+command loads only what it uses (a Kineto ingest: no duckdb)."""
 
 from __future__ import annotations
 
