@@ -14,27 +14,39 @@ the findings and the comparison and hands the documents to the page.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .collectors.ingest import ingest
-from .collectors.trn1 import load_config, simulate
-from . import derived
-from .diff.document import diff
-from .engines import open_run
 from .errors import TrnprofError
-from .integrity import Verdict, verify
-from .manifest import read_manifest
-from .report.build import build_report, check_destination
-from .report.findings import read_findings
-from .rules_engine import engine
-from .rules_engine.document import Document
-from .run import Run, RunSet, open_runs
-from .runstore import recover
-from .whatif import document as whatif_document
-from .whatif.projections import project
+
+if TYPE_CHECKING:
+    from .integrity import Verdict
+    from .rules_engine import engine
+    from .rules_engine.document import Document
+    from .run import Run
+
+# Names this module re-exports, loaded on first use (PEP 562): `trnprof analyze` pays for the
+# rules, the query layer and the what-if pricing, not for ingest, the simulator, diff or the report.
+_EXPORTS = {
+    "Document": "trnprof.rules_engine.document",
+    "Run": "trnprof.run", "RunSet": "trnprof.run", "open_runs": "trnprof.run",
+    "diff": "trnprof.diff.document",
+    "ingest": "trnprof.collectors.ingest",
+    "load_config": "trnprof.collectors.trn1", "simulate": "trnprof.collectors.trn1",
+    "open_run": "trnprof.engines",
+}
 
 __all__ = ["Document", "Run", "RunSet", "analyze", "check", "diff", "ingest", "load_config", "open_run", "open_runs",
            "priced", "report", "run_plan", "simulate", "whatif"]
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
 
 
 def check(run: str | Path, *, repair: bool = False, on_repair=None) -> Verdict:
@@ -42,6 +54,10 @@ def check(run: str | Path, *, repair: bool = False, on_repair=None) -> Verdict:
     what an interrupted writer left (an old copy is removed only beside a whole run) and remove
     the cache's bad entries and links. Each repair line goes to `on_repair` as it happens, so a
     kept copy is named before anything can fail; without it, the kept copies join the error."""
+    from . import derived
+    from .integrity import verify
+    from .manifest import read_manifest
+    from .runstore import recover
     run = Path(run)
     repaired = recover(run) if repair else []
     for line in repaired:
@@ -63,6 +79,7 @@ def check(run: str | Path, *, repair: bool = False, on_repair=None) -> Verdict:
 
 def _repair_cache(run: Path) -> list[str]:
     """Remove the cache's bad entries and links (never what a link points to)."""
+    from . import derived
     done = []
     for problem, path in derived.cache_problems(run):
         derived.remove(path)
@@ -74,17 +91,24 @@ def whatif(run: str | Path | Run, overrides=(), *, job=None, threads: int | None
     """Fit the execution model to `run` (a path or an open run) and predict the job with
     `overrides` ("tp=16", "parallel.tp=16", ... or a mapping): the `trnprof whatif --format json`
     document. job: a YAML job description over the run's recorded job (`whatif --job`)."""
+    from .whatif import document as whatif_document
     return whatif_document.whatif(run, overrides, config=job, threads=threads)
 
 
 def priced(run: Run, document: Document) -> Document:
     """`document` with what each finding's fix is worth, by the what-if model fitted to `run`."""
+    if not document.findings:  # nothing to price: the model and the replay need not even load
+        return document
+    from .whatif.projections import project
     project(run, document.findings)
     return document
 
 
 def run_plan(run: str | Path | Run, chosen: engine.Plan, *, threads: int | None = None) -> Document:
     """The findings of the rules `chosen` (`rules_engine.engine.plan`) over a run, fixes priced."""
+    from .engines import open_run
+    from .rules_engine import engine
+    from .run import Run
     if isinstance(run, Run):
         return priced(run, engine.run_plan(run, chosen, threads=threads))
     with open_run(run, threads=threads) as opened:
@@ -95,11 +119,13 @@ def analyze(run: str | Path | Run, *, threads: int | None = None, **options) -> 
     """Analyze a run (a path or an open `Run`): the findings document, each fix priced by the
     what-if model. Options: those of `trnprof.rules_engine.engine.analyze` (select, ignore, set, rules,
     config, timeout, builtin, memory_limit)."""
+    from .rules_engine import engine
     return run_plan(run, engine.plan(**options), threads=threads)
 
 
 def _findings(run: Run, findings, analyze_rules: bool, config) -> tuple[Document | None, str]:
     """The report's findings document and a line saying where it came from."""
+    from .report.findings import read_findings
     if findings is not None:
         document = read_findings(findings)
         analyzed = f" (analyzed run: {document.run})"
@@ -120,6 +146,9 @@ def report(run: str | Path, out, *, findings=None, analyze: bool = True, png_dir
     there as PNG and SVG. baseline: a run to compare with (adds the comparison section of
     `trnprof diff`). config: a rules config file for the findings. Returns what was written:
     path, bytes, charts, sections without data."""
+    from .diff.document import diff
+    from .engines import open_run
+    from .report.build import build_report, check_destination
     check_destination(Path(out))
     with open_run(run, threads=threads) as opened:
         opened.materialize()  # the views the report and the rules share, computed once

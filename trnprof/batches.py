@@ -24,7 +24,7 @@ import duckdb
 from .derived import Store
 from .errors import first_line
 from .schema import PARTITIONED_TABLES, TABLE_COLUMNS
-from .stdlib import dependencies, load_views
+from .stdlib import create_view, dependencies, load_views
 from .tableread import table_select
 
 # Views whose rows for a rank depend only on that rank's rows (and on other such views). A view
@@ -180,7 +180,7 @@ def _batch_schema(con, run: AttachedRun, low: int, high: int, ranks: set[int], l
             if view.name in run.stored:
                 con.execute(f"CREATE VIEW {view.name} AS SELECT * FROM {_q(run.schema)}.{view.name} {where}")
             else:
-                con.execute(view.sql)
+                create_view(con, view)
     finally:
         con.execute("SET schema = 'main'")
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import duckdb
 
-from . import batches
+from . import batches, progress
 from .derived import Store, data_files
 from .errors import TrnprofError, first_line
 from .schema import TABLE_COLUMNS
-from .stdlib import load_views
+from .stdlib import create_view, load_views
 from .tableread import sql_string, table_select
 
 # The views the report and most rules read: `materialize()` computes them by default.
@@ -40,12 +40,7 @@ class _Session:
 
 
 _SESSIONS: "weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, _Session]" = weakref.WeakKeyDictionary()
-_PROGRESS = {"enabled": False}
-
-
-def show_progress(enabled: bool = True) -> None:
-    """Draw a progress bar on stderr while views are computed over many batches (the CLI)."""
-    _PROGRESS["enabled"] = enabled
+show_progress = progress.show_progress  # draw a bar while views are computed (trnprof/progress.py)
 
 
 def _session(con: duckdb.DuckDBPyConnection) -> _Session:
@@ -76,7 +71,7 @@ def attach_run(con: duckdb.DuckDBPyConnection, run_dir: Path, schema: str = "mai
                 raise TrnprofError(f"damaged run {run_dir}: cannot read its {table} table "
                                    f"({first_line(exc)}); re-create the run") from None
         for view in load_views():
-            con.execute(view.sql)
+            create_view(con, view)
     finally:
         con.execute("SET schema = 'main'")
     for view in load_views():
@@ -122,8 +117,7 @@ def materialize(con: duckdb.DuckDBPyConnection, names=MATERIALIZABLE, schema: st
     attached = state.runs.get(schema)
     if attached is None:
         raise TrnprofError(f"internal: no run attached in schema {schema!r}")
-    progress = _PROGRESS["enabled"]
-    batches.materialize(con, attached, names, memory_limit=state.memory_limit, progress=progress)
+    batches.materialize(con, attached, names, memory_limit=state.memory_limit, progress=progress.progress_shown())
 
 
 def is_stored(con: duckdb.DuckDBPyConnection, view: str, schema: str = "main") -> bool:

@@ -82,6 +82,22 @@ def _views() -> tuple[ViewDef, ...]:
     return tuple(views)
 
 
+_DEFERRED = {"supported": True}  # DuckDB too old for DEFER_BINDING: views are bound when created
+
+
+def create_view(con: duckdb.DuckDBPyConnection, view: ViewDef) -> None:
+    """Create `view` in `con`'s current schema, bound when a query first reads it instead of
+    now (DuckDB's `CREATE VIEW ... WITH (DEFER_BINDING)`): a session creates every view but a
+    command reads a few, and binding one binds every view under it again."""
+    if _DEFERRED["supported"]:
+        try:
+            con.execute(_CREATE.sub(r"CREATE VIEW \1 WITH (DEFER_BINDING) AS", view.sql.lstrip(), count=1))
+            return
+        except duckdb.ParserException:
+            _DEFERRED["supported"] = False
+    con.execute(view.sql)
+
+
 @lru_cache(maxsize=1)
 def dependencies() -> dict[str, frozenset[str]]:
     """Each stdlib view (in load order) -> the stdlib views and run tables its SQL reads."""

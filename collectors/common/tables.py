@@ -30,13 +30,21 @@ def quarantine_table(rows: list[tuple], rank: int | None, source: str) -> pa.Tab
                     schema=QUARANTINE)
 
 
-def meta_rows(names: list, pids: list, tids: list, values: list, kind: str, rank: int | None,
-              source: str) -> pa.Table:
+def _column(values, type_: pa.DataType):
+    """A column from a list, or an Arrow column as it is (no round trip through Python objects)."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values.cast(type_)
+    return pa.array(values, type_)
+
+
+def meta_rows(names, pids, tids, values, kind: str, rank: int | None, source: str) -> pa.Table:
+    """Metadata rows; names, pids, tids and values are lists or Arrow columns of one length."""
     n = len(names)
-    return pa.table({"rank": pa.array([rank] * n, pa.int32()), "source": pa.array([source] * n, pa.string()),
-                     "kind": pa.array([kind] * n, pa.string()), "name": pa.array(names, pa.string()),
-                     "pid": pa.array(pids, pa.string()), "tid": pa.array(tids, pa.string()),
-                     "value": pa.array(values, pa.string())}, schema=META)
+    return pa.table({"rank": pa.repeat(pa.scalar(rank, pa.int32()), n),
+                     "source": pa.repeat(pa.scalar(source, pa.string()), n),
+                     "kind": pa.repeat(pa.scalar(kind, pa.string()), n), "name": _column(names, pa.string()),
+                     "pid": _column(pids, pa.string()), "tid": _column(tids, pa.string()),
+                     "value": _column(values, pa.string())}, schema=META)
 
 
 def us_text(ns: int) -> str:

@@ -17,10 +17,18 @@ from trnprof.collectors.common.source import Source
 from trnprof.collectors.common.tables import FLOWS, META, QUARANTINE
 from trnprof.collectors.kineto import read_trace
 from trnprof.collectors.host.format import FORMAT as HOST_FORMAT
-from trnprof.collectors.host.metrics import read_host_metrics
-from trnprof.collectors.neuron import READERS
 
 EXTRA_SCHEMAS = {"ingest/flows": FLOWS, "ingest/meta": META, "ingest/quarantine": QUARANTINE}
+
+
+def _reader(fmt: str):
+    """The reader of a non-Kineto format, loaded when an input needs it (the Neuron readers load
+    duckdb): ingesting Kineto traces imports none of them."""
+    if fmt == HOST_FORMAT:
+        from trnprof.collectors.host.metrics import read_host_metrics
+        return read_host_metrics
+    from trnprof.collectors.neuron import READERS
+    return READERS[fmt]
 
 
 class Collected:
@@ -42,7 +50,7 @@ class Collected:
         if fmt == "kineto":
             self._kineto(path)
         else:
-            reader = read_host_metrics if fmt == HOST_FORMAT else READERS[fmt]
+            reader = _reader(fmt)
             source = reader(path, rank=self.rank_option)
             if self.progress:
                 self.progress(path.stat().st_size if path.is_file() else 0)

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from trnprof.collectors.host.format import FORMAT as HOST_FORMAT, HEADER_KEY as HOST_HEADER
 from trnprof.errors import TrnprofError
-from trnprof.collectors.neuron.explorer import table_files
 
 FORMATS = ("kineto", "neuron-monitor", "neuron-system-profile", "neuron-explorer", HOST_FORMAT)
 TRACE_SUFFIXES = (".json", ".json.gz", ".jsonl", ".jsonl.gz", ".gz")
@@ -40,7 +39,10 @@ def _head(path: Path) -> bytes:
 
 
 def is_explorer_folder(path: Path) -> bool:
-    return path.is_dir() and bool(table_files(path))
+    if not path.is_dir():
+        return False
+    from trnprof.collectors.neuron.explorer import table_files  # loads duckdb: only for a folder
+    return bool(table_files(path))
 
 
 def detect(path: Path) -> str:

@@ -136,16 +136,21 @@ def _compose_args(events: list, cats: pa.Array, pids: pa.Array, tids: pa.Array,
                       + ',"tid":' + tid_values[t] + ',"args":').encode())
     head_list = [heads[i] for i in inverse.tolist()]
     raw = [e.args or _EMPTY_OBJECT for e in events]
-    oversize = [i for i, text in enumerate(raw) if len(text) > MAX_ARGS_BYTES]
+    raw_lengths = np.fromiter(map(len, raw), dtype=np.int64, count=n)  # measured once, kept up to date
+    oversize = np.flatnonzero(raw_lengths > MAX_ARGS_BYTES).tolist()
     for i in oversize:
         raw[i] = truncated_args(len(raw[i]))
+        raw_lengths[i] = len(raw[i])
     tail = [b"}"] * n
+    tail_lengths = np.ones(n, dtype=np.int64)
     for i in np.flatnonzero(skip).tolist():
         raw[i] = tail[i] = b""
+        raw_lengths[i] = tail_lengths[i] = 0
     for i, text in _extra_tails(events, rare | set(extras), extras).items():
         tail[i] = text
+        tail_lengths[i] = len(text)
     data = b"".join(chain.from_iterable(zip(head_list, raw, tail)))
-    lengths = np.fromiter(map(len, raw), dtype=np.int64, count=n) + np.fromiter(map(len, tail), dtype=np.int64, count=n)
+    lengths = raw_lengths + tail_lengths
     head_lengths = np.array([len(h) for h in heads], dtype=np.int64)[inverse]
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(head_lengths + lengths, out=offsets[1:])

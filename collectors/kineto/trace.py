@@ -191,14 +191,13 @@ class TraceFile:
         return bad
 
     def _meta_chunk(self, rows: pa.Table) -> None:
-        names, pids, tids, values = (rows[c].to_pylist() for c in ("name", "pid", "tid", "args"))
-        self._meta.append(meta_rows(names, pids, tids, values, "M", None, self.source))
-        for name, pid, tid, value in zip(names, pids, tids, values):
-            if name == "thread_name":
-                inner = msgspec.json.decode(value.encode()).get("args")
-                lane = inner.get("name") if isinstance(inner, dict) else None
-                if isinstance(lane, str):
-                    self._lanes[(pid, tid)] = lane
+        self._meta.append(meta_rows(rows["name"], rows["pid"], rows["tid"], rows["args"], "M", None, self.source))
+        threads = rows.filter(pc.equal(rows["name"], "thread_name"))  # the lanes' names; the rest is kept as is
+        for pid, tid, value in zip(*(threads[c].to_pylist() for c in ("pid", "tid", "args"))):
+            inner = msgspec.json.decode(value.encode()).get("args")
+            lane = inner.get("name") if isinstance(inner, dict) else None
+            if isinstance(lane, str):
+                self._lanes[(pid, tid)] = lane
 
     def _flow_chunk(self, rows: pa.Table, ids: pa.Table) -> None:
         found = pc.index_in(rows["idx"], ids["idx"])

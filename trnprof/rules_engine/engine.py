@@ -3,14 +3,13 @@ document (`document.Document`, the `--format json` contract)."""
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from trnprof.engines import open_run
 from trnprof.run import Run
-from trnprof.stdlib import load_views
+from trnprof import stdlib
 
 from . import claims
 from . import findings as findings_mod
@@ -19,21 +18,20 @@ from .config import read_config
 from .document import SCHEMA, Document, NotEvaluated, RuleFailure
 from .loader import Rule, load_rules
 from .params import parse_assignments, resolve
-from .sandbox import DEFAULT_MEMORY_LIMIT, Sandbox, SandboxError, parse_size, parser
+from .sandbox import DEFAULT_MEMORY_LIMIT, Sandbox, SandboxError, parse_size
 from .selection import choose, split
 from .spec import ConfigFile, Probe
 
 DEFAULT_TIMEOUT_S = 60.0
 # the engine reads the steady steps, their mean time and their breakdown (the budgets of claims)
 CONTEXT_TABLES = ("step_phases", "steady_breakdown")
-_CREATE_VIEW = re.compile(r"^\s*CREATE\s+VIEW\s+\w+\s+AS\s", re.IGNORECASE)
 
 
 def _dependencies() -> dict[str, set[str]]:
-    """Each stdlib view, private helpers included -> the stdlib views it reads."""
-    views = {view.name: view for view in load_views()}
-    return {name: {n for n in parser().get_table_names(_CREATE_VIEW.sub("", view.sql, count=1)) if n in views}
-            for name, view in views.items()}
+    """Each stdlib view, private helpers included -> the stdlib views it reads (parsed once per
+    process, by `trnprof.stdlib.dependencies`)."""
+    deps = stdlib.dependencies()
+    return {name: {n for n in reads if n in deps} for name, reads in deps.items()}
 
 
 def _to_materialise(names: set[str]) -> list[str]:

@@ -1,0 +1,226 @@
+"""Benchmark: `trnprof ingest` + `trnprof analyze` against Holistic Trace Analysis (HTA) loading
+the same Kineto trace and running its temporal, comm/comp overlap, idle time and kernel
+breakdowns; plus what every command pays before it starts (`--version`, `--help`).
+
+Side by side in one run, whole processes (interpreter start included), medians of --repeat:
+wall time and peak RSS (`/usr/bin/time -f`) of each tool, and their ratios, each beside its
+target (docs/performance.md, "Small traces and fixed costs"); a missed target says "missed".
+
+Traces: the real ones in tests/data/kineto (HTA's own test data, MIT licence), and two built
+from them by tiling in time (each copy of the timed events shifted by the trace's span,
+ProfilerStep numbers renumbered, metadata events once): ~10k entries from trace_filter's
+sampled rank 0, and at least 1.1M (whole copies: 1,197,836) from negative_queue_length_values_check.
+
+HTA (PyPI `HolisticTraceAnalysis`) is no dependency of trnprof: it lives in this benchmark's own
+virtual environment (--hta-venv, default bench/.venv/hta, created on first use with the base
+interpreter's packages visible). When it cannot be installed, the script says so and prints
+trnprof's figures alone.
+
+    python bench/bench_hta.py [--sizes 10k 41k 109k 456k 1.1M] [--repeat 3] [--hta-venv DIR] [--no-hta]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import msgspec
+
+REPO = Path(__file__).resolve().parents[1]
+KINETO = REPO / "tests" / "data" / "kineto"
+# label -> (source trace, entries to tile it to, or None for the trace as it is)
+TRACES = {
+    "10k": (KINETO / "trace_filter" / "sampled_rank-0.json.gz", 9_600),
+    "41k": (KINETO / "nccl_parser_config" / "nccl_data.json.gz", None),
+    "109k": (KINETO / "negative_queue_length_values_check" / "rank0.json.gz", None),
+    "456k": (KINETO / "mtia_trace_single_rank" / "mtia_rank_0.json.gz", None),  # 2.9 MB gzipped
+    "1.1M": (KINETO / "negative_queue_length_values_check" / "rank0.json.gz", 1_100_000),
+}
+SMALL = "456k"  # the small trace of the issue (2.9 MB gzipped): its analyze-after-ingest target
+
+TARGET_STARTUP_S = 0.15
+TARGET_ANALYZE_S = 1.0
+TARGET_SPEEDUP = 4.0
+
+# HTA's part: load the folder's trace, then the four analyses (no plots)
+HTA_JOB = """
+import sys
+from hta.trace_analysis import TraceAnalysis
+analyzer = TraceAnalysis(trace_dir=sys.argv[1])
+analyzer.get_temporal_breakdown(visualize=False)
+analyzer.get_comm_comp_overlap(visualize=False)
+analyzer.get_idle_time_breakdown(visualize=False)
+analyzer.get_gpu_kernel_breakdown(visualize=False)
+"""
+
+
+def entries(path: Path) -> int:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as handle:
+        return len(msgspec.json.decode(handle.read())["traceEvents"])
+
+
+def tile(source: Path, out: Path, target: int) -> None:
+    """`source`'s timed events repeated, shifted by its span, until the trace holds `target` entries."""
+    document = msgspec.json.decode(gzip.open(source).read())
+    events = document.pop("traceEvents")
+    meta = [e for e in events if e.get("ph") == "M"]
+    timed = [e for e in events if e.get("ph") != "M"]
+    timed_at = [e for e in timed if isinstance(e.get("ts"), (int, float))]
+    span = max(e["ts"] + (e.get("dur") or 0) for e in timed_at) - min(e["ts"] for e in timed_at) + 1000
+    steps = {id(e): int(e["name"].split("#")[1]) for e in timed if str(e.get("name", "")).startswith("ProfilerStep#")}
+    copies = math.ceil((target - len(meta)) / len(timed))
+    with out.open("wb") as handle:
+        handle.write(msgspec.json.encode(document)[:-1] + b',"traceEvents":[')
+        handle.write(msgspec.json.encode(meta)[1:-1])
+        comma = b"," if meta else b""
+        for rep in range(copies):
+            block = [dict(event) for event in timed]
+            for original, event in zip(timed, block):
+                if isinstance(event.get("ts"), (int, float)):
+                    event["ts"] += rep * span
+                if id(original) in steps:
+                    event["name"] = f"ProfilerStep#{steps[id(original)] + rep * len(steps)}"
+            handle.write(comma + msgspec.json.encode(block)[1:-1])
+            comma = b","
+        handle.write(b"]}")
+
+
+def prepare(label: str, work: Path) -> Path:
+    """The trace of `label`, alone in its folder (HTA reads a folder of per-rank files)."""
+    source, target = TRACES[label]
+    folder = work / label
+    folder.mkdir(parents=True, exist_ok=True)
+    if target is None:
+        trace = folder / source.name
+        shutil.copyfile(source, trace)
+    else:
+        trace = folder / f"tiled_rank0_{label}.json"
+        tile(source, trace, target)
+    return trace
+
+
+def timed_run(command: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MiB) and CPU seconds (user + system) of one whole process; its
+    output is discarded. CPU time grows far less than wall time when other jobs share the cores."""
+    with tempfile.NamedTemporaryFile("r") as stats:
+        done = subprocess.run(["/usr/bin/time", "-o", stats.name, "-f", "%e %M %U %S", *command],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if done.returncode not in (0, 1):  # analyze exits 1 only under --fail-on
+            sys.exit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
+        wall, rss_kb, user, system = stats.read().split()[-4:]
+    return float(wall), int(rss_kb) / 1024, float(user) + float(system)
+
+
+def median_of(repeat: int, measure) -> tuple[float, ...]:
+    results = [measure() for _ in range(repeat)]
+    return tuple(statistics.median(column) for column in zip(*results))
+
+
+def trnprof_command() -> list[str]:
+    script = Path(sys.executable).parent / "trnprof"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "trnprof"]
+
+
+def hta_python(venv: Path) -> Path | None:
+    """The HTA venv's interpreter, creating the venv and installing HTA on first use; None if it cannot."""
+    python = venv / "bin" / "python"
+    check = [str(python), "-c", "import hta.trace_analysis"]
+    if python.exists() and subprocess.run(check, capture_output=True).returncode == 0:
+        return python
+    print(f"installing HolisticTraceAnalysis into {venv} ...", flush=True)
+    steps = [[sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
+             [str(python), "-m", "pip", "install", "-q", "HolisticTraceAnalysis"]]
+    for step in steps:
+        done = subprocess.run(step, capture_output=True, text=True)
+        if done.returncode != 0:
+            print(f"HTA could not be installed ({' '.join(step[-2:])}): {done.stderr.strip()[-300:]}")
+            return None
+    return python if subprocess.run(check, capture_output=True).returncode == 0 else None
+
+
+def hta_version(python: Path) -> str:
+    return subprocess.run([str(python), "-c", "import importlib.metadata as m; "
+                           "print(m.version('HolisticTraceAnalysis'))"], capture_output=True, text=True).stdout.strip()
+
+
+def verdict(ok: bool) -> str:
+    return "ok" if ok else "MISSED"
+
+
+def load() -> str:
+    return "load %.1f" % os.getloadavg()[0]
+
+
+def startup(repeat: int) -> None:
+    trnprof = trnprof_command()
+    print(f"\nfixed costs (median of {repeat}, whole processes)")
+    base, _, base_cpu = median_of(repeat, lambda: timed_run([sys.executable, "-c", "pass"]))
+    print(f"  python -c pass        {base:6.2f} s  CPU {base_cpu:4.2f} s   (the interpreter alone)   {load()}")
+    for args in (["--version"], ["--help"]):
+        wall, rss, cpu = median_of(repeat, lambda: timed_run([*trnprof, *args]))
+        print(f"  trnprof {args[0]:<13} {wall:6.2f} s  CPU {cpu:4.2f} s   target <= {TARGET_STARTUP_S} s: "
+              f"{verdict(wall <= TARGET_STARTUP_S)}   {rss:.0f} MiB   {load()}")
+
+
+def measure_trnprof(trace: Path, run: Path) -> tuple[float, ...]:
+    """Cold: ingest replaces the run (and its derived/ cache), then analyze."""
+    ingest_s, ingest_mb, ingest_cpu = timed_run([*trnprof_command(), "ingest", str(trace), "-o", str(run), "--force"])
+    analyze_s, analyze_mb, analyze_cpu = timed_run([*trnprof_command(), "analyze", str(run), "--format", "json",
+                                                    "-o", str(run.parent / "findings.json")])
+    return ingest_s, analyze_s, ingest_s + analyze_s, max(ingest_mb, analyze_mb), ingest_cpu + analyze_cpu
+
+
+def compare(labels: list[str], repeat: int, python: Path | None, work: Path) -> None:
+    print(f"\ntraces (median of {repeat}, whole processes): trnprof ingest + analyze"
+          + (f" vs HTA {hta_version(python)} load + 4 analyses" if python else " alone (no HTA)"))
+    print(f"  {'trace':>6} {'entries':>9} | {'ingest':>7} {'analyze':>7} {'total':>7} {'RSS':>8} | "
+          f"{'HTA':>7} {'HTA RSS':>8} | {'speed-up':>8} (>= {TARGET_SPEEDUP:g}x) | {'memory':>6} (<= 1x) | "
+          f"CPU trnprof / HTA")
+    for label in labels:
+        trace = prepare(label, work / "traces")
+        n = entries(trace)
+        ingest_s, analyze_s, total_s, rss, cpu = median_of(repeat, lambda: measure_trnprof(trace, work / "runs" / label))
+        row = f"  {label:>6} {n:>9,} | {ingest_s:6.2f}s {analyze_s:6.2f}s {total_s:6.2f}s {rss:6.0f}MiB | "
+        if python:
+            hta_s, hta_mb, hta_cpu = median_of(repeat, lambda: timed_run([str(python), "-c", HTA_JOB, str(trace.parent)]))
+            speedup, memory = hta_s / total_s, rss / hta_mb
+            row += (f"{hta_s:6.2f}s {hta_mb:6.0f}MiB | {speedup:7.2f}x {verdict(speedup >= TARGET_SPEEDUP):>6}   | "
+                    f"{memory:5.2f}x {verdict(memory <= 1.0)} | {cpu:.2f} s / {hta_cpu:.2f} s = {hta_cpu / cpu:.2f}x")
+        else:
+            row += f"CPU {cpu:.2f} s"
+        print(row + f"   {load()}", flush=True)
+        if label == SMALL:
+            print(f"         analyze after ingest of the {label} trace: {analyze_s:.2f} s, target <= "
+                  f"{TARGET_ANALYZE_S} s: {verdict(analyze_s <= TARGET_ANALYZE_S)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="+", choices=list(TRACES), default=list(TRACES))
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--hta-venv", type=Path, default=REPO / "bench" / ".venv" / "hta")
+    parser.add_argument("--no-hta", action="store_true", help="trnprof's figures only")
+    parser.add_argument("--keep", type=Path, help="keep the traces and runs in this folder")
+    args = parser.parse_args()
+    print(f"machine: {os.cpu_count()} CPUs, {load()} at start")
+    startup(max(args.repeat, 5))
+    python = None if args.no_hta else hta_python(args.hta_venv)
+    work = args.keep or Path(tempfile.mkdtemp(prefix="trnprof-bench-hta-"))
+    try:
+        compare(args.sizes, args.repeat, python, work)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
