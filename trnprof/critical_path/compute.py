@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import graph as G, nodes as N, path as P, replay as R, scale as S
+from . import events as E, graph as G, nodes as N, path as P, replay as R, scale as S
 
 BATCH_EVENTS = 1_000_000   # events per batch of steps: about 1 GB at peak (bench/bench_critical_path.py)
 KEEP_NODES = 5_000_000    # graphs kept in memory between replays (about 0.5 GB)
@@ -64,9 +64,10 @@ class Replayer:
     def __init__(self, run, steps: pd.DataFrame | None = None, limit: int = BATCH_EVENTS):
         self.run = run
         self.steps = run.sql("SELECT rank, step, ts, end_ts FROM steps") if steps is None else steps
-        kinds = ", ".join(f"'{k}'" for k in N.WORK_KINDS)
+        kinds = ", ".join(f"'{k}'" for k in E.WORK_KINDS)
         counts = run.sql(f"SELECT step, COUNT(*) AS n FROM events WHERE step IS NOT NULL AND kind IN ({kinds}) "
                          "GROUP BY step ORDER BY step")
+        self.reader = E.Reader(run)
         counts = counts[counts["step"].isin(self.steps["step"].unique())]
         self.batches = step_batches(counts, limit)
         self._kept: dict[tuple[int, int], G.Graph] = {}
@@ -77,7 +78,7 @@ class Replayer:
             graph = self._kept.get((low, high))
             if graph is None:
                 batch_steps = self.steps[(self.steps["step"] >= low) & (self.steps["step"] <= high)]
-                graph = G.build(N.flatten(self.run.sql(N.events_sql((low, high)))), batch_steps)
+                graph = G.build(N.flatten(self.reader.read((low, high))), batch_steps)
                 if self._kept_nodes + len(graph.nodes) <= KEEP_NODES:
                     self._kept[(low, high)] = graph
                     self._kept_nodes += len(graph.nodes)

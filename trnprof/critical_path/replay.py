@@ -63,7 +63,7 @@ class _Wave:
 
     def _sequences(self):
         """Node order per (rank, step): the measured start order, as positions and bounds."""
-        group = self.g.nodes.groupby(["rank", "step"], sort=False).ngroup().to_numpy()
+        group = self.g.group
         order = self.g.order[np.argsort(group[self.g.order], kind="stable")]
         counts = np.bincount(group, minlength=group.max() + 1 if len(group) else 0)
         first = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)

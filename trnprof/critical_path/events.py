@@ -1,0 +1,72 @@
+"""The run's work events for the graph, a range of steps at a time, read as Arrow straight from
+DuckDB: names, lanes, kinds and collective groups arrive dictionary-encoded (an ENUM of the run's
+distinct values, cast inside DuckDB), so no Python string is made per event."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from trnprof.tableread import sql_string
+
+WORK_KINDS = ("compute", "collective", "p2p", "input", "transfer", "memory", "compile", "host")
+CODED = ("lane", "kind", "name", "coll_group")
+COLUMNS = ("rank", "step", "lane", "kind", "name", "ts", "dur", "coll_group", "coll_seq", "bytes")
+_KINDS_SQL = ", ".join(sql_string(k) for k in WORK_KINDS)
+
+
+def where(steps: tuple[int, int]) -> str:
+    return (f"step BETWEEN {int(steps[0])} AND {int(steps[1])} AND kind IN ({_KINDS_SQL}) AND dur >= 0")
+
+
+def events_sql(steps: tuple[int, int]) -> str:
+    """The plain query (strings as text), for readers without a DuckDB connection."""
+    return f"SELECT {', '.join(COLUMNS)} FROM events WHERE {where(steps)}"
+
+
+def _connection(run):
+    """(DuckDB connection, schema) behind `run`, or None (read through run.sql)."""
+    con = getattr(run, "con", None)
+    return (con, getattr(run, "schema", "main")) if con is not None else None
+
+
+class Reader:
+    """Reads a run's work events per step range; the distinct strings are looked up once."""
+
+    def __init__(self, run):
+        self.run = run
+        self.target = _connection(run)
+        self._select = None
+
+    def _arrow(self, query: str):
+        con, schema = self.target
+        con.execute(f"SET schema = {sql_string(schema)}")
+        try:
+            return con.sql(query).to_arrow_table()
+        finally:
+            con.execute("SET schema = 'main'")
+
+    def _coded_select(self) -> str:
+        """SELECT list casting each string column to an ENUM of its sorted distinct values (the
+        codes keep the strings' order, which the lane sort relies on)."""
+        if self._select is None:
+            parts = " UNION ALL ".join(f"SELECT DISTINCT {i} AS c, {col} AS v FROM events WHERE {col} IS NOT NULL"
+                                       for i, col in enumerate(CODED))
+            found = self._arrow(parts).to_pandas()
+            columns = []
+            for name in COLUMNS:
+                if name not in CODED:
+                    columns.append(name)
+                    continue
+                values = sorted(found.loc[found["c"] == CODED.index(name), "v"].astype(str))
+                enum = ", ".join(sql_string(v) for v in values) if values else "''"
+                columns.append(f"CAST({name} AS ENUM({enum})) AS {name}")
+            self._select = ", ".join(columns)
+        return self._select
+
+    def read(self, steps: tuple[int, int]) -> pd.DataFrame:
+        """The work events of steps low..high (COLUMNS; string columns categorical)."""
+        if self.target is None:
+            frame = self.run.sql(events_sql(steps))
+            return frame.astype({c: "category" for c in CODED})
+        table = self._arrow(f"SELECT {self._coded_select()} FROM events WHERE {where(steps)}")
+        return table.to_pandas()
