@@ -55,7 +55,7 @@ class Graph:
     launch_by: np.ndarray  # host node still running when the nested call this device node waited for ended
     launch_at: np.ndarray  # ns into launch_by's work at which that call ended
     members: Members       # instance id -> member node indices
-    steps: pd.DataFrame    # rank, step, ts, end_ts, tail_gap (times in ns after `origin`)
+    steps: pd.DataFrame    # rank, step, ts, end_ts, tail_gap (times in ns after `origin`), group
     origin: int            # ns on the run's clock of time 0 here (keeps float replay exact)
     group: np.ndarray      # (rank, step) sequence of each node, contiguous, 0..
 
@@ -189,8 +189,31 @@ def build(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame) -> Graph
     s = sync_on >= 0
     tail[s] = e0[s] - e0[sync_on[s]]
     work[s] = tail[s]
-    return Graph(nodes, order, lane_prev, near, gap, work, tail, join, sync_on, launch_by, launch_at, members,
-                 _step_ends(nodes, steps, group, origin), origin, group)
+    graph = Graph(nodes, order, lane_prev, near, gap, work, tail, join, sync_on, launch_by, launch_at, members,
+                  _step_ends(nodes, steps, group, origin), origin, group)
+    return _round_major(graph)
+
+
+def _round_major(g: Graph) -> Graph:
+    """The same graph renumbered so that the nodes the solver takes in one round (the k-th of
+    every (rank, step) sequence in start order) are adjacent: its gathers read memory in order."""
+    n = len(g.nodes)
+    by_sequence = g.order[np.argsort(g.group[g.order], kind="stable")]
+    counts = np.bincount(g.group, minlength=int(g.group.max()) + 1 if n else 0)
+    within = np.empty(n, np.int64)
+    within[by_sequence] = np.arange(n) - np.repeat(np.cumsum(counts) - counts, counts)
+    old = np.lexsort((g.group, within))          # new index -> old index
+    new = np.empty(n, np.int64)
+    new[old] = np.arange(n)                       # old index -> new index
+
+    def ids(a):
+        a = a[old]
+        return np.where(a >= 0, new[np.maximum(a, 0)], -1)
+
+    members = Members(new[g.members.rows], g.members.ptr)
+    return Graph(g.nodes.take(old).reset_index(drop=True), new[g.order], ids(g.lane_prev), ids(g.near),
+                 g.gap[old], g.work[old], g.tail[old], g.join[old], ids(g.sync_on), ids(g.launch_by),
+                 g.launch_at[old], members, g.steps, g.origin, g.group[old])
 
 
 def _launches(nodes: pd.DataFrame, marks: pd.DataFrame, group, s0, e0, origin: int):
@@ -244,4 +267,5 @@ def _step_ends(nodes: pd.DataFrame, steps: pd.DataFrame, group: np.ndarray, orig
     has = (key[at] == step_key) & (last[at] > np.iinfo(np.int64).min) if groups else np.zeros(len(out), bool)
     last_end = np.where(has, last[at] if groups else 0, out["ts"].to_numpy())
     out["tail_gap"] = np.maximum(out["end_ts"].to_numpy() - last_end, 0)
+    out["group"] = np.where(has, at, -1)   # the step's node sequence, -1 when none ended within it
     return out

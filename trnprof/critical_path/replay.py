@@ -177,13 +177,17 @@ class _Wave:
 def _steps(graph: Graph, end: np.ndarray, gap_scale) -> pd.DataFrame:
     """Each rank's step ends at the latest end of its nodes that ended within the measured step,
     plus the measured gap after the last of them."""
-    nodes = graph.nodes
-    inside = (nodes["end"] <= nodes["end_ts"]).to_numpy()
-    found = pd.DataFrame({"rank": nodes["rank"].to_numpy()[inside], "step": nodes["step"].to_numpy()[inside],
-                          "end": end[inside], "node": np.flatnonzero(inside)})
-    found = found.loc[found.groupby(["rank", "step"])["end"].idxmax()] if len(found) else found
-    steps = graph.steps.merge(found[["rank", "step", "node"]], on=["rank", "step"], how="left")
-    last = steps["node"].fillna(-1).astype(np.int64).to_numpy()
+    nodes, steps = graph.nodes, graph.steps
+    inside = np.flatnonzero((nodes["end"] <= nodes["end_ts"]).to_numpy())
+    group = graph.group[inside]
+    # per sequence, the node with the latest end (ties: the first in measured lane order)
+    pick = inside[np.lexsort((nodes["nid"].to_numpy()[inside], -end[inside], group))]
+    firsts = np.ones(len(pick), bool)
+    firsts[1:] = graph.group[pick[1:]] != graph.group[pick[:-1]]
+    last_of = np.full(int(graph.group.max()) + 1 if len(graph.group) else 0, -1, np.int64)
+    last_of[graph.group[pick[firsts]]] = pick[firsts]
+    seq = steps["group"].to_numpy(np.int64)
+    last = np.where(seq >= 0, last_of[np.maximum(seq, 0)] if len(last_of) else -1, -1)
     tail_gap = steps["tail_gap"].to_numpy(float) * (1.0 if gap_scale is None else gap_scale)
     start = steps["ts"].to_numpy(float)
     finished = np.where(last >= 0, end[np.maximum(last, 0)], start) + tail_gap
