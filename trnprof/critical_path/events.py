@@ -49,15 +49,13 @@ class Reader:
         """SELECT list casting each string column to an ENUM of its sorted distinct values (the
         codes keep the strings' order, which the lane sort relies on)."""
         if self._select is None:
-            parts = " UNION ALL ".join(f"SELECT DISTINCT {i} AS c, {col} AS v FROM events WHERE {col} IS NOT NULL"
-                                       for i, col in enumerate(CODED))
-            found = self._arrow(parts).to_pandas()
+            found = self._arrow(f"SELECT DISTINCT {', '.join(CODED)} FROM events")   # one scan
             columns = []
             for name in COLUMNS:
                 if name not in CODED:
                     columns.append(name)
                     continue
-                values = sorted(found.loc[found["c"] == CODED.index(name), "v"].astype(str))
+                values = sorted(str(v) for v in found.column(name).unique().to_pylist() if v is not None)
                 enum = ", ".join(sql_string(v) for v in values) if values else "''"
                 columns.append(f"CAST({name} AS ENUM({enum})) AS {name}")
             self._select = ", ".join(columns)
