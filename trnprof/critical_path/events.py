@@ -64,7 +64,18 @@ class Reader:
     def read(self, steps: tuple[int, int]) -> pd.DataFrame:
         """The work events of steps low..high (COLUMNS; string columns categorical)."""
         if self.target is None:
-            frame = self.run.sql(events_sql(steps))
-            return frame.astype({c: "category" for c in CODED})
+            return with_object_categories(self.run.sql(events_sql(steps)))
         table = self._arrow(f"SELECT {self._coded_select()} FROM events WHERE {where(steps)}")
-        return table.to_pandas()
+        return with_object_categories(table.to_pandas())
+
+
+def with_object_categories(frame: pd.DataFrame) -> pd.DataFrame:
+    """The coded columns as categoricals of plain Python strings (Arrow-backed categories are
+    converted again at every lookup)."""
+    for name in CODED:
+        column = frame[name]
+        if not isinstance(column.dtype, pd.CategoricalDtype):
+            column = column.astype("category")
+        categories = pd.Index(column.cat.categories.astype(object), dtype=object)
+        frame[name] = pd.Categorical.from_codes(column.cat.codes.to_numpy(), categories=categories)
+    return frame

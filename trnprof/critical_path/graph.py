@@ -202,7 +202,10 @@ def _round_major(g: Graph) -> Graph:
     counts = np.bincount(g.group, minlength=int(g.group.max()) + 1 if n else 0)
     within = np.empty(n, np.int64)
     within[by_sequence] = np.arange(n) - np.repeat(np.cumsum(counts) - counts, counts)
-    old = np.lexsort((g.group, within))          # new index -> old index
+    # nodes are in (rank, step) order: a stable sort on `within` alone keeps the sequences' order
+    # (radix sort when it fits 16 bits)
+    small = np.int16 if n and within.max() < np.iinfo(np.int16).max else np.int64
+    old = np.argsort(within.astype(small), kind="stable")   # new index -> old index
     new = np.empty(n, np.int64)
     new[old] = np.arange(n)                       # old index -> new index
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .events import CODED, WORK_KINDS  # noqa: F401  (WORK_KINDS: the kinds that are work)
+from .events import WORK_KINDS, with_object_categories  # noqa: F401  (WORK_KINDS: the kinds that are work)
 
 # Host calls that block until the device has finished its queued work.
 SYNC_NAME = r"(?i)synchronize|cudaMemcpy(?!Async)|hipMemcpy(?!Async)|nrt_execute_wait"
@@ -65,7 +65,7 @@ def flatten(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     (their id here) and `syncs` (the node holds a blocking host sync, itself or a nested call).
     Marks: the ends of host events nested in a node (rank, step, end, owner nid): where inside
     it a launch or a nested call finished, which device work may wait for."""
-    events = events.astype({c: "category" for c in CODED if not isinstance(events[c].dtype, pd.CategoricalDtype)})
+    events = with_object_categories(events.copy())
     rank, step = events["rank"].to_numpy(np.int64), events["step"].to_numpy(np.int64)
     lane, ts, dur = codes(events["lane"]), events["ts"].to_numpy(np.int64), events["dur"].to_numpy(np.int64)
     order = _lane_order(rank, step, lane, ts, dur)

@@ -179,13 +179,18 @@ def _steps(graph: Graph, end: np.ndarray, gap_scale) -> pd.DataFrame:
     plus the measured gap after the last of them."""
     nodes, steps = graph.nodes, graph.steps
     inside = np.flatnonzero((nodes["end"] <= nodes["end_ts"]).to_numpy())
-    group = graph.group[inside]
+    group, ends = graph.group[inside], end[inside]
     # per sequence, the node with the latest end (ties: the first in measured lane order)
-    pick = inside[np.lexsort((nodes["nid"].to_numpy()[inside], -end[inside], group))]
-    firsts = np.ones(len(pick), bool)
-    firsts[1:] = graph.group[pick[1:]] != graph.group[pick[:-1]]
-    last_of = np.full(int(graph.group.max()) + 1 if len(graph.group) else 0, -1, np.int64)
-    last_of[graph.group[pick[firsts]]] = pick[firsts]
+    sequences = int(graph.group.max()) + 1 if len(graph.group) else 0
+    latest = np.full(sequences, -np.inf)
+    np.maximum.at(latest, group, ends)
+    tied = ends == latest[group]
+    nid = nodes["nid"].to_numpy(np.int64)[inside]
+    first_nid = np.full(sequences, np.iinfo(np.int64).max)
+    np.minimum.at(first_nid, group[tied], nid[tied])
+    pick = tied & (nid == first_nid[group])
+    last_of = np.full(sequences, -1, np.int64)
+    last_of[group[pick]] = inside[pick]
     seq = steps["group"].to_numpy(np.int64)
     last = np.where(seq >= 0, last_of[np.maximum(seq, 0)] if len(last_of) else -1, -1)
     tail_gap = steps["tail_gap"].to_numpy(float) * (1.0 if gap_scale is None else gap_scale)
