@@ -64,10 +64,8 @@ class Replayer:
     def __init__(self, run, steps: pd.DataFrame | None = None, limit: int = BATCH_EVENTS):
         self.run = run
         self.steps = run.sql("SELECT rank, step, ts, end_ts FROM steps") if steps is None else steps
-        kinds = ", ".join(f"'{k}'" for k in E.WORK_KINDS)
-        counts = run.sql(f"SELECT step, COUNT(*) AS n FROM events WHERE step IS NOT NULL AND kind IN ({kinds}) "
-                         "GROUP BY step ORDER BY step")
         self.reader = E.Reader(run)
+        counts = self.reader.step_counts()
         counts = counts[counts["step"].isin(self.steps["step"].unique())]
         self.batches = step_batches(counts, limit)
         # keep the graphs only when the whole run fits: keeping part of a bigger run saves a

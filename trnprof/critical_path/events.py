@@ -30,7 +30,8 @@ def _connection(run):
 
 
 class Reader:
-    """Reads a run's work events per step range; the distinct strings are looked up once."""
+    """Reads a run's work events per step range. One scan (`step_counts`) counts the events of
+    each step and finds the distinct strings the reads cast to ENUMs."""
 
     def __init__(self, run):
         self.run = run
@@ -45,28 +46,40 @@ class Reader:
         finally:
             con.execute("SET schema = 'main'")
 
-    def _coded_select(self) -> str:
-        """SELECT list casting each string column to an ENUM of its sorted distinct values (the
-        codes keep the strings' order, which the lane sort relies on)."""
-        if self._select is None:
-            found = self._arrow(f"SELECT DISTINCT {', '.join(CODED)} FROM events")   # one scan
-            columns = []
-            for name in COLUMNS:
-                if name not in CODED:
-                    columns.append(name)
-                    continue
-                values = sorted(str(v) for v in found.column(name).unique().to_pylist() if v is not None)
-                enum = ", ".join(sql_string(v) for v in values) if values else "''"
-                columns.append(f"CAST({name} AS ENUM({enum})) AS {name}")
-            self._select = ", ".join(columns)
-        return self._select
+    def step_counts(self) -> pd.DataFrame:
+        """step, n: the work events of each step, ordered by step."""
+        where_work = f"step IS NOT NULL AND kind IN ({_KINDS_SQL})"
+        if self.target is None:
+            return self.run.sql(f"SELECT step, COUNT(*) AS n FROM events WHERE {where_work} GROUP BY step ORDER BY step")
+        sets = ", ".join(f"({c})" for c in ("step", *CODED))
+        found = self._arrow(f"SELECT step, {', '.join(CODED)}, COUNT(*) AS n, GROUPING(step) AS by_other "
+                            f"FROM events WHERE {where_work} GROUP BY GROUPING SETS ({sets})").to_pandas()
+        self._select = _coded_select(found[found["by_other"] == 1])
+        counts = found[found["by_other"] == 0][["step", "n"]]
+        return counts.astype({"step": "int64", "n": "int64"}).sort_values("step").reset_index(drop=True)
 
     def read(self, steps: tuple[int, int]) -> pd.DataFrame:
         """The work events of steps low..high (COLUMNS; string columns categorical)."""
         if self.target is None:
             return with_object_categories(self.run.sql(events_sql(steps)))
-        table = self._arrow(f"SELECT {self._coded_select()} FROM events WHERE {where(steps)}")
+        if self._select is None:
+            self.step_counts()
+        table = self._arrow(f"SELECT {self._select} FROM events WHERE {where(steps)}")
         return with_object_categories(table.to_pandas())
+
+
+def _coded_select(distinct: pd.DataFrame) -> str:
+    """SELECT list casting each string column to an ENUM of its sorted distinct values (the
+    codes keep the strings' order, which the lane sort relies on)."""
+    columns = []
+    for name in COLUMNS:
+        if name not in CODED:
+            columns.append(name)
+            continue
+        values = sorted({str(v) for v in distinct[name].dropna()})
+        enum = ", ".join(sql_string(v) for v in values) if values else "''"
+        columns.append(f"CAST({name} AS ENUM({enum})) AS {name}")
+    return ", ".join(columns)
 
 
 def with_object_categories(frame: pd.DataFrame) -> pd.DataFrame:

@@ -26,6 +26,8 @@ GAP = "host"          # time between recorded work: untraced host work, launch l
 LATE_RANK = "late_rank"
 SYNC = "sync"
 CATEGORIES = ("compute", "communication", LATE_RANK, "host", "input", SYNC, "transfer", "compile")
+# node columns the replay, the path and the scales read (the rest only builds the edges)
+KEPT_COLUMNS = ("rank", "step", "kind", "name", "category", "ts", "end", "base", "end_ts", "bytes", "nid")
 
 
 class Members:
@@ -43,7 +45,7 @@ class Members:
 
 @dataclass
 class Graph:
-    nodes: pd.DataFrame    # rank, step, lane, kind, name, ts, dur, end, bytes, category, base
+    nodes: pd.DataFrame    # KEPT_COLUMNS
     order: np.ndarray      # node indices in solving order (measured start)
     lane_prev: np.ndarray  # -1: first on its lane in the step
     near: np.ndarray       # -1: nothing finished before it in the step
@@ -214,7 +216,8 @@ def _round_major(g: Graph) -> Graph:
         return np.where(a >= 0, new[np.maximum(a, 0)], -1)
 
     members = Members(new[g.members.rows], g.members.ptr)
-    return Graph(g.nodes.take(old).reset_index(drop=True), new[g.order], ids(g.lane_prev), ids(g.near),
+    nodes = g.nodes[list(KEPT_COLUMNS)].take(old).reset_index(drop=True)
+    return Graph(nodes, new[g.order], ids(g.lane_prev), ids(g.near),
                  g.gap[old], g.work[old], g.tail[old], g.join[old], ids(g.sync_on), ids(g.launch_by),
                  g.launch_at[old], members, g.steps, g.origin, g.group[old])
 
