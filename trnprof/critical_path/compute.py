@@ -14,7 +14,6 @@ import pandas as pd
 from . import events as E, graph as G, nodes as N, path as P, replay as R, scale as S
 
 BATCH_EVENTS = 1_000_000   # events per batch of steps: about 1 GB at peak (bench/bench_critical_path.py)
-STAGE_BATCHES = 2         # more batches than this: the events are staged by step first (events.Reader.stage)
 KEEP_NODES = 5_000_000    # runs of up to this many events keep their graphs between replays
 
 
@@ -73,8 +72,6 @@ class Replayer:
         # fraction of the rebuilds for memory the next batch needs
         self.keep = int(counts["n"].sum()) <= KEEP_NODES
         self._kept: dict[tuple[int, int], G.Graph] = {}
-        if len(self.batches) > STAGE_BATCHES:   # one scan of the run instead of one per batch
-            self.reader.stage((self.batches[0][0], self.batches[-1][1]))
 
     def graphs(self):
         for low, high in self.batches:

@@ -4,8 +4,6 @@ distinct values, cast inside DuckDB), so no Python string is made per event."""
 
 from __future__ import annotations
 
-import tempfile
-
 import pandas as pd
 
 from trnprof.tableread import sql_string
@@ -39,7 +37,6 @@ class Reader:
         self.run = run
         self.target = _connection(run)
         self._select = None
-        self._staged = None   # TemporaryDirectory of the staged events (stage)
 
     def _arrow(self, query: str):
         con, schema = self.target
@@ -67,27 +64,8 @@ class Reader:
             return with_object_categories(self.run.sql(events_sql(steps)))
         if self._select is None:
             self.step_counts()
-        source = "events"
-        if self._staged is not None:
-            source = (f"read_parquet({sql_string(self._staged.name + '/**/*.parquet')}, hive_partitioning = true, "
-                      "hive_types = {'step': INTEGER})")
-        table = self._arrow(f"SELECT {self._select} FROM {source} WHERE {where(steps)}")
+        table = self._arrow(f"SELECT {self._select} FROM events WHERE {where(steps)}")
         return with_object_categories(table.to_pandas())
-
-    def stage(self, steps: tuple[int, int]) -> None:
-        """Copy the work events of steps low..high, one scan, into a private folder partitioned by
-        step (deleted with the reader): each later read opens its steps' files only, where a
-        read of the run scans every rank's events (a rank's file holds all its steps)."""
-        if self.target is None or self._staged is not None:
-            return
-        self._staged = tempfile.TemporaryDirectory(prefix="trnprof-critical-path-")
-        con, schema = self.target
-        con.execute(f"SET schema = {sql_string(schema)}")
-        try:
-            con.execute(f"COPY (SELECT {', '.join(COLUMNS)} FROM events WHERE {where(steps)}) "
-                        f"TO {sql_string(self._staged.name)} (FORMAT parquet, PARTITION_BY (step), OVERWRITE_OR_IGNORE)")
-        finally:
-            con.execute("SET schema = 'main'")
 
 
 def _coded_select(distinct: pd.DataFrame) -> str:
