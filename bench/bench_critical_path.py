@@ -2,9 +2,12 @@
 
 Simulates Llama-2-7B with tp 8 on NODES trn1.32xlarge (32 NeuronCores each) for STEPS steps,
 then times, in-process with a fresh session and TRNPROF_CACHE=off: the critical path of every
-step (`critical_path_steps`), and one replay with a scale (`whatif --scale collective=0`), and
-reports peak RSS. The target (issue 26) is 1,024 ranks x 10 steps in <= 60 s within the default
-memory budget; on the 2-core project machine, shared, measure at 64-256 ranks and extrapolate.
+step (`critical_path_steps`, one pass over the run), and the critical path and one replay with a
+scale (`whatif --scale collective=0`) from one graph build per batch (`Replayer.replay(...,
+base_path=True)`), and reports peak RSS. The target (issue 26) is 1,024 ranks x 10 steps
+(`--nodes 32`) in <= 60 s within the default memory budget. The machine may be shared: each row
+gives the 1-minute load average and the machine's pace at the time (millions of int64 keys
+sorted per second by numpy, one core), to compare figures taken under different load.
 
     python bench/bench_critical_path.py [--nodes 2,4,8] [--steps 10] [--keep DIR]
 """
@@ -19,6 +22,8 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("TRNPROF_CACHE", "off")
+
+import numpy as np  # noqa: E402
 
 from trnprof.api import open_run  # noqa: E402
 from trnprof.model.config import load_config  # noqa: E402
@@ -39,16 +44,25 @@ def _run(folder: Path, nodes: int, steps: int) -> Path:
     return path
 
 
+def pace() -> float:
+    """Millions of int64 keys numpy sorts per second here, now (the machine's pace under its load)."""
+    keys = np.random.default_rng(0).integers(0, 1 << 40, 2_000_000)
+    started = time.perf_counter()
+    np.sort(keys, kind="stable")
+    return len(keys) / (time.perf_counter() - started) / 1e6
+
+
 def _time(path: Path) -> dict:
     with open_run(path) as run:
         events = int(run.sql("SELECT COUNT(*) AS n FROM events")["n"][0])
         started = time.perf_counter()
         steps = run.sql(f"SELECT * FROM {tables.SUMMARY}")
         path_s = time.perf_counter() - started
+    with open_run(path) as run:
         started = time.perf_counter()
-        replayed = Replayer(run).replay(["collective=0"])
-        replay_s = time.perf_counter() - started
-    return {"events": events, "steps": len(steps), "nodes": replayed.nodes, "path_s": path_s, "replay_s": replay_s}
+        replayed = Replayer(run).replay(["collective=0"], base_path=True)
+        both_s = time.perf_counter() - started
+    return {"events": events, "steps": len(steps), "nodes": replayed.nodes, "path_s": path_s, "both_s": both_s}
 
 
 def main() -> None:
@@ -59,12 +73,16 @@ def main() -> None:
     args = parser.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="bench-cp-"))
     folder.mkdir(parents=True, exist_ok=True)
-    print(f"{'ranks':>6} {'events':>10} {'nodes':>10} {'path s':>8} {'replay s':>9} {'peak RSS MB':>12}")
+    print(f"{'ranks':>6} {'events':>11} {'nodes':>11} {'path s':>7} {'path+replay s':>14} {'peak RSS MB':>12} "
+          f"{'load':>5} {'pace M/s':>9}")
     for nodes in (int(n) for n in args.nodes.split(",")):
-        result = _time(_run(folder, nodes, args.steps))
+        run = _run(folder, nodes, args.steps)
+        load, speed = os.getloadavg()[0], pace()
+        result = _time(run)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"{32 * nodes:>6} {result['events']:>10,} {result['nodes']:>10,} {result['path_s']:>8.1f} "
-              f"{result['replay_s']:>9.1f} {rss:>12.0f}")
+        print(f"{32 * nodes:>6} {result['events']:>11,} {result['nodes']:>11,} {result['path_s']:>7.1f} "
+              f"{result['both_s']:>14.1f} {rss:>12.0f} {max(load, os.getloadavg()[0]):>5.1f} {speed:>9.1f}",
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import graph as G, nodes as N, path as P, replay as R, scale as S
+from . import events as E, graph as G, nodes as N, path as P, replay as R, scale as S
 
 BATCH_EVENTS = 1_000_000   # events per batch of steps: about 1 GB at peak (bench/bench_critical_path.py)
-KEEP_NODES = 5_000_000    # graphs kept in memory between replays (about 0.5 GB)
+KEEP_NODES = 5_000_000    # runs of up to this many events keep their graphs between replays
 
 
 @dataclass
@@ -58,29 +58,29 @@ def _step_gap_factor(graph: G.Graph, scales) -> np.ndarray:
 
 
 class Replayer:
-    """A run's graphs, built once per batch of steps (kept in memory up to KEEP_NODES nodes,
-    rebuilt per replay beyond), replayed with any number of scale sets."""
+    """A run's graphs, built once per batch of steps (kept in memory when the run has at most
+    KEEP_NODES events, else rebuilt per replay), replayed with any number of scale sets."""
 
     def __init__(self, run, steps: pd.DataFrame | None = None, limit: int = BATCH_EVENTS):
         self.run = run
         self.steps = run.sql("SELECT rank, step, ts, end_ts FROM steps") if steps is None else steps
-        kinds = ", ".join(f"'{k}'" for k in N.WORK_KINDS)
-        counts = run.sql(f"SELECT step, COUNT(*) AS n FROM events WHERE step IS NOT NULL AND kind IN ({kinds}) "
-                         "GROUP BY step ORDER BY step")
+        self.reader = E.Reader(run)
+        counts = self.reader.step_counts()
         counts = counts[counts["step"].isin(self.steps["step"].unique())]
         self.batches = step_batches(counts, limit)
+        # keep the graphs only when the whole run fits: keeping part of a bigger run saves a
+        # fraction of the rebuilds for memory the next batch needs
+        self.keep = int(counts["n"].sum()) <= KEEP_NODES
         self._kept: dict[tuple[int, int], G.Graph] = {}
-        self._kept_nodes = 0
 
     def graphs(self):
         for low, high in self.batches:
             graph = self._kept.get((low, high))
             if graph is None:
                 batch_steps = self.steps[(self.steps["step"] >= low) & (self.steps["step"] <= high)]
-                graph = G.build(N.flatten(self.run.sql(N.events_sql((low, high)))), batch_steps)
-                if self._kept_nodes + len(graph.nodes) <= KEEP_NODES:
+                graph = G.build(N.flatten(self.reader.read((low, high))), batch_steps)
+                if self.keep:
                     self._kept[(low, high)] = graph
-                    self._kept_nodes += len(graph.nodes)
             yield graph
 
     def replay(self, scales=(), base_path: bool = False) -> Result:

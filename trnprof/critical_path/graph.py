@@ -7,7 +7,7 @@ after the step's start) is kept as the node's own lead time. Edges into a node's
 collective ends no earlier than its last rank arrives (members matched by group and sequence
 number across ranks); a host call that blocks on the device ends no earlier than the device work
 it waited for. Every edge points from an earlier to a later measured time, so the measured start
-order solves the graph.
+order solves the graph. Built with numpy over integer codes: no Python object per node.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .nodes import DEVICE_LANE, matches
+from .nodes import DEVICE_LANE, codes, matches
 
 CATEGORY_OF_KIND = {"compute": "compute", "collective": "communication", "p2p": "communication",
                     "input": "input", "transfer": "transfer", "memory": "transfer", "compile": "compile",
@@ -26,11 +26,26 @@ GAP = "host"          # time between recorded work: untraced host work, launch l
 LATE_RANK = "late_rank"
 SYNC = "sync"
 CATEGORIES = ("compute", "communication", LATE_RANK, "host", "input", SYNC, "transfer", "compile")
+# node columns the replay, the path and the scales read (the rest only builds the edges)
+KEPT_COLUMNS = ("rank", "step", "kind", "name", "category", "ts", "end", "base", "end_ts", "bytes", "nid")
+
+
+class Members:
+    """Collective instance id -> its member nodes (compressed rows: ids sorted, then cut)."""
+
+    def __init__(self, rows: np.ndarray, ptr: np.ndarray):
+        self.rows, self.ptr = rows, ptr
+
+    def __getitem__(self, instance: int) -> np.ndarray:
+        return self.rows[self.ptr[instance]:self.ptr[instance + 1]]
+
+    def __len__(self) -> int:
+        return len(self.ptr) - 1
 
 
 @dataclass
 class Graph:
-    nodes: pd.DataFrame    # rank, step, lane, kind, name, ts, dur, end, bytes, category, base
+    nodes: pd.DataFrame    # KEPT_COLUMNS
     order: np.ndarray      # node indices in solving order (measured start)
     lane_prev: np.ndarray  # -1: first on its lane in the step
     near: np.ndarray       # -1: nothing finished before it in the step
@@ -41,154 +56,222 @@ class Graph:
     sync_on: np.ndarray    # device node a blocking host call waited for, -1 when none
     launch_by: np.ndarray  # host node still running when the nested call this device node waited for ended
     launch_at: np.ndarray  # ns into launch_by's work at which that call ended
-    members: dict          # instance id -> list of node indices
-    steps: pd.DataFrame    # rank, step, ts, end_ts, tail_gap (times in ns after `origin`)
+    members: Members       # instance id -> member node indices
+    steps: pd.DataFrame    # rank, step, ts, end_ts, tail_gap (times in ns after `origin`), group
     origin: int            # ns on the run's clock of time 0 here (keeps float replay exact)
+    group: np.ndarray      # (rank, step) sequence of each node, contiguous, 0..
+
+
+def _starts(*columns: np.ndarray) -> np.ndarray:
+    """True where any of the (sorted) columns changes value: the first row of each run."""
+    n = len(columns[0])
+    first = np.ones(n, bool)
+    if n:
+        first[1:] = np.logical_or.reduce([c[1:] != c[:-1] for c in columns])
+    return first
+
+
+def _latest_end(group, queries, end_group, ends, end_ids) -> np.ndarray:
+    """Per query (group, time): the id of the latest end <= time in the same group, or -1 (among
+    equal ends, the last given)."""
+    n = len(group)
+    found = np.full(n, -1, np.int64)
+    if not n or not len(ends):
+        return found
+    low = min(int(queries.min()), int(ends.min()))
+    span = max(int(queries.max()), int(ends.max())) - low + 1
+    groups = max(int(group.max()), int(end_group.max())) + 1
+    if groups >= (1 << 62) // span:
+        raise OverflowError("critical path: batch too long to key (group x time)")
+    end_key = end_group.astype(np.int64) * span + (ends - low)
+    sorter = np.argsort(end_key, kind="stable")
+    sorted_keys = end_key[sorter]
+    query_key = group.astype(np.int64) * span + (queries - low)
+    at = np.searchsorted(sorted_keys, query_key, side="right") - 1
+    ok = at >= 0
+    hit = sorter[np.maximum(at, 0)]
+    ok &= end_group[hit] == group
+    found[ok] = np.asarray(end_ids, np.int64)[hit[ok]]
+    return found
 
 
 def _latest_before(group: np.ndarray, ends: np.ndarray, queries: np.ndarray, eligible: np.ndarray) -> np.ndarray:
     """Per query, the eligible node of the same group with the latest end <= the query time (-1)."""
-    idx = np.arange(len(group))
-    return _latest_end(group, queries, group[eligible], ends[eligible], idx[eligible])
+    ids = np.flatnonzero(eligible)
+    return _latest_end(group, queries, group[ids], ends[ids], ids)
 
 
-def _latest_end(group, queries, end_group, ends, end_ids) -> np.ndarray:
-    """Per query (group, time): the id of the latest end <= time in the same group, or -1."""
-    n = len(group)
-    idx = np.arange(n)
-    e_idx = np.asarray(end_ids, np.int64)
-    g = np.concatenate([end_group, group])
-    t = np.concatenate([ends, queries])
-    typ = np.concatenate([np.zeros(len(e_idx), np.int8), np.ones(n, np.int8)])
-    who = np.concatenate([e_idx, idx])
-    order = np.lexsort((typ, t, g))
-    is_end = typ[order] == 0
-    pos = np.where(is_end, np.arange(len(order)), -1)
-    last = np.maximum.accumulate(pos)
-    found = np.full(n, -1, np.int64)
-    q_pos = np.flatnonzero(~is_end)
-    cand = last[q_pos]
-    ok = cand >= 0
-    cand_node = np.where(ok, who[order][np.maximum(cand, 0)], -1)
-    same = ok & (g[order][np.maximum(cand, 0)] == g[order][q_pos])
-    found[who[order][q_pos]] = np.where(same, cand_node, -1)
-    return found
-
-
-def _lane_prev(nodes: pd.DataFrame) -> np.ndarray:
-    prev = np.arange(len(nodes)) - 1
-    first = ~nodes.duplicated(["rank", "step", "lane"]).to_numpy()
-    return np.where(first, -1, prev)
-
-
-def _joins(nodes: pd.DataFrame):
+def _joins(nodes: pd.DataFrame, s0: np.ndarray, e0: np.ndarray) -> tuple[np.ndarray, Members]:
     """Collective instances seen on two ranks or more whose members all end after the last
     arrival (otherwise the ranks' clocks disagree and the instance is left unjoined)."""
-    coll = nodes[(nodes["kind"] == "collective") & nodes["coll_group"].notna() & nodes["coll_seq"].notna()]
-    join = np.full(len(nodes), -1, np.int64)
-    if coll.empty:
-        return join, {}
-    keys = coll.groupby(["coll_group", "coll_seq"], sort=False)
-    arrive = keys["ts"].transform("max")
-    valid = (keys["rank"].transform("nunique") > 1) & (keys["end"].transform("min") >= arrive)
-    coll = coll[valid]
-    if coll.empty:
-        return join, {}
-    ids = coll.groupby(["coll_group", "coll_seq"], sort=False).ngroup().to_numpy()
-    rows = coll.index.to_numpy()
-    join[rows] = ids
-    order = np.argsort(ids, kind="stable")
-    cuts = np.flatnonzero(np.diff(ids[order])) + 1
-    members = dict(enumerate(r.tolist() for r in np.split(rows[order], cuts)))
-    return join, members
+    n = len(nodes)
+    join = np.full(n, -1, np.int64)
+    seq = nodes["coll_seq"].to_numpy("float64", na_value=np.nan)
+    cg = codes(nodes["coll_group"])
+    rows = np.flatnonzero((nodes["kind"] == "collective").to_numpy() & (cg >= 0) & ~np.isnan(seq))
+    rank = nodes["rank"].to_numpy(np.int64)
+    rows = rows[np.lexsort((rank[rows], seq[rows], cg[rows]))]
+    if not len(rows):
+        return join, Members(rows, np.zeros(1, np.int64))
+    first = _starts(cg[rows], seq[rows])
+    cuts = np.flatnonzero(first)
+    arrive = np.maximum.reduceat(s0[rows], cuts)
+    last_end = np.minimum.reduceat(e0[rows], cuts)
+    ranks = np.add.reduceat(_starts(cg[rows], seq[rows], rank[rows]).astype(np.int64), cuts)
+    valid = (ranks > 1) & (last_end >= arrive)
+    inst = np.cumsum(first) - 1
+    keep = valid[inst]
+    rows, inst = rows[keep], inst[keep]
+    renumber = np.cumsum(valid) - 1
+    inst = renumber[inst]
+    join[rows] = inst
+    ptr = np.searchsorted(inst, np.arange(int(valid.sum()) + 1))
+    return join, Members(rows, ptr)
+
+
+def _attach_steps(nodes: pd.DataFrame, steps: pd.DataFrame, origin: int) -> pd.DataFrame:
+    """Nodes of the given steps (inner join on rank, step) that start within them, with `base`
+    (the step's start) and `end_ts`, times after `origin`, in flatten's order."""
+    key = steps["rank"].to_numpy(np.int64) * (1 << 32) + steps["step"].to_numpy(np.int64)
+    sorter = np.argsort(key, kind="stable")
+    node_key = nodes["rank"].to_numpy(np.int64) * (1 << 32) + nodes["step"].to_numpy(np.int64)
+    at = np.minimum(np.searchsorted(key[sorter], node_key), max(len(key) - 1, 0))
+    row = sorter[at] if len(key) else at
+    found = (key[row] == node_key) if len(key) else np.zeros(len(nodes), bool)
+    base = steps["ts"].to_numpy(np.int64)[row] - origin if len(key) else node_key
+    ts = nodes["ts"].to_numpy(np.int64) - origin
+    keep = np.flatnonzero(found & (ts >= base))
+    out = nodes.take(keep).reset_index(drop=True)
+    out["ts"], out["end"] = ts[keep], nodes["end"].to_numpy(np.int64)[keep] - origin
+    out["base"] = base[keep]
+    out["end_ts"] = steps["end_ts"].to_numpy(np.int64)[row[keep]] - origin
+    return out
+
+
+def _categories(kind: pd.Series) -> pd.Categorical:
+    mapped = [CATEGORY_OF_KIND.get(str(k), GAP) for k in kind.cat.categories]
+    lookup = np.array([CATEGORIES.index(c) for c in mapped] + [CATEGORIES.index(GAP)], np.int64)
+    return pd.Categorical.from_codes(lookup[codes(kind)], categories=list(CATEGORIES))
 
 
 def build(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame) -> Graph:
     """The graph of flattened nodes and marks (nodes.flatten) within `steps` (rank, step, ts, end_ts)."""
     nodes, marks = flat
     origin = int(steps["ts"].min()) if len(steps) else 0
-    steps = steps.rename(columns={"ts": "step_ts"})[["rank", "step", "step_ts", "end_ts"]].copy()
-    steps[["step_ts", "end_ts"]] -= origin
-    nodes = nodes.assign(ts=nodes["ts"] - origin, end=nodes["end"] - origin)
-    marks = marks.assign(end=marks["end"] - origin)
-    nodes = nodes.merge(steps, on=["rank", "step"], how="inner")
-    nodes = nodes[nodes["ts"] >= nodes["step_ts"]].rename(columns={"step_ts": "base"})
-    nodes = nodes.sort_values(["rank", "step", "lane", "ts"], kind="stable").reset_index(drop=True)
-    nodes["category"] = nodes["kind"].map(CATEGORY_OF_KIND).fillna(GAP)
+    nodes = _attach_steps(nodes, steps, origin)
+    nodes["category"] = _categories(nodes["kind"])
     n = len(nodes)
     s0, e0 = nodes["ts"].to_numpy(np.int64), nodes["end"].to_numpy(np.int64)
-    group = nodes.groupby(["rank", "step"], sort=False).ngroup().to_numpy()
+    rank, step = nodes["rank"].to_numpy(np.int64), nodes["step"].to_numpy(np.int64)
+    group = np.cumsum(_starts(rank, step)) - 1
     order = np.lexsort((np.arange(n), e0, s0))
     position = np.empty(n, np.int64)
     position[order] = np.arange(n)
-    lane_prev = _lane_prev(nodes)
+    lane_prev = np.where(_starts(rank, step, codes(nodes["lane"])), -1, np.arange(n) - 1)
     near = _latest_before(group, e0, s0, np.ones(n, bool))
     near = np.where((near >= 0) & (position[np.maximum(near, 0)] < position), near, -1)
     ready = np.maximum.reduce([nodes["base"].to_numpy(np.int64),
                                np.where(lane_prev >= 0, e0[np.maximum(lane_prev, 0)], 0),
                                np.where(near >= 0, e0[np.maximum(near, 0)], 0)])
-    launch_by, launch_at = _launches(nodes, marks, group, s0, e0)
+    launch_by, launch_at = _launches(nodes, marks, group, s0, e0, origin)
     has = launch_by >= 0
     ready[has] = np.maximum(ready[has], s0[launch_by[has]] + launch_at[has])
     gap = np.maximum(s0 - ready, 0)
     dur = e0 - s0
     work, tail = dur.copy(), np.zeros(n, np.int64)
-    join, members = _joins(nodes)
-    if members:
-        arrive = np.zeros(n, np.int64)
-        for ids in members.values():
-            arrive[ids] = s0[ids].max()
+    join, members = _joins(nodes, s0, e0)
+    if len(members):
         j = join >= 0
-        tail[j] = e0[j] - arrive[j]
-        work[j] = np.where(arrive[j] > s0[j], tail[j], dur[j])
+        first_of = members.ptr[:-1]
+        arrive_of = np.maximum.reduceat(s0[members.rows], first_of) if len(members.rows) else s0[:0]
+        arrive = arrive_of[join[j]]
+        tail[j] = e0[j] - arrive
+        work[j] = np.where(arrive > s0[j], tail[j], dur[j])
     sync_on = _syncs(nodes, group, s0, e0)
     s = sync_on >= 0
     tail[s] = e0[s] - e0[sync_on[s]]
     work[s] = tail[s]
-    return Graph(nodes, order, lane_prev, near, gap, work, tail, join, sync_on, launch_by, launch_at, members,
-                 _step_ends(nodes, steps), origin)
+    graph = Graph(nodes, order, lane_prev, near, gap, work, tail, join, sync_on, launch_by, launch_at, members,
+                  _step_ends(nodes, steps, group, origin), origin, group)
+    return _round_major(graph)
 
 
-def _launches(nodes: pd.DataFrame, marks: pd.DataFrame, group, s0, e0):
+def _round_major(g: Graph) -> Graph:
+    """The same graph renumbered so that the nodes the solver takes in one round (the k-th of
+    every (rank, step) sequence in start order) are adjacent: its gathers read memory in order."""
+    n = len(g.nodes)
+    by_sequence = g.order[np.argsort(g.group[g.order], kind="stable")]
+    counts = np.bincount(g.group, minlength=int(g.group.max()) + 1 if n else 0)
+    within = np.empty(n, np.int64)
+    within[by_sequence] = np.arange(n) - np.repeat(np.cumsum(counts) - counts, counts)
+    # nodes are in (rank, step) order: a stable sort on `within` alone keeps the sequences' order
+    # (radix sort when it fits 16 bits)
+    small = np.int16 if n and within.max() < np.iinfo(np.int16).max else np.int64
+    old = np.argsort(within.astype(small), kind="stable")   # new index -> old index
+    new = np.empty(n, np.int64)
+    new[old] = np.arange(n)                       # old index -> new index
+
+    def ids(a):
+        a = a[old]
+        return np.where(a >= 0, new[np.maximum(a, 0)], -1)
+
+    members = Members(new[g.members.rows], g.members.ptr)
+    nodes = g.nodes[list(KEPT_COLUMNS)].take(old).reset_index(drop=True)
+    return Graph(nodes, new[g.order], ids(g.lane_prev), ids(g.near),
+                 g.gap[old], g.work[old], g.tail[old], g.join[old], ids(g.sync_on), ids(g.launch_by),
+                 g.launch_at[old], members, g.steps, g.origin, g.group[old])
+
+
+def _launches(nodes: pd.DataFrame, marks: pd.DataFrame, group, s0, e0, origin: int):
     """Device nodes that waited for a call nested in a host node still running when they started
     (a kernel launched from inside an op): that node and how far into it the call ended."""
     n = len(nodes)
     by, at = np.full(n, -1, np.int64), np.zeros(n, np.int64)
-    position = pd.Series(np.arange(n), index=nodes["nid"].to_numpy())
-    marks = marks[marks["owner"].isin(position.index)]
-    if marks.empty:
+    nid = nodes["nid"].to_numpy(np.int64)
+    owner = marks["owner"].to_numpy(np.int64)
+    if not n or not len(owner):
         return by, at
-    owner = position.reindex(marks["owner"].to_numpy()).to_numpy()
-    keys = pd.MultiIndex.from_frame(nodes[["rank", "step"]])
-    mark_group = pd.Series(group, index=keys).groupby(level=[0, 1]).first().reindex(
-        pd.MultiIndex.from_frame(marks[["rank", "step"]])).to_numpy()
-    ok = ~pd.isna(mark_group)
-    ends = marks["end"].to_numpy(np.int64)[ok]
-    found = _latest_end(group, s0, mark_group[ok].astype(np.int64), ends, np.flatnonzero(ok))
-    device = matches(nodes["lane"], DEVICE_LANE).to_numpy()
-    hit = device & (found >= 0)
-    o = np.where(hit, owner[np.maximum(found, 0)], -1).astype(np.int64)
-    end_at = np.where(hit, marks["end"].to_numpy(np.int64)[np.maximum(found, 0)], 0)
+    sorter = np.argsort(nid, kind="stable")
+    pos = np.minimum(np.searchsorted(nid[sorter], owner), n - 1)
+    ok = nid[sorter][pos] == owner
+    owner_node = sorter[pos][ok]
+    if not len(owner_node):
+        return by, at
+    ends = marks["end"].to_numpy(np.int64)[ok] - origin
+    found = _latest_end(group, s0, group[owner_node], ends, np.arange(len(ends)))
+    hit = matches(nodes["lane"], DEVICE_LANE) & (found >= 0)
+    f = np.maximum(found, 0)
+    o = np.where(hit, owner_node[f], -1)
     live = hit & (e0[np.maximum(o, 0)] > s0) & (o != np.arange(n))
-    by[live], at[live] = o[live], end_at[live] - s0[o[live]]
+    by[live], at[live] = o[live], ends[f][live] - s0[o[live]]
     return by, at
 
 
 def _syncs(nodes: pd.DataFrame, group, s0, e0) -> np.ndarray:
     """For each blocking host call, the device node that finished last while it blocked."""
-    device = nodes["lane"].str.contains(DEVICE_LANE, regex=True).to_numpy()
-    found = _latest_before(group, e0, e0, device)
-    holds = nodes["syncs"].to_numpy() & (found >= 0)
+    found = _latest_before(group, e0, e0, matches(nodes["lane"], DEVICE_LANE))
+    holds = nodes["syncs"].to_numpy(bool) & (found >= 0)
     found = np.where(holds, found, -1)
     ok = (found >= 0) & (e0[np.maximum(found, 0)] > s0)
     return np.where(ok, found, -1)
 
 
-def _step_ends(nodes: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
-    """Each (rank, step): the gap after the last end of its nodes that ended within the step."""
-    inside = nodes[nodes["end"] <= nodes["end_ts"]]
-    last_end = inside.groupby(["rank", "step"])["end"].max().rename("last_end").reset_index()
-    out = steps.merge(last_end, on=["rank", "step"], how="left")
-    last_end = out["last_end"].fillna(out["step_ts"]).to_numpy(np.int64)
-    out["tail_gap"] = np.maximum(out["end_ts"].to_numpy(np.int64) - last_end, 0)
-    return out.drop(columns="last_end").rename(columns={"step_ts": "ts"})
+def _step_ends(nodes: pd.DataFrame, steps: pd.DataFrame, group: np.ndarray, origin: int) -> pd.DataFrame:
+    """Each (rank, step) of `steps`: the gap after the last end of its nodes that ended within it."""
+    out = pd.DataFrame({"rank": steps["rank"].to_numpy(), "step": steps["step"].to_numpy(),
+                        "ts": steps["ts"].to_numpy(np.int64) - origin,
+                        "end_ts": steps["end_ts"].to_numpy(np.int64) - origin})
+    e0 = nodes["end"].to_numpy(np.int64)
+    inside = e0 <= nodes["end_ts"].to_numpy(np.int64)
+    groups = int(group.max()) + 1 if len(group) else 0
+    last = np.full(groups, np.iinfo(np.int64).min)
+    np.maximum.at(last, group[inside], e0[inside])
+    first = np.flatnonzero(_starts(group)) if len(group) else np.zeros(0, np.int64)
+    key = nodes["rank"].to_numpy(np.int64)[first] * (1 << 32) + nodes["step"].to_numpy(np.int64)[first]
+    step_key = out["rank"].to_numpy(np.int64) * (1 << 32) + out["step"].to_numpy(np.int64)
+    at = np.minimum(np.searchsorted(key, step_key), max(groups - 1, 0))
+    has = (key[at] == step_key) & (last[at] > np.iinfo(np.int64).min) if groups else np.zeros(len(out), bool)
+    last_end = np.where(has, last[at] if groups else 0, out["ts"].to_numpy())
+    out["tail_gap"] = np.maximum(out["end_ts"].to_numpy() - last_end, 0)
+    out["group"] = np.where(has, at, -1)   # the step's node sequence, -1 when none ended within it
+    return out

@@ -4,7 +4,7 @@ Host threads nest events (an op inside an op); a lane's work is its top-level ev
 inside an earlier one on the same lane is part of it, an event that starts inside one and ends
 after it is cut to start where the earlier one ends. Steps and annotations are windows, never
 work. An event belongs to the step its collector gave it (Kineto: the ProfilerStep window it
-starts in).
+starts in). Vectorised over integer codes: string columns are categorical, matched per category.
 """
 
 from __future__ import annotations
@@ -12,23 +12,52 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .events import WORK_KINDS, with_object_categories  # noqa: F401  (WORK_KINDS: the kinds that are work)
+
 # Host calls that block until the device has finished its queued work.
 SYNC_NAME = r"(?i)synchronize|cudaMemcpy(?!Async)|hipMemcpy(?!Async)|nrt_execute_wait"
 DEVICE_LANE = r"^(?:gpu|nc/|dma/|mtia|xpu)"
-WORK_KINDS = ("compute", "collective", "p2p", "input", "transfer", "memory", "compile", "host")
 
 
-def events_sql(steps: tuple[int, int]) -> str:
-    kinds = ", ".join(f"'{k}'" for k in WORK_KINDS)
-    return (f"SELECT rank, step, lane, kind, name, ts, dur, coll_group, coll_seq, bytes FROM events "
-            f"WHERE step BETWEEN {int(steps[0])} AND {int(steps[1])} AND kind IN ({kinds}) AND dur >= 0")
-
-
-def matches(values: pd.Series, pattern: str) -> pd.Series:
+def matches(values: pd.Series, pattern: str) -> np.ndarray:
     """Regex search per row, evaluated once per distinct value (names and lanes repeat)."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        hit = values.cat.categories.astype(str).str.contains(pattern, regex=True)
+        codes = values.cat.codes.to_numpy()
+        return np.asarray(hit, bool)[codes] & (codes >= 0) if len(hit) else np.zeros(len(values), bool)
     distinct = pd.Series(values.dropna().unique())
     hits = set(distinct[distinct.astype(str).str.contains(pattern, regex=True)])
-    return values.isin(hits)
+    return values.isin(hits).to_numpy()
+
+
+def codes(values: pd.Series) -> np.ndarray:
+    """Integer codes of a categorical column, in the categories' (sorted) order; -1 for null."""
+    return values.cat.codes.to_numpy().astype(np.int64)
+
+
+def segment_cummax(values: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Running maximum of int64 `values` restarting where `first` is set (contiguous segments)."""
+    seg = np.cumsum(first) - 1
+    low = np.minimum.reduceat(values, np.flatnonzero(first)) if len(values) else values
+    rel = values - low[seg]
+    span = int(rel.max()) + 1 if len(rel) else 1
+    if len(seg) and int(seg[-1]) >= (1 << 62) // span:   # too many segments x span: per segment
+        return pd.Series(values).groupby(seg).cummax().to_numpy()
+    keyed = np.maximum.accumulate(seg * span + rel)
+    return keyed - seg * span + low[seg]
+
+
+def _lane_order(rank, step, lane, ts, dur) -> np.ndarray:
+    """Stable order by rank, step, lane, start, longest first; (rank, step, lane, start) packed
+    into one int64 key when they fit (two sort keys instead of five)."""
+    if not len(ts):
+        return np.zeros(0, np.int64)
+    parts = [a - a.min() for a in (rank, step, lane, ts)]
+    sizes = [int(p.max()) + 1 for p in parts]
+    if sizes[0] * sizes[1] * sizes[2] * sizes[3] >= 1 << 62:
+        return np.lexsort((-dur, ts, lane, step, rank))
+    key = ((parts[0] * sizes[1] + parts[1]) * sizes[2] + parts[2]) * sizes[3] + parts[3]
+    return np.lexsort((-dur, key))
 
 
 def flatten(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -36,24 +65,33 @@ def flatten(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     (their id here) and `syncs` (the node holds a blocking host sync, itself or a nested call).
     Marks: the ends of host events nested in a node (rank, step, end, owner nid): where inside
     it a launch or a nested call finished, which device work may wait for."""
-    ev = events.sort_values(["rank", "step", "lane", "ts", "dur"], ascending=[True, True, True, True, False],
-                            kind="stable").reset_index(drop=True)
-    ev["end"] = ev["ts"] + ev["dur"]
-    keys = [ev["rank"], ev["step"], ev["lane"]]
-    first = ~ev.duplicated(["rank", "step", "lane"])
+    events = with_object_categories(events.copy())
+    rank, step = events["rank"].to_numpy(np.int64), events["step"].to_numpy(np.int64)
+    lane, ts, dur = codes(events["lane"]), events["ts"].to_numpy(np.int64), events["dur"].to_numpy(np.int64)
+    order = _lane_order(rank, step, lane, ts, dur)
+    ev = events.take(order).reset_index(drop=True)
+    rank, step, lane, ts, dur = rank[order], step[order], lane[order], ts[order], dur[order]
+    end = ts + dur
+    n = len(ev)
+    first = np.ones(n, bool)
+    first[1:] = (rank[1:] != rank[:-1]) | (step[1:] != step[:-1]) | (lane[1:] != lane[:-1])
     lowest = np.iinfo(np.int64).min
-    reach = ev.groupby(keys, sort=False)["end"].cummax().shift(1, fill_value=lowest)
-    reach = reach.where(~first, lowest)   # int64 throughout: floats lose ns at epoch scale
-    top = (ev["end"] > reach) | (ev["ts"] >= reach)   # not inside an earlier event of the lane
-    ev["ts"] = np.maximum(ev["ts"].to_numpy(), reach.to_numpy())   # cut partial overlaps
-    is_sync = matches(ev["name"], SYNC_NAME) & ~matches(ev["lane"], DEVICE_LANE)
-    owner = pd.Series(np.where(top, np.arange(len(ev)), np.nan)).groupby(keys, sort=False).ffill()
-    synced = owner[is_sync & owner.notna()].astype(np.int64).unique()
-    nodes = ev[top].copy()
-    nodes["syncs"] = nodes.index.isin(synced)
-    nodes["dur"] = nodes["end"] - nodes["ts"]
-    nodes["nid"] = nodes.index
-    inner = ~top & owner.notna() & ~matches(ev["lane"], DEVICE_LANE)
-    marks = pd.DataFrame({"rank": ev["rank"][inner], "step": ev["step"][inner], "end": ev["end"][inner],
-                          "owner": owner[inner].astype(np.int64)})
-    return nodes.reset_index(drop=True), marks.reset_index(drop=True)
+    reach = np.full(n, lowest, np.int64)
+    if n:
+        reach[1:] = segment_cummax(end, first)[:-1]
+    reach[first] = lowest          # int64 throughout: floats lose ns at epoch scale
+    top = (end > reach) | (ts >= reach)   # not inside an earlier event of the lane
+    device = matches(ev["lane"], DEVICE_LANE)
+    is_sync = matches(ev["name"], SYNC_NAME) & ~device
+    owner = np.maximum.accumulate(np.where(top, np.arange(n), -1)) if n else np.zeros(0, np.int64)
+    synced = np.zeros(n, bool)
+    synced[owner[is_sync]] = True
+    keep = np.flatnonzero(top)
+    nodes = ev.take(keep).reset_index(drop=True)
+    start = np.maximum(ts, reach)[keep]   # cut partial overlaps
+    nodes["ts"], nodes["end"] = start, end[keep]
+    nodes["dur"] = end[keep] - start
+    nodes["syncs"], nodes["nid"] = synced[keep], keep
+    inner = ~top & ~device
+    marks = pd.DataFrame({"rank": rank[inner], "step": step[inner], "end": end[inner], "owner": owner[inner]})
+    return nodes, marks

@@ -63,7 +63,7 @@ class _Wave:
 
     def _sequences(self):
         """Node order per (rank, step): the measured start order, as positions and bounds."""
-        group = self.g.nodes.groupby(["rank", "step"], sort=False).ngroup().to_numpy()
+        group = self.g.group
         order = self.g.order[np.argsort(group[self.g.order], kind="stable")]
         counts = np.bincount(group, minlength=group.max() + 1 if len(group) else 0)
         first = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
@@ -177,13 +177,22 @@ class _Wave:
 def _steps(graph: Graph, end: np.ndarray, gap_scale) -> pd.DataFrame:
     """Each rank's step ends at the latest end of its nodes that ended within the measured step,
     plus the measured gap after the last of them."""
-    nodes = graph.nodes
-    inside = (nodes["end"] <= nodes["end_ts"]).to_numpy()
-    found = pd.DataFrame({"rank": nodes["rank"].to_numpy()[inside], "step": nodes["step"].to_numpy()[inside],
-                          "end": end[inside], "node": np.flatnonzero(inside)})
-    found = found.loc[found.groupby(["rank", "step"])["end"].idxmax()] if len(found) else found
-    steps = graph.steps.merge(found[["rank", "step", "node"]], on=["rank", "step"], how="left")
-    last = steps["node"].fillna(-1).astype(np.int64).to_numpy()
+    nodes, steps = graph.nodes, graph.steps
+    inside = np.flatnonzero((nodes["end"] <= nodes["end_ts"]).to_numpy())
+    group, ends = graph.group[inside], end[inside]
+    # per sequence, the node with the latest end (ties: the first in measured lane order)
+    sequences = int(graph.group.max()) + 1 if len(graph.group) else 0
+    latest = np.full(sequences, -np.inf)
+    np.maximum.at(latest, group, ends)
+    tied = ends == latest[group]
+    nid = nodes["nid"].to_numpy(np.int64)[inside]
+    first_nid = np.full(sequences, np.iinfo(np.int64).max)
+    np.minimum.at(first_nid, group[tied], nid[tied])
+    pick = tied & (nid == first_nid[group])
+    last_of = np.full(sequences, -1, np.int64)
+    last_of[group[pick]] = inside[pick]
+    seq = steps["group"].to_numpy(np.int64)
+    last = np.where(seq >= 0, last_of[np.maximum(seq, 0)] if len(last_of) else -1, -1)
     tail_gap = steps["tail_gap"].to_numpy(float) * (1.0 if gap_scale is None else gap_scale)
     start = steps["ts"].to_numpy(float)
     finished = np.where(last >= 0, end[np.maximum(last, 0)], start) + tail_gap

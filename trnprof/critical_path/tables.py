@@ -76,6 +76,7 @@ class _Reader:
     """The one method compute.analyse needs of a Run, over a session schema."""
 
     def __init__(self, con, schema):
+        self.con, self.schema = con, schema   # events.Reader reads Arrow through them
         self.sql = _sql_in(con, schema)
 
 

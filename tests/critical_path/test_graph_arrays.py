@@ -1,0 +1,99 @@
+"""The vectorised pieces the graph is built from (docs/critical-path.md, Performance): each agrees
+with the plain computation it replaces, and the coded event read with the plain SQL read."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings, strategies as st
+
+from trnprof.api import open_run
+from trnprof.critical_path import events as E, graph as G, nodes as N
+from trnprof.critical_path.compute import analyse
+
+from tests.conftest import write_inline_run
+
+MS = 1_000_000
+EPOCH = 1_700_000_000 * 1_000_000_000   # epoch-scale ns: packed keys must not lose them
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(-5, 50)), min_size=1, max_size=60))
+def test_segment_cummax_is_the_running_maximum_per_segment(rows):
+    segment = np.sort(np.array([s for s, _ in rows]))
+    values = np.array([v for _, v in rows], np.int64) + EPOCH
+    first = np.ones(len(segment), bool)
+    first[1:] = segment[1:] != segment[:-1]
+    expected = pd.Series(values).groupby(segment).cummax().to_numpy()
+    assert np.array_equal(N.segment_cummax(values, first), expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 30)), min_size=1, max_size=40),
+       st.lists(st.tuples(st.integers(0, 2), st.integers(0, 30)), min_size=0, max_size=40))
+def test_latest_end_finds_the_latest_end_at_or_before_each_query_in_its_group(queries, ends):
+    q_group = np.array([g for g, _ in queries], np.int64)
+    q_time = np.array([t for _, t in queries], np.int64) + EPOCH
+    e_group = np.array([g for g, _ in ends], np.int64)
+    e_time = np.array([t for _, t in ends], np.int64) + EPOCH
+    ids = np.arange(len(ends)) + 100
+    found = G._latest_end(q_group, q_time, e_group, e_time, ids)
+    for k in range(len(queries)):
+        # the latest end <= the query in the same group; among equal ends, the last given
+        best = [(e_time[i], i) for i in range(len(ends)) if e_group[i] == q_group[k] and e_time[i] <= q_time[k]]
+        assert found[k] == (ids[max(best)[1]] if best else -1)
+
+
+def _events():
+    """Two ranks, three steps; names with quotes and commas, nested host ops, a collective."""
+    out = []
+    for step in range(3):
+        base = step * 100
+        for rank in (0, 1):
+            late = 20 * rank * (step == 1)
+            coll = {"coll_group": "dp's", "coll_seq": step, "coll_op": "all_reduce"}
+            out += [
+                {"rank": rank, "step": step, "ts": (base + 0) * MS, "dur": 90 * MS, "kind": "step",
+                 "name": "step", "lane": "host/main"},
+                {"rank": rank, "step": step, "ts": (base + 1) * MS, "dur": 30 * MS, "kind": "host",
+                 "name": "aten::linear(a, 'b')", "lane": "host/main"},
+                {"rank": rank, "step": step, "ts": (base + 2) * MS, "dur": 5 * MS, "kind": "host",
+                 "name": "cudaLaunchKernel", "lane": "host/main"},
+                {"rank": rank, "step": step, "ts": (base + 8) * MS, "dur": 20 * MS + late * MS, "kind": "compute",
+                 "name": "gemm \"fwd\"", "lane": "nc/tensor"},
+                {"rank": rank, "step": step, "ts": (base + 40 + late) * MS, "dur": (30 - late) * MS, "kind": "collective",
+                 "name": "grads.all_reduce", "lane": "nc/cc", **coll},
+            ]
+    return out
+
+
+def test_coded_read_returns_the_events_the_plain_query_returns(tmp_path):
+    run_dir = write_inline_run(tmp_path / "run", _events())
+    with open_run(run_dir) as run:
+        reader = E.Reader(run)
+        counts = reader.step_counts()
+        coded = reader.read((0, 2))
+        plain = run.sql(E.events_sql((0, 2)))
+    assert counts.to_dict("list") == {"step": [0, 1, 2], "n": [8, 8, 8]}
+    assert isinstance(coded["name"].dtype, pd.CategoricalDtype)
+    key = ["rank", "step", "ts", "lane"]
+    coded = coded.astype({c: object for c in E.CODED}).sort_values(key).reset_index(drop=True)
+    plain = plain.astype({c: object for c in E.CODED}).sort_values(key).reset_index(drop=True)
+    for column in E.COLUMNS:
+        if column in E.CODED:
+            assert coded[column].fillna("-").tolist() == plain[column].fillna("-").tolist(), column
+        else:
+            assert np.array_equal(coded[column].to_numpy("float64", na_value=np.nan),
+                                  plain[column].to_numpy("float64", na_value=np.nan), equal_nan=True), column
+
+
+def test_batches_of_one_step_give_the_path_and_replay_of_one_batch(tmp_path):
+    run_dir = write_inline_run(tmp_path / "run", _events())
+    with open_run(run_dir) as run:
+        whole = analyse(run, ["compute=0.5"], limit=1_000_000)
+        per_step = analyse(run, ["compute=0.5"], limit=1)
+    assert whole.replayed["dur"].tolist() == per_step.replayed["dur"].tolist()
+    pd.testing.assert_frame_equal(whole.segments, per_step.segments)
+    # the unchanged replay is each step's measured window, 90 ms
+    assert whole.measured["dur"].tolist() == per_step.measured["dur"].tolist() == [90 * MS] * 3
+    assert whole.walks.to_dict("list") == per_step.walks.to_dict("list")
