@@ -8,9 +8,12 @@ from __future__ import annotations
 import ast
 import inspect
 import re
+import warnings
 from pathlib import Path
 
-from click.utils import make_default_short_help
+with warnings.catch_warnings():  # deprecated in click 8.2+, kept until 9 (pyproject pins click < 9)
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from click.utils import make_default_short_help
 
 FOLDER = Path(__file__).parent
 
