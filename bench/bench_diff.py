@@ -13,6 +13,7 @@ Target (issue 24; issue 11 had 2x): diff <= 1.5x analyze of one run.
 from __future__ import annotations
 
 import os
+import resource
 import time
 from pathlib import Path
 
@@ -59,6 +60,8 @@ def main() -> None:
     print(f"diff (two runs)       {total:.2f} s  (rules {rules:.2f} s summed over both sessions; step time "
           f"{document['step_time']['change']:+.1%}, significant {document['step_time']['significant']})")
     print(f"ratio                 {total / single:.2f}x  (target <= 1.5x: {'ok' if total <= 1.5 * single else 'MISSED'})")
+    print(f"peak RSS              {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB (this process: "
+          f"the diff's two sessions at once)")
     print(f"load average          {os.getloadavg()[0]:.1f} at the end ({os.cpu_count()} cores)")
 
 
