@@ -39,6 +39,10 @@ RANK_LOCAL = frozenset({
 # views computed from them are.
 ROW_LEVEL = frozenset({"device_intervals", "_sweep_points", "_swept", "device_segments", "_comm_events",
                        "_host_calls"})
+# Row-level views kept as a table within a batch while two or more of the batch's stored views
+# read them, so that they are computed once per batch: the interval sweep (step_breakdown and
+# host_self_time both read it; docs/performance.md "Scale").
+SHARED_IN_BATCH = ("device_segments",)
 # Parquet bytes of one batch per byte of memory budget (docs/performance.md: the interval sweep
 # of a batch takes about 20x its Parquet size at peak).
 BATCH_SHARE = 1 / 48
@@ -185,16 +189,36 @@ def _batch_schema(con, run: AttachedRun, low: int, high: int, ranks: set[int], l
         con.execute("SET schema = 'main'")
 
 
+def _keep_as_table(con, name: str) -> None:
+    """Replace the batch's view `name` by a table of its rows."""
+    table, view = f"{BATCH_SCHEMA}._m_{name}", f"{BATCH_SCHEMA}.{name}"
+    con.execute(f"CREATE TABLE {table} AS SELECT * FROM {view}")
+    con.execute(f"DROP VIEW {view}")
+    con.execute(f"ALTER TABLE {table} RENAME TO {name}")
+
+
+def _shared_readers(names: list[str]) -> dict[str, list[str]]:
+    """Each SHARED_IN_BATCH view read directly by two or more of `names` -> those readers."""
+    deps = dependencies()
+    readers = {shared: [n for n in names if shared in deps.get(n, ())] for shared in SHARED_IN_BATCH}
+    return {shared: found for shared, found in readers.items() if len(found) >= 2}
+
+
 def _compute_batch(con, names: list[str], staging: dict[str, Path], index: int) -> None:
     """Compute `names` (load order) in the batch schema; each is kept as a table for the views
-    after it and written as one Parquet part."""
+    after it and written as one Parquet part. A shared row-level view is kept as a table from
+    its first reader to its last."""
+    shared = _shared_readers(names)
     for name in names:
-        table, view = f"{BATCH_SCHEMA}._m_{name}", f"{BATCH_SCHEMA}.{name}"
-        con.execute(f"CREATE TABLE {table} AS SELECT * FROM {view}")
-        con.execute(f"DROP VIEW {view}")
-        con.execute(f"ALTER TABLE {table} RENAME TO {name}")
+        for view, readers in shared.items():
+            if name == readers[0]:
+                _keep_as_table(con, view)
+        _keep_as_table(con, name)
         part = staging[name] / f"part-{index:05d}.parquet"
-        con.execute(f"COPY {view} TO {_literal(str(part))} (FORMAT parquet)")
+        con.execute(f"COPY {BATCH_SCHEMA}.{name} TO {_literal(str(part))} (FORMAT parquet)")
+        for view, readers in shared.items():
+            if name == readers[-1]:
+                con.execute(f"DROP TABLE {BATCH_SCHEMA}.{view}")
 
 
 def _store_local(con, run: AttachedRun, names: list[str], batches, advance) -> None:

@@ -46,7 +46,8 @@ def diff(base: str | Path | Run, new: str | Path | Run, *, alpha: float = DEFAUL
 
     alpha: significance level of the Mann-Whitney test; top: ops listed per direction;
     base_findings / new_findings: `analyze` documents already computed (the rules are not run
-    again); analyze_options: keyword arguments for `analyze` (select, ignore, set, config ...)."""
+    again); analyze_options: keyword arguments for `rules_engine.engine.plan` (select, ignore, set,
+    config ...), the rules chosen once for both runs."""
     if not 0 < alpha < 1:
         raise TrnprofError(f"alpha {alpha}: give a significance level between 0 and 1, e.g. 0.01")
     sides = load_sides(base, new, base_findings=base_findings, new_findings=new_findings,

@@ -16,7 +16,7 @@ import pandas as pd
 from ..engines import open_run
 from ..breakdown import CATEGORIES
 from ..info import mfu_views, throughput
-from ..rules_engine.engine import analyze
+from ..rules_engine.engine import Plan, plan, run_plan
 from ..rules_engine.document import Document
 from ..run import Run
 
@@ -49,8 +49,8 @@ class Side:
         return throughput(self.job, step_s)
 
 
-def _read(run: Run, findings: Document | None, analyze_options: dict) -> Side:
-    document = findings if findings is not None else analyze(run, **analyze_options)
+def _read(run: Run, findings: Document | None, chosen: Plan | None) -> Side:
+    document = findings if findings is not None else run_plan(run, chosen)
     phases = run.sql("SELECT step, dur, warmup FROM step_phases ORDER BY step")
     steady = phases[~phases["warmup"].astype(bool)]
     slots = run.sql("SELECT step, slot FROM step_slots ORDER BY step")
@@ -75,16 +75,18 @@ def load_sides(base: str | Path | Run, new: str | Path | Run, *, base_findings: 
                threads: int | None = None) -> tuple[Side, Side]:
     """Both sides, read at the same time in two sessions, so that whatever part of one run's
     reading leaves a core idle (Python between rule queries, single-threaded query phases) can
-    serve the other. Both runs are opened first, so an unreadable run fails before any work."""
+    serve the other. Both runs are opened first, so an unreadable run fails before any work; the
+    rules are loaded and chosen once for both."""
+    chosen = plan(**(analyze_options or {})) if base_findings is None or new_findings is None else None
     opened = []
     try:
         for run in (base, new):
             opened.append(run if isinstance(run, Run) else open_run(run, threads=threads))
         if opened[0] is opened[1]:  # one session cannot serve two threads
-            side = _read(opened[0], base_findings, analyze_options or {})
+            side = _read(opened[0], base_findings, chosen)
             return side, side
         with ThreadPoolExecutor(max_workers=2) as pool:
-            futures = [pool.submit(_read, run, found, analyze_options or {})
+            futures = [pool.submit(_read, run, found, chosen)
                        for run, found in zip(opened, (base_findings, new_findings))]
             return futures[0].result(), futures[1].result()
     finally:

@@ -13,6 +13,31 @@ SELECT rank, ts, dur, step, coll_op, coll_group, coll_seq, bytes
 FROM events
 WHERE kind IN ('collective', 'p2p');
 
+-- Per rank, step, collective op and group: the rank's collective events matched to an instance
+-- of `collectives` (by op, group and sequence number), summed, each event split into the part
+-- before the instance's last arrival (waiting for late ranks) and the part from it to the
+-- event's end (moving data). The one join of the collective events with `collectives`: on a
+-- 1,024-rank run it is most of the communication views' cost, so collective_waits and
+-- rank_collective_transfers aggregate these rows instead of joining again.
+-- @column rank          global rank
+-- @column step          training step; null outside every step
+-- @column coll_op       collective kind
+-- @column coll_group    replica group
+-- @column n             matched collective events
+-- @column dur           summed duration of those events, ns
+-- @column bytes         summed per-rank payload, bytes; null when not reported
+-- @column wait_ns       summed time before the last rank arrived, ns
+-- @column after_last_ns summed time from the last arrival (or the event's own start, if later) to its end, ns
+CREATE VIEW _matched_collective_events AS
+SELECT e.rank, e.step, e.coll_op, e.coll_group, COUNT(*) AS n, SUM(e.dur) AS dur, SUM(e.bytes) AS bytes,
+       SUM(LEAST(e.dur, GREATEST(0, c.last_start - e.ts))) AS wait_ns,
+       SUM(GREATEST(0, e.ts + e.dur - GREATEST(e.ts, c.last_start))) AS after_last_ns
+FROM _comm_events AS e
+JOIN collectives AS c
+  ON c.coll_op = e.coll_op AND c.coll_group = e.coll_group AND c.coll_seq = e.coll_seq
+WHERE e.coll_seq IS NOT NULL
+GROUP BY e.rank, e.step, e.coll_op, e.coll_group;
+
 -- Per rank and step, how much of its collective time a rank spent waiting for the last rank of
 -- each collective to arrive (synchronisation), as opposed to moving data. For each matched
 -- collective the wait is the part of the rank's event before the instance's last arrival.
@@ -23,17 +48,9 @@ WHERE kind IN ('collective', 'p2p');
 -- @column wait_ns        summed time waiting for late ranks, ns
 -- @column transfer_ns    collective_ns - wait_ns, ns
 CREATE VIEW collective_waits AS
-WITH per_event AS (
-    SELECT e.rank, e.step, e.dur,
-           LEAST(e.dur, GREATEST(0, c.last_start - e.ts)) AS wait
-    FROM _comm_events AS e
-    JOIN collectives AS c
-      ON c.coll_op = e.coll_op AND c.coll_group = e.coll_group AND c.coll_seq = e.coll_seq
-    WHERE e.coll_seq IS NOT NULL
-)
-SELECT rank, step, COUNT(*) AS n, SUM(dur) AS collective_ns, SUM(wait) AS wait_ns,
-       SUM(dur) - SUM(wait) AS transfer_ns
-FROM per_event
+SELECT rank, step, CAST(SUM(n) AS BIGINT) AS n, SUM(dur) AS collective_ns, SUM(wait_ns) AS wait_ns,
+       SUM(dur) - SUM(wait_ns) AS transfer_ns
+FROM _matched_collective_events
 GROUP BY rank, step;
 
 -- Per rank and step, the parts of communication time that are not data transfer, each split
@@ -105,14 +122,11 @@ GROUP BY r.rank, r.step;
 -- @column bytes         summed per-rank payload, bytes; null when not reported
 -- @column transfer_ns   summed time from the last arrival to the rank's own completion, ns
 CREATE VIEW rank_collective_transfers AS
-SELECT e.rank, r.node, e.coll_op, e.coll_group, COUNT(*) AS n, SUM(e.bytes) AS bytes,
-       SUM(GREATEST(0, e.ts + e.dur - GREATEST(e.ts, c.last_start))) AS transfer_ns
-FROM _comm_events AS e
-JOIN collectives AS c
-  ON c.coll_op = e.coll_op AND c.coll_group = e.coll_group AND c.coll_seq = e.coll_seq
-LEFT JOIN ranks AS r ON r.rank = e.rank
-WHERE e.coll_seq IS NOT NULL
-GROUP BY e.rank, r.node, e.coll_op, e.coll_group;
+SELECT m.rank, r.node, m.coll_op, m.coll_group, CAST(SUM(m.n) AS BIGINT) AS n, SUM(m.bytes) AS bytes,
+       SUM(m.after_last_ns) AS transfer_ns
+FROM _matched_collective_events AS m
+LEFT JOIN ranks AS r ON r.rank = m.rank
+GROUP BY m.rank, r.node, m.coll_op, m.coll_group;
 
 -- Replica groups and where their members sit: how many ranks and nodes a group spans decides
 -- which links its collectives cross (NeuronLink inside a node, EFA between nodes).

@@ -26,6 +26,7 @@ GROUP BY b.step;
 -- long in total, over all ranks. The lane class is the lane with thread and process ids masked
 -- (`host/tid-4711` -> `host/tid-*`), since those ids differ from one run of a job to the next;
 -- Trn1 lanes (`nc/tensor`) and GPU streams are kept as they are. Step events are left out.
+-- Aggregated from _op_stats (stored per batch of ranks), so it reads no event again.
 -- @column step   training step number
 -- @column kind   event kind
 -- @column name   op name as the source spells it
@@ -34,11 +35,11 @@ GROUP BY b.step;
 -- @column dur    summed duration over ranks, ns
 CREATE VIEW steady_op_totals AS
 WITH by_lane AS (
-    SELECT e.step, e.kind, e.name, e.lane, COUNT(*) AS n, SUM(e.dur) AS dur
-    FROM events AS e
-    JOIN step_phases AS p ON p.step = e.step
-    WHERE NOT p.warmup AND e.kind <> 'step'
-    GROUP BY e.step, e.kind, e.name, e.lane
+    SELECT o.step, o.kind, o.name, o.lane, SUM(o.n) AS n, SUM(o.dur) AS dur
+    FROM _op_stats AS o
+    JOIN step_phases AS p ON p.step = o.step
+    WHERE NOT p.warmup AND o.kind <> 'step'
+    GROUP BY o.step, o.kind, o.name, o.lane
 )
 SELECT step, kind, name, regexp_replace(lane, '(tid|pid)-[0-9]+', '\1-*', 'g') AS lane, SUM(n) AS n, SUM(dur) AS dur
 FROM by_lane

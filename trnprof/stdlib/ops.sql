@@ -1,12 +1,14 @@
--- Per rank, step, event kind and op name: how many events, how long they ran in total, the work
--- and bytes they report, and for compute ops the data type the source states. The one scan of
--- the events that the per-kind and per-type views below aggregate further. The data type comes
+-- Per rank, step, event kind, op name and lane: how many events, how long they ran in total, the
+-- work and bytes they report, and for compute ops the data type the source states. The one scan
+-- of the events that the per-kind, per-type and per-op views (here and in diff_support) aggregate
+-- further. The data type comes
 -- from the event's args: `dtype`, else the first of Kineto's `Input type` list (lower case).
 -- (json_extract_string is DuckDB's spelling of SQL/JSON JSON_VALUE, which DuckDB returns quoted.)
 -- @column rank        global rank
 -- @column step        training step; null for events outside every step
 -- @column kind        event kind
 -- @column name        op name as the source spells it
+-- @column lane        lane as the source spells it
 -- @column dtype       data type stated in the args of compute events, lower case; null when none
 -- @column engine      Trn1 engine of the lane: `tensor` (nc/tensor), `other` (another nc/ lane); null off a NeuronCore
 -- @column n           events
@@ -17,17 +19,17 @@
 -- @column n_bytes     events that report bytes
 CREATE VIEW _op_stats AS
 WITH typed AS (
-    SELECT rank, step, kind, name, dur, flops, bytes,
+    SELECT rank, step, kind, name, lane, dur, flops, bytes,
            CASE WHEN lane = 'nc/tensor' THEN 'tensor' WHEN lane LIKE 'nc/%' THEN 'other' END AS engine,
            CASE WHEN kind = 'compute' AND args IS NOT NULL
                 THEN LOWER(COALESCE(json_extract_string(args, '$.dtype'),
                                     json_extract_string(args, '$."Input type"[0]'))) END AS dtype
     FROM events
 )
-SELECT rank, step, kind, name, dtype, engine, COUNT(*) AS n, SUM(dur) AS dur, SUM(flops) AS flops,
+SELECT rank, step, kind, name, lane, dtype, engine, COUNT(*) AS n, SUM(dur) AS dur, SUM(flops) AS flops,
        COUNT(flops) AS n_flops, SUM(bytes) AS bytes, COUNT(bytes) AS n_bytes
 FROM typed
-GROUP BY rank, step, kind, name, dtype, engine;
+GROUP BY rank, step, kind, name, lane, dtype, engine;
 
 -- Per rank, step and event kind: how many events, how long they ran in total, and the work and
 -- bytes they report (op counts, FLOPs, compiles). Durations are plain sums: overlapping events
