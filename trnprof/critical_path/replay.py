@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from . import sweep
 from .graph import Graph
 
 
@@ -30,12 +31,50 @@ class Solution:
 
 
 def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndarray | None = None,
-          step_gap_scale: np.ndarray | None = None) -> Solution:
-    """Every node's replayed start and end: a wavefront over all (rank, step) sequences at once.
-    Each round takes the next node of every sequence whose predecessors have ended (vectorised
-    over sequences); a collective's end is settled once all its members have started, a
-    blocking host call's once its device node has ended."""
-    return _Wave(graph, work_scale, gap_scale).run(step_gap_scale)
+          step_gap_scale: np.ndarray | None = None, method: str = "lanes") -> Solution:
+    """Every node's replayed start and end. `lanes` (sweep.py): passes that settle whole lanes
+    at once, as many as the binding chains switch lanes; it falls back to `wave` when that takes
+    more than sweep.MAX_PASSES or the graph could hold a cycle. `wave`: a wavefront over all
+    (rank, step) sequences at once, one node of each per round."""
+    wave = _Wave(graph, work_scale, gap_scale)
+    if method == "lanes":
+        solution = _by_lanes(wave, step_gap_scale)
+        if solution is not None:
+            return solution
+    return wave.run(step_gap_scale)
+
+
+def _by_lanes(w: "_Wave", step_gap_scale) -> Solution | None:
+    g = w.g
+    if sweep.cyclic_risk(g):
+        return None
+    found = sweep.Sweep(g, sweep.Lanes(g), w.work_f, w.work, w.tail, w.gap, w.base).run(sweep.MAX_PASSES)
+    if found is None:
+        return None
+    start, end, _ = found
+    ready, start_by, via_launch = _binding(g, np.arange(w.n), w.base, start, end, w.work_f)
+    end_by = np.full(w.n, -1, np.int64)
+    q = np.flatnonzero(g.join >= 0)
+    if len(q):
+        arrival, last = _last_arrivals(g, start)
+        later = arrival[g.join[q]] + w.tail[q] > start[q] + w.work[q]
+        end_by[q] = np.where(later, last[g.join[q]], -1)
+    q = np.flatnonzero(g.sync_on >= 0)
+    later = end[g.sync_on[q]] + w.tail[q] > start[q] + w.work[q]
+    end_by[q] = np.where(later, g.sync_on[q], -1)
+    return Solution(start, end, start_by, end_by, via_launch, _steps(g, end, step_gap_scale))
+
+
+def _last_arrivals(g: Graph, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per collective instance, the latest start of its members and the member that started
+    then (ties: the first in member order, by rank)."""
+    rows, ptr = g.members.rows, g.members.ptr
+    arrival = np.maximum.reduceat(start[rows], ptr[:-1])
+    inst = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+    at = np.flatnonzero(start[rows] == arrival[inst])
+    first = np.full(len(ptr) - 1, len(rows))
+    np.minimum.at(first, inst[at], at)
+    return arrival, rows[first]
 
 
 class _Wave:
@@ -97,19 +136,7 @@ class _Wave:
 
     def _start(self, j: np.ndarray) -> None:
         g = self.g
-        ready, by = self.base[j].copy(), np.full(len(j), -1, np.int64)
-        for preds in (g.lane_prev[j], g.near[j]):
-            has = preds >= 0
-            e = np.where(has, self.end[np.maximum(preds, 0)], -np.inf)
-            later = e > ready
-            ready, by = np.where(later, e, ready), np.where(later, preds, by)
-        owner = g.launch_by[j]
-        has = owner >= 0
-        o = np.maximum(owner, 0)
-        t = np.where(has, self.start[o] + g.launch_at[j] * self.work_f[o], -np.inf)
-        later = t > ready
-        ready, by = np.where(later, t, ready), np.where(later, owner, by)
-        self.via_launch[j] = later
+        ready, by, self.via_launch[j] = _binding(g, j, self.base, self.start, self.end, self.work_f)
         self.start[j], self.start_by[j] = ready + self.gap[j], by
         plain = ~self.blocked[j]
         self.end[j[plain]] = self.start[j[plain]] + self.work[j[plain]]
@@ -172,6 +199,23 @@ class _Wave:
             self.end[p], self.end_by[p] = joined, who
         else:
             self.end[p] = own
+
+
+def _binding(g: Graph, j: np.ndarray, base, start, end, work_f):
+    """(ready time, the predecessor that set it or -1, set by a launch) of nodes `j`: the step
+    start, then the lane predecessor's end, the latest finished node's end, the launch point in
+    its host node; a later candidate binds only when strictly later."""
+    ready, by = base[j].copy(), np.full(len(j), -1, np.int64)
+    for preds in (g.lane_prev[j], g.near[j]):
+        has = preds >= 0
+        e = np.where(has, end[np.maximum(preds, 0)], -np.inf)
+        later = e > ready
+        ready, by = np.where(later, e, ready), np.where(later, preds, by)
+    owner = g.launch_by[j]
+    o = np.maximum(owner, 0)
+    t = np.where(owner >= 0, start[o] + g.launch_at[j] * work_f[o], -np.inf)
+    later = t > ready
+    return np.where(later, t, ready), np.where(later, owner, by), later
 
 
 def _steps(graph: Graph, end: np.ndarray, gap_scale) -> pd.DataFrame:
