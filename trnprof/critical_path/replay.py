@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import sweep
 from .graph import Graph
+from .rounds import Rounds
 
 
 @dataclass
@@ -30,51 +30,26 @@ class Solution:
     steps: pd.DataFrame     # rank, step, ts, end (replayed), dur, last
 
 
+# Rounds run in plain Python (rounds.py) when a round would start at most NARROW nodes on average
+# (nodes / the longest sequence): Python takes ~4.5 us a node, a numpy round ~100 us plus ~0.3 us
+# a node (bench/bench_critical_path.py, docs/critical-path.md: Performance: the solver).
+NARROW = 20
+
+
 def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndarray | None = None,
-          step_gap_scale: np.ndarray | None = None, method: str = "lanes") -> Solution:
-    """Every node's replayed start and end. `lanes` (sweep.py): passes that settle whole lanes
-    at once, as many as the binding chains switch lanes; it falls back to `wave` when that takes
-    more than sweep.MAX_PASSES or the graph could hold a cycle. `wave`: a wavefront over all
-    (rank, step) sequences at once, one node of each per round."""
+          step_gap_scale: np.ndarray | None = None, method: str = "auto") -> Solution:
+    """Every node's replayed start and end: a wavefront over all (rank, step) sequences at once.
+    Each round takes the next node of every sequence whose predecessors have ended; a
+    collective's end is settled once all its members have started, a blocking host call's once
+    its device node has ended. `numpy` vectorises each round over the sequences; `python` runs
+    the same rounds node by node (rounds.py), faster when few sequences run side by side;
+    `auto` picks by the nodes per round (NARROW). Both give identical results."""
     wave = _Wave(graph, work_scale, gap_scale)
-    if method == "lanes":
-        solution = _by_lanes(wave, step_gap_scale)
-        if solution is not None:
-            return solution
+    longest = int(np.bincount(graph.group).max()) if len(graph.group) else 0
+    if method == "python" or (method == "auto" and len(graph.group) <= NARROW * longest):
+        start, end, start_by, end_by, via_launch = Rounds(wave).run()
+        return Solution(start, end, start_by, end_by, via_launch, _steps(graph, end, step_gap_scale))
     return wave.run(step_gap_scale)
-
-
-def _by_lanes(w: "_Wave", step_gap_scale) -> Solution | None:
-    g = w.g
-    if sweep.cyclic_risk(g):
-        return None
-    found = sweep.Sweep(g, sweep.Lanes(g), w.work_f, w.work, w.tail, w.gap, w.base).run(sweep.MAX_PASSES)
-    if found is None:
-        return None
-    start, end, _ = found
-    ready, start_by, via_launch = _binding(g, np.arange(w.n), w.base, start, end, w.work_f)
-    end_by = np.full(w.n, -1, np.int64)
-    q = np.flatnonzero(g.join >= 0)
-    if len(q):
-        arrival, last = _last_arrivals(g, start)
-        later = arrival[g.join[q]] + w.tail[q] > start[q] + w.work[q]
-        end_by[q] = np.where(later, last[g.join[q]], -1)
-    q = np.flatnonzero(g.sync_on >= 0)
-    later = end[g.sync_on[q]] + w.tail[q] > start[q] + w.work[q]
-    end_by[q] = np.where(later, g.sync_on[q], -1)
-    return Solution(start, end, start_by, end_by, via_launch, _steps(g, end, step_gap_scale))
-
-
-def _last_arrivals(g: Graph, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per collective instance, the latest start of its members and the member that started
-    then (ties: the first in member order, by rank)."""
-    rows, ptr = g.members.rows, g.members.ptr
-    arrival = np.maximum.reduceat(start[rows], ptr[:-1])
-    inst = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
-    at = np.flatnonzero(start[rows] == arrival[inst])
-    first = np.full(len(ptr) - 1, len(rows))
-    np.minimum.at(first, inst[at], at)
-    return arrival, rows[first]
 
 
 class _Wave:
