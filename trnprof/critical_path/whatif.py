@@ -147,9 +147,12 @@ def project_by_replay(run, findings, reason: str) -> None:
         for finding in wanted:
             finding.projected = _unpriced(f"no what-if for this run: {reason}; no replay either: {exc}")
         return
+    steps = {}   # findings with the same fix (exposed communication, low overlap) share a replay
     for finding in wanted:
         specs = REPLAY_FIXES[finding.name](finding)
-        step, _ = priced.predict([S.parse(s) for s in specs], path=False)
+        if tuple(specs) not in steps:
+            steps[tuple(specs)] = priced.predict([S.parse(s) for s in specs], path=False)[0]
+        step = steps[tuple(specs)]
         finding.projected = {"change": {"scale": specs}, "step_time_s": step,
                              "gain_fraction": 1 - step / priced.base_s if priced.base_s else None,
                              "band": None, "reason": None, "method": METHOD}
