@@ -1,7 +1,8 @@
 """The two runs of the replay's wavefront (replay.solve: `numpy`, vectorised over sequences, and
 `python`, node by node in rounds.py) give identical solutions on graphs from real traces and
 simulated runs, unchanged and with random per-node scales; `auto` picks the Python rounds on a
-single-rank trace, where each numpy round would start one node."""
+single-rank trace, where each numpy round would start one node, unless the batch is over their
+memory cap."""
 
 from __future__ import annotations
 
@@ -74,3 +75,7 @@ def test_auto_runs_a_single_rank_trace_in_python_rounds(tmp_path, monkeypatch):
         graph = next(Replayer(run).graphs())
         _same(replay.solve(graph), replay.solve(graph, method="numpy"))
     assert len(taken) == 1 and np.bincount(graph.group).max() * replay.NARROW >= len(graph.nodes)
+    # a batch over the Python rounds' memory cap stays in numpy
+    monkeypatch.setattr(replay, "PYTHON_NODES", len(graph.nodes) - 1)
+    replay.solve(graph)
+    assert len(taken) == 1

@@ -34,6 +34,9 @@ class Solution:
 # (nodes / the longest sequence): Python takes ~4.5 us a node, a numpy round ~100 us plus ~0.3 us
 # a node (bench/bench_critical_path.py, docs/critical-path.md: Performance: the solver).
 NARROW = 20
+# ... and hold at most this many nodes: Python's rounds take ~450 bytes a node (about 450 MB here,
+# beside the graph), numpy's under 100; bigger batches (one step over the batch size) stay in numpy.
+PYTHON_NODES = 1_000_000
 
 
 def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndarray | None = None,
@@ -46,7 +49,8 @@ def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndar
     `auto` picks by the nodes per round (NARROW). Both give identical results."""
     wave = _Wave(graph, work_scale, gap_scale)
     longest = int(np.bincount(graph.group).max()) if len(graph.group) else 0
-    if method == "python" or (method == "auto" and len(graph.group) <= NARROW * longest):
+    narrow = len(graph.group) <= min(NARROW * longest, PYTHON_NODES)
+    if method == "python" or (method == "auto" and narrow):
         start, end, start_by, end_by, via_launch = Rounds(wave).run()
         return Solution(start, end, start_by, end_by, via_launch, _steps(graph, end, step_gap_scale))
     return wave.run(step_gap_scale)
