@@ -14,7 +14,7 @@ import pandas as pd
 from . import events as E, graph as G, nodes as N, path as P, replay as R, scale as S
 
 BATCH_EVENTS = 1_000_000   # events per batch of steps: about 1 GB at peak (bench/bench_critical_path.py)
-KEEP_NODES = 5_000_000    # runs of up to this many events keep their graphs between replays
+KEEP_NODES = 5_000_000    # runs of up to this many events keep their graphs (and unchanged replays) between replays
 
 
 @dataclass
@@ -58,8 +58,9 @@ def _step_gap_factor(graph: G.Graph, scales) -> np.ndarray:
 
 
 class Replayer:
-    """A run's graphs, built once per batch of steps (kept in memory when the run has at most
-    KEEP_NODES events, else rebuilt per replay), replayed with any number of scale sets."""
+    """A run's graphs, built and replayed unchanged once per batch of steps (both kept in memory
+    when the run has at most KEEP_NODES events, else redone per replay), replayed with any number
+    of scale sets."""
 
     def __init__(self, run, steps: pd.DataFrame | None = None, limit: int = BATCH_EVENTS):
         self.run = run
@@ -72,32 +73,50 @@ class Replayer:
         # fraction of the rebuilds for memory the next batch needs
         self.keep = int(counts["n"].sum()) <= KEEP_NODES
         self._kept: dict[tuple[int, int], G.Graph] = {}
+        self._solved: dict[tuple[int, int], R.Solution] = {}
+
+    def _graph(self, low: int, high: int) -> G.Graph:
+        graph = self._kept.get((low, high))
+        if graph is None:
+            batch_steps = self.steps[(self.steps["step"] >= low) & (self.steps["step"] <= high)]
+            graph = G.build(N.flatten(self.reader.read((low, high))), batch_steps)
+            if self.keep:
+                self._kept[(low, high)] = graph
+        return graph
 
     def graphs(self):
         for low, high in self.batches:
-            graph = self._kept.get((low, high))
-            if graph is None:
-                batch_steps = self.steps[(self.steps["step"] >= low) & (self.steps["step"] <= high)]
-                graph = G.build(N.flatten(self.reader.read((low, high))), batch_steps)
-                if self.keep:
-                    self._kept[(low, high)] = graph
-            yield graph
+            yield self._graph(low, high)
 
-    def replay(self, scales=(), base_path: bool = False) -> Result:
+    def solved(self):
+        """(graph, its unchanged replay) per batch: solved once when the run is kept."""
+        for low, high in self.batches:
+            graph = self._graph(low, high)
+            base = self._solved.get((low, high))
+            if base is None:
+                base = R.solve(graph)
+                if self.keep:
+                    self._solved[(low, high)] = base
+            yield graph, base
+
+    def replay(self, scales=(), base_path: bool = False, path: bool = True) -> Result:
         """Replay every batch with `scales` (Scale or `SELECTOR=FACTOR` strings); the critical
-        path is the changed run's, and also the unchanged one's with `base_path`."""
+        path is the changed run's (none without `path`: step times only), and also the
+        unchanged one's with `base_path`."""
         scales = [s if isinstance(s, S.Scale) else S.parse(s) for s in scales]
         parts = {"segments": [], "walks": [], "measured": [], "replayed": [], "base_segments": []}
         total = 0
-        for graph in self.graphs():
+        for graph, base in self.solved():
             total += len(graph.nodes)
-            base = changed = R.solve(graph)
+            changed = base
             if scales:
                 work_f, gap_f = S.factors(graph.nodes, graph.work, scales)
                 changed = R.solve(graph, work_f, gap_f, _step_gap_factor(graph, scales))
-            segments, walks = P.critical_path(graph, changed)
-            parts["segments"].append(segments)
-            parts["walks"].append(walks)
+            segments = None
+            if path or (base_path and not scales):
+                segments, walks = P.critical_path(graph, changed)
+                parts["segments"].append(segments)
+                parts["walks"].append(walks)
             if base_path:
                 parts["base_segments"].append(P.critical_path(graph, base)[0] if scales else segments)
             parts["measured"].append(base.steps.groupby("step", as_index=False)["dur"].max())

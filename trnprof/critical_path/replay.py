@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .graph import Graph
+from .rounds import Rounds
 
 
 @dataclass
@@ -29,13 +30,30 @@ class Solution:
     steps: pd.DataFrame     # rank, step, ts, end (replayed), dur, last
 
 
+# Rounds run in plain Python (rounds.py) when a round would start at most NARROW nodes on average
+# (nodes / the longest sequence): Python takes ~4.5 us a node, a numpy round ~100 us plus ~0.3 us
+# a node (bench/bench_critical_path.py, docs/critical-path.md: Performance: the solver).
+NARROW = 20
+# ... and hold at most this many nodes: Python's rounds take ~450 bytes a node (about 450 MB here,
+# beside the graph), numpy's under 100; bigger batches (one step over the batch size) stay in numpy.
+PYTHON_NODES = 1_000_000
+
+
 def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndarray | None = None,
-          step_gap_scale: np.ndarray | None = None) -> Solution:
+          step_gap_scale: np.ndarray | None = None, method: str = "auto") -> Solution:
     """Every node's replayed start and end: a wavefront over all (rank, step) sequences at once.
-    Each round takes the next node of every sequence whose predecessors have ended (vectorised
-    over sequences); a collective's end is settled once all its members have started, a
-    blocking host call's once its device node has ended."""
-    return _Wave(graph, work_scale, gap_scale).run(step_gap_scale)
+    Each round takes the next node of every sequence whose predecessors have ended; a
+    collective's end is settled once all its members have started, a blocking host call's once
+    its device node has ended. `numpy` vectorises each round over the sequences; `python` runs
+    the same rounds node by node (rounds.py), faster when few sequences run side by side;
+    `auto` picks by the nodes per round (NARROW). Both give identical results."""
+    wave = _Wave(graph, work_scale, gap_scale)
+    longest = int(np.bincount(graph.group).max()) if len(graph.group) else 0
+    narrow = len(graph.group) <= min(NARROW * longest, PYTHON_NODES)
+    if method == "python" or (method == "auto" and narrow):
+        start, end, start_by, end_by, via_launch = Rounds(wave).run()
+        return Solution(start, end, start_by, end_by, via_launch, _steps(graph, end, step_gap_scale))
+    return wave.run(step_gap_scale)
 
 
 class _Wave:
@@ -97,19 +115,7 @@ class _Wave:
 
     def _start(self, j: np.ndarray) -> None:
         g = self.g
-        ready, by = self.base[j].copy(), np.full(len(j), -1, np.int64)
-        for preds in (g.lane_prev[j], g.near[j]):
-            has = preds >= 0
-            e = np.where(has, self.end[np.maximum(preds, 0)], -np.inf)
-            later = e > ready
-            ready, by = np.where(later, e, ready), np.where(later, preds, by)
-        owner = g.launch_by[j]
-        has = owner >= 0
-        o = np.maximum(owner, 0)
-        t = np.where(has, self.start[o] + g.launch_at[j] * self.work_f[o], -np.inf)
-        later = t > ready
-        ready, by = np.where(later, t, ready), np.where(later, owner, by)
-        self.via_launch[j] = later
+        ready, by, self.via_launch[j] = _binding(g, j, self.base, self.start, self.end, self.work_f)
         self.start[j], self.start_by[j] = ready + self.gap[j], by
         plain = ~self.blocked[j]
         self.end[j[plain]] = self.start[j[plain]] + self.work[j[plain]]
@@ -172,6 +178,23 @@ class _Wave:
             self.end[p], self.end_by[p] = joined, who
         else:
             self.end[p] = own
+
+
+def _binding(g: Graph, j: np.ndarray, base, start, end, work_f):
+    """(ready time, the predecessor that set it or -1, set by a launch) of nodes `j`: the step
+    start, then the lane predecessor's end, the latest finished node's end, the launch point in
+    its host node; a later candidate binds only when strictly later."""
+    ready, by = base[j].copy(), np.full(len(j), -1, np.int64)
+    for preds in (g.lane_prev[j], g.near[j]):
+        has = preds >= 0
+        e = np.where(has, end[np.maximum(preds, 0)], -np.inf)
+        later = e > ready
+        ready, by = np.where(later, e, ready), np.where(later, preds, by)
+    owner = g.launch_by[j]
+    o = np.maximum(owner, 0)
+    t = np.where(owner >= 0, start[o] + g.launch_at[j] * work_f[o], -np.inf)
+    later = t > ready
+    return np.where(later, t, ready), np.where(later, owner, by), later
 
 
 def _steps(graph: Graph, end: np.ndarray, gap_scale) -> pd.DataFrame:

@@ -60,9 +60,11 @@ class Priced:
         self.base_breakdown = _per_step(base.segments)
         self.steps = len(base.measured)
 
-    def predict(self, scales) -> tuple[float, dict]:
-        result = self.replayer.replay(scales)
-        return float(result.replayed["dur"].median()) * S_PER_NS, _per_step(result.segments)
+    def predict(self, scales, path: bool = True) -> tuple[float, dict | None]:
+        """Median replayed step time (s) with `scales`, and its critical path by category per
+        step (None without `path`). The unchanged graphs and their replay are reused."""
+        result = self.replayer.replay(scales, path=path)
+        return float(result.replayed["dur"].median()) * S_PER_NS, _per_step(result.segments) if path else None
 
 
 def document(run, specs, started: float) -> dict:
@@ -145,9 +147,12 @@ def project_by_replay(run, findings, reason: str) -> None:
         for finding in wanted:
             finding.projected = _unpriced(f"no what-if for this run: {reason}; no replay either: {exc}")
         return
+    steps = {}   # findings with the same fix (exposed communication, low overlap) share a replay
     for finding in wanted:
         specs = REPLAY_FIXES[finding.name](finding)
-        step, _ = priced.predict([S.parse(s) for s in specs])
+        if tuple(specs) not in steps:
+            steps[tuple(specs)] = priced.predict([S.parse(s) for s in specs], path=False)[0]
+        step = steps[tuple(specs)]
         finding.projected = {"change": {"scale": specs}, "step_time_s": step,
                              "gain_fraction": 1 - step / priced.base_s if priced.base_s else None,
                              "band": None, "reason": None, "method": METHOD}

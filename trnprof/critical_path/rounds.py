@@ -1,0 +1,140 @@
+"""The wavefront of replay.py, round for round, in plain Python: for batches of few (rank, step)
+sequences, where each numpy round would start a handful of nodes and its call overhead (about
+100 us a round) dominates. A single-rank trace is one sequence per step: the numpy wavefront
+starts one node per round (docs/critical-path.md, Performance: the solver).
+
+Every decision is the wavefront's, taken in the same order on the same float64 values (Python
+floats are IEEE doubles): same rounds, same ties (the member that started latest, the last
+started in a round winning), same settling of blocked nodes, same fallback to measured offsets
+when no sequence can move. tests/critical_path/test_solvers.py holds the two to identical output.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+class Rounds:
+    def __init__(self, wave):
+        g = wave.g
+        self.g, self.n = g, wave.n
+        self.lane_prev, self.near = g.lane_prev.tolist(), g.near.tolist()
+        self.launch_by, self.launch_at = g.launch_by.tolist(), g.launch_at.tolist()
+        self.join, self.sync_on = g.join.tolist(), g.sync_on.tolist()
+        self.work_f, self.work, self.tail = wave.work_f.tolist(), wave.work.tolist(), wave.tail.tolist()
+        self.gap, self.base = wave.gap.tolist(), wave.base.tolist()
+        n = self.n
+        self.start, self.end = [math.nan] * n, [math.nan] * n
+        self.start_by, self.end_by, self.via_launch = [-1] * n, [-1] * n, [False] * n
+        size = len(wave.size)
+        self.size = wave.size.tolist()
+        self.started, self.arrival, self.last = [0] * size, [-math.inf] * size, [-1] * size
+        self.pending: list[int] = []
+        order, first, stop = wave._sequences()
+        self.sequences = [order[a:b].tolist() for a, b in zip(first.tolist(), stop.tolist())]
+
+    def run(self) -> tuple[np.ndarray, ...]:
+        pos = [0] * len(self.sequences)
+        active = [k for k, s in enumerate(self.sequences) if s]
+        while active:
+            heads = [self.sequences[k][pos[k]] for k in active]
+            ready = [self._ready(h) for h in heads]
+            moved = [h for h, r in zip(heads, ready) if r]
+            if moved:
+                self._start(moved)
+                for k, r in zip(active, ready):
+                    pos[k] += r
+                active = [k for k in active if pos[k] < len(self.sequences[k])]
+            settled = self._settle(force=not moved)
+            if not moved and not settled:
+                raise RuntimeError("critical path: the graph has a cycle")  # measured order forbids it
+        self._settle(force=True)
+        return (np.array(self.start, float), np.array(self.end, float), np.array(self.start_by, np.int64),
+                np.array(self.end_by, np.int64), np.array(self.via_launch, bool))
+
+    def _known(self, node: int) -> bool:
+        return node < 0 or not math.isnan(self.end[node])
+
+    def _ready(self, h: int) -> bool:
+        return self._known(self.lane_prev[h]) and self._known(self.near[h])
+
+    def _start(self, nodes: list[int]) -> None:
+        start, end = self.start, self.end
+        for j in nodes:
+            ready, by, via = self.base[j], -1, False
+            for p in (self.lane_prev[j], self.near[j]):
+                if p >= 0 and end[p] > ready:
+                    ready, by = end[p], p
+            o = self.launch_by[j]
+            if o >= 0:
+                t = start[o] + self.launch_at[j] * self.work_f[o]
+                if t > ready:
+                    ready, by, via = t, o, True
+            start[j], self.start_by[j], self.via_launch[j] = ready + self.gap[j], by, via
+            if self.join[j] < 0 and self.sync_on[j] < 0:
+                end[j] = start[j] + self.work[j]
+            else:
+                self.pending.append(j)
+        joined = [j for j in nodes if self.join[j] >= 0]
+        for j in joined:     # all of the round's arrivals first, then who arrived latest
+            i = self.join[j]
+            self.started[i] += 1
+            self.arrival[i] = max(self.arrival[i], start[j])
+        for j in joined:
+            i = self.join[j]
+            if start[j] >= self.arrival[i]:
+                self.last[i] = j
+
+    def _settle(self, force: bool) -> bool:
+        """The wavefront's settle: blocked nodes whose join is complete or whose device node had
+        ended when it was called; with `force` and none such, all of them, one by one."""
+        pending = self.pending
+        if not pending:
+            return False
+        can = [self._settles(p) for p in pending]
+        if any(can):
+            for p in [p for p, c in zip(pending, can) if c]:
+                i = self.join[p]
+                after, who = (self.arrival[i], self.last[i]) if i >= 0 else (self.end[self.sync_on[p]], self.sync_on[p])
+                self._end(p, after + self.tail[p], who)
+            self.pending = [p for p, c in zip(pending, can) if not c]
+            return True
+        if force:
+            for p in pending:
+                self._end_one(p)
+            self.pending = []
+            return True
+        return False
+
+    def _settles(self, p: int) -> bool:
+        i = self.join[p]
+        if i >= 0:
+            return self.started[i] == self.size[i]
+        return not math.isnan(self.end[self.sync_on[p]])
+
+    def _end(self, p: int, after: float, who: int) -> None:
+        own = self.start[p] + self.work[p]
+        if after > own:
+            self.end[p], self.end_by[p] = after, who
+        else:
+            self.end[p] = own
+
+    def _end_one(self, p: int) -> None:
+        """End a blocked node before its join is complete: members not started yet keep their
+        measured offset from this node (clocks disagree on the order)."""
+        g = self.g
+        if self.join[p] >= 0:
+            members = g.members[self.join[p]].tolist()
+            ts = g.nodes["ts"].to_numpy()
+            shift = self.start[p] - ts[p]
+            arrived = [self.start[m] if not math.isnan(self.start[m]) else ts[m] + shift for m in members]
+            k = max(range(len(members)), key=lambda i: (arrived[i], -i))   # the first latest
+            who, after = members[k], arrived[k] + self.tail[p]
+        else:
+            who = self.sync_on[p]
+            if math.isnan(self.end[who]):
+                self._end_one(who)
+            after = self.end[who] + self.tail[p]
+        self._end(p, float(after), who)
