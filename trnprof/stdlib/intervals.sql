@@ -53,9 +53,10 @@ CREATE VIEW host_sync_calls AS
 WITH calls AS (
     SELECT rank, step, ts, dur, name, lane FROM _host_calls WHERE is_sync AND step IS NOT NULL
 ),
-around AS (  -- enclosing non-blocking host events on the same thread, innermost first
+around AS (  -- enclosing non-blocking host events on the same thread, innermost first (events with
+             -- the same start and length nest as host_self_time nests them: by name, the first outside)
     SELECT c.rank, c.ts, c.lane, o.name,
-           ROW_NUMBER() OVER (PARTITION BY c.rank, c.lane, c.ts ORDER BY o.ts DESC, o.dur) AS depth_up
+           ROW_NUMBER() OVER (PARTITION BY c.rank, c.lane, c.ts ORDER BY o.ts DESC, o.dur, o.name DESC) AS depth_up
     FROM calls AS c
     JOIN _host_calls AS o
       ON o.rank = c.rank AND o.lane = c.lane AND NOT o.is_sync AND o.ts <= c.ts AND o.ts + o.dur >= c.ts + c.dur
