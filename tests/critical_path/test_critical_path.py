@@ -11,6 +11,8 @@ from trnprof.api import open_run
 from trnprof.collectors.ingest import ingest
 from trnprof.collectors.trn1 import simulate
 from trnprof.model import config as trn1_config
+from trnprof.report.sections import critical_path as critical_path_section
+from trnprof.critical_path import compute
 from trnprof.critical_path.compute import analyse
 from trnprof.critical_path.whatif import Priced
 
@@ -160,3 +162,15 @@ def test_collective_whose_ranks_disagree_on_the_order_is_left_unjoined(tmp_path)
         _check_exact(run)
         # without them: rank 0 is its 15 ms tail; rank 1 its 10 ms lead gap and 5 ms tail
         assert float(analyse(run, ["collective=0"]).replayed["dur"].iloc[0]) == 15 * MS
+
+
+def test_a_step_too_big_for_the_memory_budget_is_one_line_not_a_blown_budget(two_ranks, monkeypatch, cli):
+    """A step's graph is built whole: past STEP_EVENTS the report says why it drew no path, a
+    query names the step and its size in one line, and fixes are priced otherwise or not at all."""
+    monkeypatch.setattr(compute, "STEP_EVENTS", 3)
+    with open_run(two_ranks) as run:
+        section = critical_path_section.build(run)
+    assert section.chart is None and section.empty.startswith("Not drawn: critical path: step 0 has ")
+    assert "over the 3 one step's graph holds" in section.empty and "\n" not in section.empty
+    result = cli("query", str(two_ranks), "SELECT * FROM critical_path_steps")
+    assert result.exit_code == 2 and "step 0 has" in result.output and "Traceback" not in result.output

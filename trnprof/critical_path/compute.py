@@ -11,10 +11,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..errors import TrnprofError
 from . import events as E, graph as G, nodes as N, path as P, replay as R, scale as S
 
 BATCH_EVENTS = 1_000_000   # events per batch of steps: about 1 GB at peak (bench/bench_critical_path.py)
 KEEP_NODES = 5_000_000    # runs of up to this many events keep their graphs (and unchanged replays) between replays
+# A step's graph is built whole (collectives join all its ranks): peak RSS 2.06 GB at 2.2M events
+# per step, 3.25 GB at 4.4M (llama2-7b on 1,024 ranks): past this the 2.5 GB budget does not hold
+STEP_EVENTS = 3_000_000
+
+
+class StepTooLarge(TrnprofError):
+    """A step has more events than one graph may hold within the memory budget."""
 
 
 @dataclass
@@ -43,6 +51,14 @@ def step_batches(counts: pd.DataFrame, limit: int = BATCH_EVENTS) -> list[tuple[
     return batches
 
 
+def _check_step_sizes(counts: pd.DataFrame) -> None:
+    if len(counts) and int(counts["n"].max()) > STEP_EVENTS:
+        big = counts.loc[counts["n"].idxmax()]
+        raise StepTooLarge(f"critical path: step {int(big['step'])} has {int(big['n']):,} events across its ranks, "
+                           f"over the {STEP_EVENTS:,} one step's graph holds within the memory budget "
+                           "(docs/critical-path.md, Performance)")
+
+
 def _step_gap_factor(graph: G.Graph, scales) -> np.ndarray:
     """The gap scales that name no node attribute but a rank also scale the gap after a step's
     last node."""
@@ -68,6 +84,7 @@ class Replayer:
         self.reader = E.Reader(run)
         counts = self.reader.step_counts()
         counts = counts[counts["step"].isin(self.steps["step"].unique())]
+        _check_step_sizes(counts)
         self.batches = step_batches(counts, limit)
         # keep the graphs only when the whole run fits: keeping part of a bigger run saves a
         # fraction of the rebuilds for memory the next batch needs

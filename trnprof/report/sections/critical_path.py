@@ -6,6 +6,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from ...critical_path.compute import StepTooLarge
 from ..section import Section
 
 WIDTH = 900
@@ -27,7 +28,11 @@ def build(run) -> Section:
     if run.engine != "duckdb":  # the graph is built from DuckDB's session (docs/critical-path.md)
         section.empty = f"The critical path is computed on the DuckDB engine only; this report ran on {run.engine}."
         return section
-    frame = run.sql("SELECT * FROM critical_path_steps ORDER BY step")
+    try:
+        frame = run.sql("SELECT * FROM critical_path_steps ORDER BY step")
+    except StepTooLarge as too_large:
+        section.empty = f"Not drawn: {too_large}."
+        return section
     if frame.empty:
         section.empty = "No step events with recorded work in this run, so there is no step to walk."
         return section
