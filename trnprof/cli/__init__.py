@@ -42,7 +42,7 @@ class _Group(click.Group):
     """Loads commands lazily and turns user errors into one line and exit code 2."""
 
     def list_commands(self, ctx):
-        return _listing.names()
+        return list(_listing.names())
 
     def get_command(self, ctx, name):
         if name not in _listing.names():

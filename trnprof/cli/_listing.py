@@ -6,6 +6,7 @@ it (tests/core/test_cli_startup.py checks both agree)."""
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import re
 import warnings
@@ -18,9 +19,11 @@ with warnings.catch_warnings():  # deprecated in click 8.2+, kept until 9 (pypro
 FOLDER = Path(__file__).parent
 
 
-def names() -> list[str]:
-    """Every command: the modules of this package whose names do not start with `_`."""
-    return sorted(path.stem for path in FOLDER.glob("*.py") if not path.stem.startswith("_"))
+@functools.cache
+def names() -> tuple[str, ...]:
+    """Every command: the modules of this package whose names do not start with `_` (read once per
+    process: a process that later drops privileges need not read the folder again)."""
+    return tuple(sorted(path.stem for path in FOLDER.glob("*.py") if not path.stem.startswith("_")))
 
 
 # the `command` function's signature (over any number of lines), then its docstring literal
