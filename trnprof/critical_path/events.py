@@ -8,9 +8,14 @@ import pandas as pd
 
 from trnprof.tableread import sql_string
 
+from .edges_launch import CORRELATION_SQL
+from .edges_p2p import P2P_RECV_SQL
+
 WORK_KINDS = ("compute", "collective", "p2p", "input", "transfer", "memory", "compile", "host")
 CODED = ("lane", "kind", "name", "coll_group")
 COLUMNS = ("rank", "step", "lane", "kind", "name", "ts", "dur", "coll_group", "coll_seq", "bytes")
+# columns computed from others for the edges the trace records (edges_launch.py, edges_p2p.py)
+DERIVED = f"{CORRELATION_SQL} AS corr, {P2P_RECV_SQL} AS p2p_recv"
 _KINDS_SQL = ", ".join(sql_string(k) for k in WORK_KINDS)
 
 
@@ -20,7 +25,7 @@ def where(steps: tuple[int, int]) -> str:
 
 def events_sql(steps: tuple[int, int]) -> str:
     """The plain query (strings as text), for readers without a DuckDB connection."""
-    return f"SELECT {', '.join(COLUMNS)} FROM events WHERE {where(steps)}"
+    return f"SELECT {', '.join(COLUMNS)}, {DERIVED} FROM events WHERE {where(steps)}"
 
 
 def _connection(run):
@@ -79,7 +84,7 @@ def _coded_select(distinct: pd.DataFrame) -> str:
         values = sorted({str(v) for v in distinct[name].dropna()})
         enum = ", ".join(sql_string(v) for v in values) if values else "''"
         columns.append(f"CAST({name} AS ENUM({enum})) AS {name}")
-    return ", ".join(columns)
+    return ", ".join(columns + [DERIVED])
 
 
 def with_object_categories(frame: pd.DataFrame) -> pd.DataFrame:

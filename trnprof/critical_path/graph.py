@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from . import edges_launch, edges_p2p
 from .nodes import DEVICE_LANE, codes, matches
 
 CATEGORY_OF_KIND = {"compute": "compute", "collective": "communication", "p2p": "communication",
@@ -170,10 +171,11 @@ def build(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame) -> Graph
     lane_prev = np.where(_starts(rank, step, codes(nodes["lane"])), -1, np.arange(n) - 1)
     near = _latest_before(group, e0, s0, np.ones(n, bool))
     near = np.where((near >= 0) & (position[np.maximum(near, 0)] < position), near, -1)
+    launch_by, launch_at = _launches(nodes, marks, group, s0, e0, origin)
+    _correlate(nodes, marks, group, position, origin, s0, e0, near, launch_by, launch_at)
     ready = np.maximum.reduce([nodes["base"].to_numpy(np.int64),
                                np.where(lane_prev >= 0, e0[np.maximum(lane_prev, 0)], 0),
                                np.where(near >= 0, e0[np.maximum(near, 0)], 0)])
-    launch_by, launch_at = _launches(nodes, marks, group, s0, e0, origin)
     has = launch_by >= 0
     ready[has] = np.maximum(ready[has], s0[launch_by[has]] + launch_at[has])
     gap = np.maximum(s0 - ready, 0)
@@ -188,6 +190,8 @@ def build(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame) -> Graph
         tail[j] = e0[j] - arrive
         work[j] = np.where(arrive > s0[j], tail[j], dur[j])
     sync_on = _syncs(nodes, group, s0, e0)
+    recv, send = edges_p2p.waits(nodes, codes(nodes["coll_group"]), s0, e0)
+    sync_on[recv] = send     # the same end edge: the receive ends after the send's data arrived
     s = sync_on >= 0
     tail[s] = e0[s] - e0[sync_on[s]]
     work[s] = tail[s]
@@ -245,6 +249,19 @@ def _launches(nodes: pd.DataFrame, marks: pd.DataFrame, group, s0, e0, origin: i
     live = hit & (e0[np.maximum(o, 0)] > s0) & (o != np.arange(n))
     by[live], at[live] = o[live], ends[f][live] - s0[o[live]]
     return by, at
+
+
+def _correlate(nodes, marks, group, position, origin, s0, e0, near, launch_by, launch_at) -> None:
+    """Device nodes whose launch call is known by its correlation id wait for that call (in
+    place of the inferred launch) and, of the rank's other work, for device work only."""
+    device = matches(nodes["lane"], DEVICE_LANE)
+    node, owner, at = edges_launch.correlated(nodes, marks, device, group, position, origin)
+    if not len(node):
+        return
+    launch_by[node], launch_at[node] = owner, at
+    device_near = _latest_before(group, e0, s0, device)[node]
+    ok = (device_near >= 0) & (position[np.maximum(device_near, 0)] < position[node])
+    near[node] = np.where(ok, device_near, -1)
 
 
 def _syncs(nodes: pd.DataFrame, group, s0, e0) -> np.ndarray:

@@ -64,7 +64,8 @@ def flatten(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(nodes, marks). Nodes: top-level work per (rank, step, lane), ordered by start, with `nid`
     (their id here) and `syncs` (the node holds a blocking host sync, itself or a nested call).
     Marks: the ends of host events nested in a node (rank, step, end, owner nid): where inside
-    it a launch or a nested call finished, which device work may wait for."""
+    it a launch or a nested call finished, which device work may wait for; with the call's
+    correlation id when the events have one."""
     events = with_object_categories(events.copy())
     rank, step = events["rank"].to_numpy(np.int64), events["step"].to_numpy(np.int64)
     lane, ts, dur = codes(events["lane"]), events["ts"].to_numpy(np.int64), events["dur"].to_numpy(np.int64)
@@ -94,4 +95,6 @@ def flatten(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     nodes["syncs"], nodes["nid"] = synced[keep], keep
     inner = ~top & ~device
     marks = pd.DataFrame({"rank": rank[inner], "step": step[inner], "end": end[inner], "owner": owner[inner]})
+    if "corr" in ev:   # which device op a nested call launched (edges_launch.py)
+        marks["corr"] = ev["corr"].to_numpy()[inner]
     return nodes, marks

@@ -4,7 +4,9 @@ At a node whose own work set its end, the path takes that work, then the gap bef
 predecessor that set its start. At a collective whose end the last arrival set, it takes the
 transfer after that arrival and continues on the rank that arrived last (the others waited for
 it: `late_rank_wait` in the summary). At a host call held by the device, it takes the tail after
-the device work (`sync`) and continues on the device. Segments of a step sum to its duration:
+the device work (`sync`) and continues on the device. At a receive whose end its sender's data
+set, it takes the time after the data arrived and continues on the sender's rank (the receive
+waited for it: `late_rank_wait`, as at a collective). Segments of a step sum to its duration:
 when the path ends on a rank that started the step later, the difference is `late_rank`.
 """
 
@@ -43,6 +45,12 @@ def _walk(graph: Graph, sol: Solution, row) -> tuple[list, float]:
             if by != j:
                 waited += max(arrived - sol.start[j], 0.0)
             j = by
+        elif by >= 0 and rank[by] != rank[j]:      # a receive that waited for its sender's data
+            arrived = sol.end[by]
+            segs.append((cur_rank, kind_cat[j], names[j], arrived, sol.end[j]))
+            waited += max(arrived - sol.start[j], 0.0)
+            j = by
+            continue
         elif by >= 0:                               # held by the device
             segs.append((cur_rank, SYNC, names[j], sol.end[by], sol.end[j]))
             j = by

@@ -1,0 +1,72 @@
+"""Launch edges from correlation ids: a device op depends on the runtime call that launched it.
+
+Kineto gives a runtime call that enqueues device work (`cudaLaunchKernel`, `cudaMemcpyAsync`, ...)
+and the device op it enqueued the same `correlation` id (in `args`; the trace's `ac2g` flow
+arrows join the same pairs). Where a device node's id matches a host call of its rank and step,
+the node waits for that call's end, at its offset into the top-level host node holding it; this
+replaces the edge inferred from nesting and time (graph.py: `_launches`, and the latest-finished
+edge from host work, which a launched op no longer waits for). Runs without ids (Trn1, Neuron
+traces) keep the inference.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+# The id as read with the events (events.py): only rows whose args name one pay for the regex.
+CORRELATION_SQL = ("CASE WHEN contains(args, '\"correlation\"') THEN TRY_CAST(regexp_extract("
+                   "args, '\"correlation\":\\s*(-?[0-9]{1,18})', 1) AS BIGINT) END")
+
+
+def ids(frame: pd.DataFrame, rows=None) -> np.ndarray:
+    """The correlation id of each row as float64 (NaN: none, or no such column)."""
+    if "corr" not in frame:
+        return np.full(len(frame) if rows is None else len(rows), np.nan)
+    values = pd.to_numeric(frame["corr"], errors="coerce").to_numpy("float64", na_value=np.nan)
+    return values if rows is None else values[rows]
+
+
+def _host_calls(nodes: pd.DataFrame, marks: pd.DataFrame, device: np.ndarray, origin: int) -> pd.DataFrame:
+    """Every host call with an id: (owner node, end, corr). A nested call's owner is the top-level
+    node holding it; a top-level call is its own owner and ends with it."""
+    top = np.flatnonzero(~device & ~np.isnan(ids(nodes)))
+    calls = [pd.DataFrame({"owner": top, "end": nodes["end"].to_numpy(np.int64)[top], "corr": ids(nodes)[top]})]
+    corr = ids(marks)
+    nested = np.flatnonzero(~np.isnan(corr))
+    if len(nested):
+        nid = nodes["nid"].to_numpy(np.int64)
+        sorter = np.argsort(nid, kind="stable")
+        owner_nid = marks["owner"].to_numpy(np.int64)[nested]
+        pos = np.minimum(np.searchsorted(nid[sorter], owner_nid), max(len(nid) - 1, 0))
+        found = nid[sorter][pos] == owner_nid if len(nid) else np.zeros(len(nested), bool)
+        calls.append(pd.DataFrame({"owner": sorter[pos][found],
+                                   "end": marks["end"].to_numpy(np.int64)[nested][found] - origin,
+                                   "corr": corr[nested][found]}))
+    return pd.concat(calls, ignore_index=True)
+
+
+def correlated(nodes: pd.DataFrame, marks: pd.DataFrame, device: np.ndarray, group: np.ndarray,
+               position: np.ndarray, origin: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(device node, the host node holding its launch call, ns into that node at which the call
+    ended) for every device node whose launch call is in its rank and step. `nodes` are in
+    graph.py's attached form (times after `origin`), `device` marks those on a device lane and
+    `position` is each node's solving order.
+    The host node must start first; a call that ends after the device op started (the host's
+    and device's clocks disagree) counts as ending at the op's start."""
+    empty = np.zeros(0, np.int64)
+    corr = ids(nodes)
+    launched = np.flatnonzero(device & ~np.isnan(corr))
+    if not len(launched):
+        return empty, empty, empty
+    calls = _host_calls(nodes, marks, device, origin)
+    calls["group"] = group[calls["owner"].to_numpy(np.int64)]
+    calls = calls.drop_duplicates(["group", "corr"], keep=False)   # an id used twice names no one call
+    ops = pd.DataFrame({"node": launched, "group": group[launched], "corr": corr[launched]})
+    pairs = ops.merge(calls, on=["group", "corr"], how="inner")
+    node, owner = pairs["node"].to_numpy(np.int64), pairs["owner"].to_numpy(np.int64)
+    s0 = nodes["ts"].to_numpy(np.int64)
+    keep = (position[owner] < position[node]) & (owner != node)
+    node, owner = node[keep], owner[keep]
+    at = np.minimum(pairs["end"].to_numpy(np.int64)[keep], s0[node]) - s0[owner]
+    return node, owner, at
