@@ -73,6 +73,15 @@ def _step_gap_factor(graph: G.Graph, scales) -> np.ndarray:
     return factor
 
 
+def pipeline_stages(run) -> dict | None:
+    """rank -> pipeline stage when the run has two stages or more (a rank's peers do the same
+    work), else None."""
+    ranks = run.sql("SELECT rank, pp_rank FROM ranks WHERE pp_rank IS NOT NULL")
+    if ranks["pp_rank"].nunique() < 2:
+        return None
+    return dict(zip(ranks["rank"].astype(int), ranks["pp_rank"].astype(int)))
+
+
 class Replayer:
     """A run's graphs, built and replayed unchanged once per batch of steps (both kept in memory
     when the run has at most KEEP_NODES events, else redone per replay), replayed with any number
@@ -91,6 +100,7 @@ class Replayer:
         self.keep = int(counts["n"].sum()) <= KEEP_NODES
         self._kept: dict[tuple[int, int], G.Graph] = {}
         self._solved: dict[tuple[int, int], R.Solution] = {}
+        self.stages = pipeline_stages(run)
 
     def _graph(self, low: int, high: int) -> G.Graph:
         graph = self._kept.get((low, high))
@@ -127,7 +137,7 @@ class Replayer:
             total += len(graph.nodes)
             changed = base
             if scales:
-                work_f, gap_f = S.factors(graph.nodes, graph.work, scales)
+                work_f, gap_f = S.factors(graph.nodes, graph.work, scales, self.stages)
                 changed = R.solve(graph, work_f, gap_f, _step_gap_factor(graph, scales))
             segments = None
             if path or (base_path and not scales):

@@ -9,8 +9,8 @@ SELECTOR is one term or several joined by `,` (all must match):
     size:CLASS            collectives by message size: small (< 1 MiB), medium (< 64 MiB), large
     gap                   the time between recorded work (untraced host work, launch latency)
 FACTOR is a number >= 0 (0 removes the time) or `peers` with a rank term: the rank's matching
-work of each category but communication per step scaled to the median of the other ranks'
-(bring a straggler to its peers' pace).
+work of each category but communication per step scaled to the median of the other ranks' of
+its pipeline stage (bring a straggler to its peers' pace; stages do different work).
 """
 
 from __future__ import annotations
@@ -104,13 +104,17 @@ def _matches(nodes: pd.DataFrame, terms, skip_rank: bool = False) -> np.ndarray:
     return hit
 
 
-def _peer_factor(nodes: pd.DataFrame, work: np.ndarray, scale: Scale) -> np.ndarray:
+def _peer_factor(nodes: pd.DataFrame, work: np.ndarray, scale: Scale, stages: dict | None = None) -> np.ndarray:
     """Per node of the scale's rank: the median of the other ranks' matching work of the node's
     category in that step over the rank's own (1 where either has none): each kind of work is
-    brought to its peers' pace on its own. Communication keeps its length: a collective's time on
+    brought to its peers' pace on its own. Peers are the ranks of the same pipeline stage when
+    `stages` (rank -> stage) knows it. Communication keeps its length: a collective's time on
     one rank is set by the others' arrivals and the shared transfer, not by the rank's pace."""
     rank = int(next(v for f, v in scale.terms if f == "rank"))
     hit = _matches(nodes, scale.terms, skip_rank=True)
+    if stages and rank in stages:
+        same = [r for r, stage in stages.items() if stage == stages[rank]]
+        hit &= nodes["rank"].isin(same).to_numpy()
     keys = ["step", "category"]
     frame = pd.DataFrame({"rank": nodes["rank"].to_numpy()[hit], "step": nodes["step"].to_numpy()[hit],
                           "category": nodes["category"].to_numpy()[hit], "work": work[hit]})
@@ -123,8 +127,9 @@ def _peer_factor(nodes: pd.DataFrame, work: np.ndarray, scale: Scale) -> np.ndar
     return pd.Series(ratio).reindex(index).fillna(1.0).to_numpy()
 
 
-def factors(nodes: pd.DataFrame, work: np.ndarray, scales) -> tuple[np.ndarray, np.ndarray]:
-    """(work factor per node, gap factor per node): the scales applied in order, multiplied."""
+def factors(nodes: pd.DataFrame, work: np.ndarray, scales, stages: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(work factor per node, gap factor per node): the scales applied in order, multiplied;
+    `stages` (rank -> pipeline stage) chooses the peers of `peers`."""
     work_f, gap_f = np.ones(len(nodes)), np.ones(len(nodes))
     for scale in scales:
         if any(f == "gap" for f, _ in scale.terms):
@@ -132,6 +137,6 @@ def factors(nodes: pd.DataFrame, work: np.ndarray, scales) -> tuple[np.ndarray, 
             gap_f[hit] *= scale.factor if scale.factor is not None else 1.0
             continue
         hit = _matches(nodes, scale.terms)
-        factor = _peer_factor(nodes, work, scale) if scale.factor is None else scale.factor
+        factor = _peer_factor(nodes, work, scale, stages) if scale.factor is None else scale.factor
         work_f[hit] *= factor[hit] if isinstance(factor, np.ndarray) else factor
     return work_f, gap_f
