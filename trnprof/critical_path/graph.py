@@ -3,10 +3,12 @@
 Edges into a node's start: the previous node on its lane, and the node of its rank and step that
 finished last before it started (what it may have waited for: a kernel's launch, the bucket a
 collective reduces, the batch an op consumes); the measured gap after the later of the two (or
-after the step's start) is kept as the node's own lead time. Edges into a node's end: a
-collective ends no earlier than its last rank arrives (members matched by group and sequence
-number across ranks); a host call that blocks on the device ends no earlier than the device work
-it waited for. Every edge points from an earlier to a later measured time, so the measured start
+after the step's start) is kept as the node's own lead time; a device op also waits for the
+call that launched it (by correlation id, edges_launch.py; else inferred from nesting and time).
+Edges into a node's end: a collective ends no earlier than its last rank arrives (members matched
+by group and sequence number across ranks); a host call that blocks on the device ends no earlier
+than the device work it waited for; a pipeline receive that waited ends no earlier than its
+send delivered (edges_p2p.py). Every edge points from an earlier to a later measured time, so the measured start
 order solves the graph. Built with numpy over integer codes: no Python object per node.
 """
 
@@ -54,7 +56,7 @@ class Graph:
     work: np.ndarray       # ns of its own work
     tail: np.ndarray       # ns after its end predecessor (collective transfer, sync tail)
     join: np.ndarray       # collective instance id, -1 when not joined across ranks
-    sync_on: np.ndarray    # device node a blocking host call waited for, -1 when none
+    sync_on: np.ndarray    # device node a blocking host call waited for, or send a receive waited for; -1: none
     launch_by: np.ndarray  # host node still running when the nested call this device node waited for ended
     launch_at: np.ndarray  # ns into launch_by's work at which that call ended
     members: Members       # instance id -> member node indices

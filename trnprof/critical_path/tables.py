@@ -31,14 +31,16 @@ SEGMENT_COLUMNS = [
 ]
 SUMMARY_DOC = ("One row per step: what its critical path is made of and what bounds it. `bound_by` is "
                "the category with the most time on the path, where waiting for a late rank counts both "
-               "the late_rank segments and the waits of the ranks on the path at collectives.")
+               "the late_rank segments and the waits of the ranks on the path at collectives and pipeline "
+               "receives.")
 SUMMARY_COLUMNS = [
     ("step", "training step number"),
     ("rank", "the rank that finished the step last (where the path ends)"),
     ("dur", "step duration: the sum of the path's segments, ns"),
     *[(c, f"{c} time on the path, ns") for c in CATEGORIES],
-    ("late_rank_wait", "time the ranks on the path waited at collectives for a later rank's arrival, ns "
-                       "(the path continues on that rank's work: not part of dur)"),
+    ("late_rank_wait", "time the ranks on the path waited at collectives for a later rank's arrival, and at "
+                       "pipeline receives for their sender's data, ns (the path continues on that rank's work: "
+                       "not part of dur)"),
     ("ranks_on_path", "distinct ranks the path crosses"),
     ("bound_by", "what bounds the step: the category with most time (late_rank including late_rank_wait)"),
 ]
