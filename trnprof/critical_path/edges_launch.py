@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 # The id as read with the events (events.py): only rows whose args name one pay for the regex.
-CORRELATION_SQL = ("CASE WHEN contains(args, '\"correlation\"') THEN TRY_CAST(regexp_extract("
+CORRELATION_PRESENT = "contains(args, '\"correlation\"')"
+CORRELATION_SQL = (f"CASE WHEN {CORRELATION_PRESENT} THEN TRY_CAST(regexp_extract("
                    "args, '\"correlation\":\\s*(-?[0-9]{1,18})', 1) AS BIGINT) END")
 
 

@@ -8,14 +8,22 @@ import pandas as pd
 
 from trnprof.tableread import sql_string
 
-from .edges_launch import CORRELATION_SQL
+from .edges_launch import CORRELATION_PRESENT, CORRELATION_SQL
 from .edges_p2p import P2P_RECV_SQL
 
 WORK_KINDS = ("compute", "collective", "p2p", "input", "transfer", "memory", "compile", "host")
 CODED = ("lane", "kind", "name", "coll_group")
 COLUMNS = ("rank", "step", "lane", "kind", "name", "ts", "dur", "coll_group", "coll_seq", "bytes")
-# columns computed from others for the edges the trace records (edges_launch.py, edges_p2p.py)
-DERIVED = f"{CORRELATION_SQL} AS corr, {P2P_RECV_SQL} AS p2p_recv"
+
+
+def derived(correlation: bool = True, p2p: bool = True) -> str:
+    """Columns computed from others for the edges the trace records (edges_launch.py,
+    edges_p2p.py); NULL where the run has nothing for them."""
+    return (f"CAST({CORRELATION_SQL if correlation else 'NULL'} AS BIGINT) AS corr, "
+            f"CAST({P2P_RECV_SQL if p2p else 'NULL'} AS TINYINT) AS p2p_recv")
+
+
+DERIVED = derived()
 _KINDS_SQL = ", ".join(sql_string(k) for k in WORK_KINDS)
 
 
@@ -42,6 +50,7 @@ class Reader:
         self.run = run
         self.target = _connection(run)
         self._select = None
+        self._derived = None
 
     def _arrow(self, query: str):
         con, schema = self.target
@@ -63,13 +72,22 @@ class Reader:
         counts = found[found["by_other"] == 0][["step", "n"]]
         return counts.astype({"step": "int64", "n": "int64"}).sort_values("step").reset_index(drop=True)
 
+    def _derived_columns(self) -> str:
+        """`derived()` for this run, probed once (each probe stops at its first hit): reading
+        every event's args for correlation ids costs about as much as the rest of the read."""
+        if self._derived is None:
+            def has(condition: str) -> bool:
+                return self._arrow(f"SELECT 1 FROM events WHERE {condition} LIMIT 1").num_rows > 0
+            self._derived = derived(has(CORRELATION_PRESENT), has("kind = 'p2p'"))
+        return self._derived
+
     def read(self, steps: tuple[int, int]) -> pd.DataFrame:
         """The work events of steps low..high (COLUMNS; string columns categorical)."""
         if self.target is None:
             return with_object_categories(self.run.sql(events_sql(steps)))
         if self._select is None:
             self.step_counts()
-        table = self._arrow(f"SELECT {self._select} FROM events WHERE {where(steps)}")
+        table = self._arrow(f"SELECT {self._select}, {self._derived_columns()} FROM events WHERE {where(steps)}")
         return with_object_categories(table.to_pandas())
 
 
@@ -84,7 +102,7 @@ def _coded_select(distinct: pd.DataFrame) -> str:
         values = sorted({str(v) for v in distinct[name].dropna()})
         enum = ", ".join(sql_string(v) for v in values) if values else "''"
         columns.append(f"CAST({name} AS ENUM({enum})) AS {name}")
-    return ", ".join(columns + [DERIVED])
+    return ", ".join(columns)
 
 
 def with_object_categories(frame: pd.DataFrame) -> pd.DataFrame:
