@@ -10,6 +10,7 @@ import gzip
 import json
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from trnprof.api import open_run
@@ -97,3 +98,24 @@ def test_agrees_with_htas_critical_path(ours, side):
     # ... and trnprof's path adds little beside it (docs/critical-path.md: top-level host ops
     # stand for their nested calls; the device tail of a sync is on the path)
     assert _length(spans[side]) <= 1.06 * _length(hta)
+
+
+def test_correlation_ids_join_the_pairs_the_traces_flow_arrows_join(tmp_path):
+    """The launch edges read the `correlation` id from the events' args; Kineto's `ac2g` flow
+    arrows (kept in ingest/flows) join each launch call's start to its device op's start under
+    the same id. Every correlated pair is one of those arrows."""
+    run_dir = tmp_path / "run"
+    ingest([CASE / "input" / "trace.json.gz"], run_dir, rank=None)
+    with open_run(run_dir) as run:
+        def ids(where):
+            return run.sql(f"SELECT corr, ts FROM (SELECT {E.DERIVED}, ts, lane, kind FROM events) WHERE {where}")
+        ops = ids("corr IS NOT NULL AND lane LIKE 'gpu%' AND kind IN ('compute', 'transfer', 'memory')")
+        calls = ids("corr IS NOT NULL AND lane LIKE 'host%'")
+    flows = pq.read_table(run_dir / "ingest" / "flows.parquet").to_pandas()
+    flows = flows[flows["cat"] == "ac2g"].astype({"id": "int64"})
+    starts = flows[flows["ph"] == "s"].set_index("id")["ts"]
+    ends = flows[flows["ph"] == "f"].set_index("id")["ts"]
+    pairs = ops.merge(calls, on="corr", suffixes=("_op", "_call"))
+    assert len(pairs) == len(ops) > 50   # every device op's launch call is in the trace
+    assert (pairs["corr"].map(starts) == pairs["ts_call"]).all()
+    assert (pairs["corr"].map(ends) == pairs["ts_op"]).all()
