@@ -109,6 +109,7 @@ def test_replay_moves_the_kernel_with_what_held_it(case):
         launched = launch["ts"] + launch["dur"]
         half_launch = add["ts"] + (launched - add["ts"]) / 2   # the call sits as far into the op
         for scale, stream_free, launch_end, add_scale in (
-                ("name:kernel1=0.5", half_k1, launched, 1), ("name:aten::add=0.5", k1["ts"] + k1["dur"], half_launch, 0.5)):
+                ("name:kernel1=0.5", half_k1, launched, 1),
+                ("name:aten::add=0.5", k1["ts"] + k1["dur"], half_launch, 0.5)):
             got = float(analyse(run, [scale]).replayed["dur"].iloc[0])
             assert got == pytest.approx(step_after(stream_free, launch_end, add_scale), abs=1), (name, scale)

@@ -26,7 +26,8 @@ def _roles(nodes: pd.DataFrame) -> np.ndarray:
     return np.where(np.isnan(role), -1, role).astype(np.int64)
 
 
-def waits(nodes: pd.DataFrame, group_codes: np.ndarray, s0: np.ndarray, e0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def waits(nodes: pd.DataFrame, group_codes: np.ndarray, s0: np.ndarray,
+          e0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(receive node, its send node) for every receive that waited for its send's data: one send
     and one receive of a (group, sequence) on two ranks, the send ending within the receive."""
     role = _roles(nodes)

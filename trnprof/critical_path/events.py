@@ -73,8 +73,8 @@ class Reader:
         return counts.astype({"step": "int64", "n": "int64"}).sort_values("step").reset_index(drop=True)
 
     def _derived_columns(self) -> str:
-        """`derived()` for this run, probed once (each probe stops at its first hit): reading
-        every event's args for correlation ids costs about as much as the rest of the read."""
+        """`derived()` for this run, probed once (each probe stops at its first hit): the
+        correlation regex is a pass over every event's args, wasted on runs without ids."""
         if self._derived is None:
             def has(condition: str) -> bool:
                 return self._arrow(f"SELECT 1 FROM events WHERE {condition} LIMIT 1").num_rows > 0

@@ -8,8 +8,9 @@ call that launched it (by correlation id, edges_launch.py; else inferred from ne
 Edges into a node's end: a collective ends no earlier than its last rank arrives (members matched
 by group and sequence number across ranks); a host call that blocks on the device ends no earlier
 than the device work it waited for; a pipeline receive that waited ends no earlier than its
-send delivered (edges_p2p.py). Every edge points from an earlier to a later measured time, so the measured start
-order solves the graph. Built with numpy over integer codes: no Python object per node.
+send delivered (edges_p2p.py). Every edge points from an earlier to a later measured time, so
+the measured start order solves the graph. Built with numpy over integer codes: no Python
+object per node.
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ class Graph:
     work: np.ndarray       # ns of its own work
     tail: np.ndarray       # ns after its end predecessor (collective transfer, sync tail)
     join: np.ndarray       # collective instance id, -1 when not joined across ranks
-    sync_on: np.ndarray    # device node a blocking host call waited for, or send a receive waited for; -1: none
-    launch_by: np.ndarray  # host node still running when the nested call this device node waited for ended
+    sync_on: np.ndarray    # device node a blocking host call waited for (or send a receive waited for), -1: none
+    launch_by: np.ndarray  # host node holding the call this device node waited for (its launch)
     launch_at: np.ndarray  # ns into launch_by's work at which that call ended
     members: Members       # instance id -> member node indices
     steps: pd.DataFrame    # rank, step, ts, end_ts, tail_gap (times in ns after `origin`), group
@@ -256,6 +257,8 @@ def _launches(nodes: pd.DataFrame, marks: pd.DataFrame, group, s0, e0, origin: i
 def _correlate(nodes, marks, group, position, origin, s0, e0, near, launch_by, launch_at) -> None:
     """Device nodes whose launch call is known by its correlation id wait for that call (in
     place of the inferred launch) and, of the rank's other work, for device work only."""
+    if "corr" not in nodes or not nodes["corr"].notna().any():
+        return
     device = matches(nodes["lane"], DEVICE_LANE)
     node, owner, at = edges_launch.correlated(nodes, marks, device, group, position, origin)
     if not len(node):
