@@ -15,6 +15,7 @@ from trnprof.critical_path.compute import Replayer, analyse
 from trnprof.critical_path.whatif import Priced
 from trnprof.model import config as trn1_config
 
+from tests.conftest import write_inline_run
 from tests.critical_path import critical_path_reference as reference
 
 SLOW_RANK = 2   # pp_rank 1 (the last stage), dp_rank 0
@@ -97,3 +98,32 @@ def test_solvers_agree_on_the_pipeline_with_its_p2p_edges(runs):
                 c = reference.solve(graph, work, gap)
                 assert (a.end == b.end).all() and (a.end_by == b.end_by).all() and (a.start_by == b.start_by).all()
                 assert (a.end == c.end).all() and (a.start == c.start).all()
+
+
+MS = 1_000_000
+
+
+def test_a_receive_that_did_not_wait_waits_when_its_sender_becomes_late(tmp_path):
+    """Rank 0 computes 10 ms and sends (2 ms); rank 1 posts the receive at 20 ms, after the data
+    arrived (12 ms), receives for 1 ms and computes 30 ms; its step ends 49 ms later. With rank
+    0's compute 4x (40 ms) the data arrives at 42 ms: the receive ends 1 ms after it (43 ms),
+    rank 1's compute follows (73 ms) and its step ends at 122 ms, and the path runs from rank
+    1's end back through the receive to rank 0's send and compute."""
+    link = {"coll_group": "pp:s0-s1", "coll_seq": 1, "coll_ranks": 2}
+
+    def ev(rank, ts, dur, kind, name, lane, **extra):
+        return {"rank": rank, "ts": ts * MS, "dur": dur * MS, "kind": kind, "name": name, "lane": lane,
+                "step": 0, **extra}
+    events = [ev(0, 0, 15, "step", "step", "host/main"), ev(0, 0, 10, "compute", "fwd0", "nc/tensor"),
+              ev(0, 10, 2, "p2p", "send.activations", "nc/cc/pp", coll_op="send", **link),
+              ev(1, 0, 100, "step", "step", "host/main"), ev(1, 0, 20, "compute", "warmup", "nc/tensor"),
+              ev(1, 20, 1, "p2p", "recv.activations", "nc/cc/pp", coll_op="recv", **link),
+              ev(1, 21, 30, "compute", "fwd1", "nc/tensor")]
+    with open_run(write_inline_run(tmp_path / "run", events)) as run:
+        assert analyse(run).replayed["dur"].iloc[0] == 100 * MS
+        late = analyse(run, ["name:fwd0=4"])
+    assert late.replayed["dur"].iloc[0] == pytest.approx(122 * MS)
+    path = late.segments.sort_values("seq")
+    assert list(zip(path["rank"], path["name"])) == [
+        (0, "fwd0"), (0, "send.activations"), (1, "recv.activations"), (1, "fwd1"), (1, "(untraced)")]
+    assert list(path["dur"]) == [40 * MS, 2 * MS, 1 * MS, 30 * MS, 49 * MS]

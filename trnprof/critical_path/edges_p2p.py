@@ -1,11 +1,11 @@
 """Pipeline edges: a point-to-point receive ends no earlier than its matching send has delivered.
 
 A send and a receive are one transfer when they share `coll_group` and `coll_seq` on two ranks
-(as the stdlib view `p2p_waits` pairs them). Where the receive was posted before the send's data
-arrived (the send's end), the receive waited for the sender: its end is the send's end plus the
-time measured after it (the solver's end edge from another node, as a blocking host call's from
-the device; the path continues on the sender's rank). A receive posted after the data arrived
-did not wait and keeps its measured length.
+(as the stdlib view `p2p_waits` pairs them). The data is there when the send ends; the receive
+ends its measured post-arrival time after the later of that and its own start (the solver's end
+edge from another node, as a blocking host call's from the device; when the sender sets it, the
+path continues on the sender's rank). A receive posted before the data arrived waited for it; one
+posted after did not, and waits in a replay only if its sender became that much later.
 """
 
 from __future__ import annotations
@@ -26,10 +26,9 @@ def _roles(nodes: pd.DataFrame) -> np.ndarray:
     return np.where(np.isnan(role), -1, role).astype(np.int64)
 
 
-def waits(nodes: pd.DataFrame, group_codes: np.ndarray, s0: np.ndarray,
-          e0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(receive node, its send node) for every receive that waited for its send's data: one send
-    and one receive of a (group, sequence) on two ranks, the send ending within the receive."""
+def pairs(nodes: pd.DataFrame, group_codes: np.ndarray, e0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(receive node, its send node): one send and one receive of a (group, sequence) on two
+    ranks, the send ending no later than the receive (else the ranks' clocks disagree)."""
     role = _roles(nodes)
     seq = nodes["coll_seq"].to_numpy("float64", na_value=np.nan)
     rows = np.flatnonzero((role >= 0) & (group_codes >= 0) & ~np.isnan(seq))
@@ -43,5 +42,10 @@ def waits(nodes: pd.DataFrame, group_codes: np.ndarray, s0: np.ndarray,
     pairs = recvs.merge(sends, on=["group", "seq"], suffixes=("", "_send"))
     pairs = pairs[pairs["rank"] != pairs["rank_send"]]
     recv, send = pairs["node"].to_numpy(np.int64), pairs["node_send"].to_numpy(np.int64)
-    waited = (e0[send] > s0[recv]) & (e0[send] <= e0[recv])
-    return recv[waited], send[waited]
+    ordered = e0[send] <= e0[recv]
+    return recv[ordered], send[ordered]
+
+
+def after_arrival(recv: np.ndarray, send: np.ndarray, s0: np.ndarray, e0: np.ndarray) -> np.ndarray:
+    """ns each receive took after its data arrived (or after it was posted, if later)."""
+    return e0[recv] - np.maximum(e0[send], s0[recv])

@@ -7,8 +7,8 @@ after the step's start) is kept as the node's own lead time; a device op also wa
 call that launched it (by correlation id, edges_launch.py; else inferred from nesting and time).
 Edges into a node's end: a collective ends no earlier than its last rank arrives (members matched
 by group and sequence number across ranks); a host call that blocks on the device ends no earlier
-than the device work it waited for; a pipeline receive that waited ends no earlier than its
-send delivered (edges_p2p.py). Every edge points from an earlier to a later measured time, so
+than the device work it waited for; a pipeline receive ends no earlier than its send delivered
+(edges_p2p.py). Every edge points from an earlier to a later measured time, so
 the measured start order solves the graph. Built with numpy over integer codes: no Python
 object per node.
 """
@@ -193,10 +193,12 @@ def build(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame) -> Graph
         tail[j] = e0[j] - arrive
         work[j] = np.where(arrive > s0[j], tail[j], dur[j])
     sync_on = _syncs(nodes, group, s0, e0)
-    recv, send = edges_p2p.waits(nodes, codes(nodes["coll_group"]), s0, e0)
-    sync_on[recv] = send     # the same end edge: the receive ends after the send's data arrived
     s = sync_on >= 0
     tail[s] = e0[s] - e0[sync_on[s]]
+    recv, send = edges_p2p.pairs(nodes, codes(nodes["coll_group"]), e0)
+    sync_on[recv] = send     # the same end edge: the receive ends after the send's data arrived
+    tail[recv] = edges_p2p.after_arrival(recv, send, s0, e0)
+    s = sync_on >= 0
     work[s] = tail[s]
     graph = Graph(nodes, order, lane_prev, near, gap, work, tail, join, sync_on, launch_by, launch_at, members,
                   _step_ends(nodes, steps, group, origin), origin, group)
