@@ -14,6 +14,7 @@ the findings and the comparison and hands the documents to the page.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,7 +39,7 @@ _EXPORTS = {
 }
 
 __all__ = ["Document", "Run", "RunSet", "analyze", "check", "diff", "ingest", "load_config", "open_run", "open_runs",
-           "priced", "report", "run_plan", "simulate", "whatif"]
+           "priced", "report", "run_or_traces", "run_plan", "simulate", "whatif"]
 
 
 def __getattr__(name: str):
@@ -113,6 +114,21 @@ def run_plan(run: str | Path | Run, chosen: engine.Plan, *, threads: int | None 
         return priced(run, engine.run_plan(run, chosen, threads=threads))
     with open_run(run, threads=threads) as opened:
         return priced(opened, engine.run_plan(opened, chosen, threads=threads))
+
+
+@contextlib.contextmanager
+def run_or_traces(path: str | Path, *, into: str | Path | None = None):
+    """Yield the `TraceRun` (path, ingested, note) of `path`: a run as it is, or a trace file (a
+    folder of per-rank traces) ingested here, into the folder `into` or else the user's cache,
+    where the next command finds it again (`collectors.ingest.traces`). `into` is for traces only."""
+    from .collectors.ingest.traces import TraceRun, is_trace_input, run_of_traces
+    if not is_trace_input(path):
+        if into is not None:
+            raise TrnprofError(f"{path} is a run: the run folder option is for a trace given instead of a run")
+        yield TraceRun(Path(path), False, None)
+        return
+    with run_of_traces([path], run=into) as traced:
+        yield traced
 
 
 def analyze(run: str | Path | Run, *, threads: int | None = None, **options) -> Document:
