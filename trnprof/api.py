@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import TrnprofError
+from .schema import MANIFEST_FILE
 
 if TYPE_CHECKING:
     from .integrity import Verdict
@@ -118,17 +119,22 @@ def run_plan(run: str | Path | Run, chosen: engine.Plan, *, threads: int | None 
 
 @contextlib.contextmanager
 def run_or_traces(path: str | Path, *, into: str | Path | None = None):
-    """Yield the `TraceRun` (path, ingested, note) of `path`: a run as it is, or a trace file (a
-    folder of per-rank traces) ingested here, into the folder `into` or else the user's cache,
-    where the next command finds it again (`collectors.ingest.traces`). `into` is for traces only."""
-    from .collectors.ingest.traces import TraceRun, is_trace_input, run_of_traces
-    if not is_trace_input(path):
+    """Yield (run folder, lines for the user) for `path`: a run as it is, or a trace file (a folder
+    of per-rank traces) ingested here, into the folder `into` or else a run in the user's cache
+    that the next command finds again (`collectors.ingest.traces`). `into` is for traces only."""
+    path = Path(path)
+    if not path.exists() or (path / MANIFEST_FILE).is_file():  # a run (or the run reader's error)
         if into is not None:
             raise TrnprofError(f"{path} is a run: the run folder option is for a trace given instead of a run")
-        yield TraceRun(Path(path), False, None)
+        yield path, []
+        return
+    from .collectors.ingest.traces import is_trace_input, run_of_traces  # the ingest loads only for a trace
+    if not is_trace_input(path):
+        yield path, []
         return
     with run_of_traces([path], run=into) as traced:
-        yield traced
+        lines = [f"ingested {path} into {traced.path}"] if traced.ingested else []
+        yield traced.path, lines + ([f"warning: {traced.note}"] if traced.note else [])
 
 
 def analyze(run: str | Path | Run, *, threads: int | None = None, **options) -> Document:

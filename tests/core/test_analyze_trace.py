@@ -8,6 +8,8 @@ import gzip
 import hashlib
 import json
 import shutil
+import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -108,3 +110,12 @@ def test_a_file_that_is_no_trace_is_one_error_line(cli, cache, tmp_path):
     done = cli("analyze", bad)
     assert done.exit_code == 2 and "not a trace trnprof knows" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and not (cache / "runs").exists()
+
+
+def test_analyze_of_a_run_loads_no_ingest_code(sample_run, tmp_path):
+    """Taking traces costs `analyze RUN` nothing: the ingest loads only for a trace."""
+    probe = ("import sys\nfrom trnprof.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+             "print('INGEST', sorted(m for m in sys.modules if m.startswith('trnprof.collectors.ingest')))")
+    done = subprocess.run([sys.executable, "-c", probe, "analyze", str(sample_run), "-o", str(tmp_path / "f.txt")],
+                          capture_output=True, text=True, check=True)
+    assert (tmp_path / "f.txt").read_text() and done.stdout.strip().splitlines()[-1] == "INGEST []"

@@ -68,12 +68,10 @@ def command(run, select, ignore, assignments, rule_dirs, config, fmt, out, fail_
         fail_on = options.fail_on
     chosen = plan(select=select, ignore=ignore, set=list(assignments), rules=rule_dirs, config=options,
                   timeout=timeout, memory_limit=memory_limit)
-    with run_or_traces(run, into=run_dir) as found:
-        if found.ingested:
-            click.echo(f"ingested {run} into {found.path}", err=True)
-        if found.note:
-            click.echo(f"warning: {found.note}", err=True)
-        document = run_plan(found.path, chosen, threads=threads)
+    with run_or_traces(run, into=run_dir) as (path, notes):
+        for note in notes:
+            click.echo(note, err=True)
+        document = run_plan(path, chosen, threads=threads)
     emit(render(document, fmt, {"json": lambda d: to_json_bytes(d).decode(),
                                 "sarif": lambda d: to_json(to_sarif(d, chosen.rules)),
                                 "markdown": to_markdown, "text": to_text}), out)
