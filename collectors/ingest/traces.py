@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,11 +99,15 @@ def run_of_traces(paths, *, run: str | Path | None = None):
         return
     why_not = _writable(cached.parent)
     if why_not is None:
+        if cached.is_dir():  # a damaged run at the cache's own key: trnprof made it, and makes it again
+            shutil.rmtree(cached)
         try:
             _ingest(paths, cached, inputs, fingerprints)
         except TrnprofError:
-            if not _holds(cached, identity):  # else another command ingested it meanwhile
+            if not _holds(cached, identity):
                 raise
+            yield TraceRun(cached, False, None)  # another command ingested it meanwhile
+            return
         yield TraceRun(cached, True, None)
         return
     with tempfile.TemporaryDirectory(prefix="trnprof-trace-") as scratch:
@@ -116,7 +121,7 @@ def _named(run: Path, paths, inputs, fingerprints, identity) -> TraceRun:
     if _holds(run, identity):
         return TraceRun(run, False, None)
     if run.exists():
-        raise TrnprofError(f"--run {run}: it exists and is not a run of these traces "
+        raise TrnprofError(f"--run-dir {run}: it exists and is not a run of these traces "
                            "(choose another folder or remove it)")
     _ingest(paths, run, inputs, fingerprints)
     return TraceRun(run, True, None)

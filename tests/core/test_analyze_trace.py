@@ -119,3 +119,11 @@ def test_analyze_of_a_run_loads_no_ingest_code(sample_run, tmp_path):
     done = subprocess.run([sys.executable, "-c", probe, "analyze", str(sample_run), "-o", str(tmp_path / "f.txt")],
                           capture_output=True, text=True, check=True)
     assert (tmp_path / "f.txt").read_text() and done.stdout.strip().splitlines()[-1] == "INGEST []"
+
+
+def test_a_damaged_run_in_the_cache_is_made_again(cli, cache):
+    first, _ = _analyze(cli, TRACE)
+    manifest = next((cache / "runs").glob("*/trnprof.json"))
+    manifest.write_text("{not json")
+    second, said = _analyze(cli, TRACE)
+    assert "ingested" in said and second["run"] == first["run"] and _verdict(second) == _verdict(first)
