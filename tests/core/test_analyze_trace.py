@@ -127,3 +127,16 @@ def test_a_damaged_run_in_the_cache_is_made_again(cli, cache):
     manifest.write_text("{not json")
     second, said = _analyze(cli, TRACE)
     assert "ingested" in said and second["run"] == first["run"] and _verdict(second) == _verdict(first)
+
+
+def test_a_folder_of_per_rank_traces_is_one_run(cli, cache, tmp_path):
+    folder = tmp_path / "job"
+    folder.mkdir()
+    for rank in (0, 1):
+        shutil.copyfile(KINETO / "trace_filter" / f"sampled_rank-{rank}.json.gz", folder / f"sampled_rank-{rank}.json.gz")
+    assert cli("ingest", folder, "-o", tmp_path / "run").exit_code == 0
+    expected, _ = _analyze(cli, tmp_path / "run")
+    document, said = _analyze(cli, folder)
+    assert "ingested" in said and _verdict(document) == _verdict(expected)
+    ranks = json.loads((cache / "runs" / document["run"].rsplit("/", 1)[1] / "trnprof.json").read_text())
+    assert sorted(f["rank"] for f in ranks["ingest"]["files"]) == [0, 1]
