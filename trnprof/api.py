@@ -123,9 +123,12 @@ def run_or_traces(path: str | Path, *, into: str | Path | None = None):
     of per-rank traces) ingested here, into the folder `into` or else a run in the user's cache
     that the next command finds again (`collectors.ingest.traces`). `into` is for traces only."""
     path = Path(path)
-    if not path.exists() or (path / MANIFEST_FILE).is_file():  # a run (or the run reader's error)
+    if (path / MANIFEST_FILE).is_file():
         if into is not None:
             raise TrnprofError(f"{path} is a run: the run folder option is for a trace given instead of a run")
+        yield path, []
+        return
+    if not path.exists():  # the run reader says what is missing
         yield path, []
         return
     from .collectors.ingest.traces import is_trace_input, run_of_traces  # the ingest loads only for a trace

@@ -59,11 +59,11 @@ def ingest(paths, out, *, fmt: str = "auto", rank: int | None = None, force: boo
     default_rank = rank if rank is not None else (0 if len(inputs) == 1 else None)
     manifest = new_manifest("trnprof.ingest", job={})
     with ThreadPoolExecutor(max_workers=1) as pool, write_run(out, manifest, overwrite=force) as run:
-        hashes = _fingerprints(inputs, pool) if fingerprints is None else [pool.submit(dict, f) for f in fingerprints]
+        hashes = _fingerprints(inputs, pool) if fingerprints is None else None
         collected = Collected(run, rank_option=rank, default_rank=default_rank, progress=progress,
                               spill_dir=spill_dir if spill_dir is not None else run.scratch)
         for path, kind in inputs:
             collected.add(path, kind)
         collected.finish(manifest)
-        manifest["source"]["inputs"] = [h.result() for h in hashes]
+        manifest["source"]["inputs"] = list(fingerprints) if hashes is None else [h.result() for h in hashes]
     return collected.summary(Path(out))
