@@ -5,6 +5,11 @@ breakdowns; plus what every command pays before it starts (`--version`, `--help`
 Side by side in one run, whole processes (interpreter start included), medians of --repeat:
 wall time and peak RSS (`/usr/bin/time -f`) of each tool, and their ratios, each beside its
 target (docs/performance.md, "Small traces and fixed costs"); a missed target says "missed".
+trnprof is measured both ways: `ingest` then `analyze RUN` (two processes), and `analyze TRACE`
+(one process: the trace ingested into a run in the cache folder, then analyzed). Both are cold
+for the run (no run, no `derived/` cache); the compiled rule packs are cached as for any user
+after their first command (the cache folder is the benchmark's own, TRNPROF_CACHE_DIR).
+--baseline TRNPROF measures another install's `trnprof` the same way beside it (before/after).
 
 Traces: the real ones in tests/data/kineto (HTA's own test data, MIT licence), and two built
 from them by tiling in time (each copy of the timed events shifted by the trace's span,
@@ -17,6 +22,7 @@ interpreter's packages visible). When it cannot be installed, the script says so
 trnprof's figures alone.
 
     python bench/bench_hta.py [--sizes 10k 41k 109k 456k 1.1M] [--repeat 3] [--hta-venv DIR] [--no-hta]
+                              [--baseline PATH/TO/trnprof]
 """
 
 from __future__ import annotations
@@ -171,36 +177,58 @@ def startup(repeat: int) -> None:
               f"{verdict(wall <= TARGET_STARTUP_S)}   {rss:.0f} MiB   {load()}")
 
 
-def measure_trnprof(trace: Path, run: Path) -> tuple[float, ...]:
+def measure_trnprof(trnprof: list[str], trace: Path, run: Path) -> tuple[float, ...]:
     """Cold: ingest replaces the run (and its derived/ cache), then analyze."""
-    ingest_s, ingest_mb, ingest_cpu = timed_run([*trnprof_command(), "ingest", str(trace), "-o", str(run), "--force"])
-    analyze_s, analyze_mb, analyze_cpu = timed_run([*trnprof_command(), "analyze", str(run), "--format", "json",
+    ingest_s, ingest_mb, ingest_cpu = timed_run([*trnprof, "ingest", str(trace), "-o", str(run), "--force"])
+    analyze_s, analyze_mb, analyze_cpu = timed_run([*trnprof, "analyze", str(run), "--format", "json",
                                                     "-o", str(run.parent / "findings.json")])
     return ingest_s, analyze_s, ingest_s + analyze_s, max(ingest_mb, analyze_mb), ingest_cpu + analyze_cpu
 
 
-def compare(labels: list[str], repeat: int, python: Path | None, work: Path) -> None:
-    print(f"\ntraces (median of {repeat}, whole processes): trnprof ingest + analyze"
-          + (f" vs HTA {hta_version(python)} load + 4 analyses" if python else " alone (no HTA)"))
-    print(f"  {'trace':>6} {'entries':>9} | {'ingest':>7} {'analyze':>7} {'total':>7} {'RSS':>8} | "
-          f"{'HTA':>7} {'HTA RSS':>8} | {'speed-up':>8} (>= {TARGET_SPEEDUP:g}x) | {'memory':>6} (<= 1x) | "
-          f"CPU trnprof / HTA")
+def measure_direct(trace: Path, cache: Path) -> tuple[float, float, float]:
+    """`analyze TRACE`, cold: the cache's runs (which the benchmark made) removed first."""
+    shutil.rmtree(cache / "runs", ignore_errors=True)
+    return timed_run([*trnprof_command(), "analyze", str(trace), "--format", "json",
+                      "-o", str(cache.parent / "findings-direct.json")])
+
+
+def hta_row(python: Path | None, trace: Path, repeat: int) -> tuple[float, float, float] | None:
+    if python is None:
+        return None
+    return median_of(repeat, lambda: timed_run([str(python), "-c", HTA_JOB, str(trace.parent)]))
+
+
+def row(name: str, wall: float, rss: float, cpu: float, hta) -> str:
+    text = f"    {name:<24} {wall:7.2f} s {rss:6.0f} MiB  CPU {cpu:6.2f} s"
+    if hta:
+        speedup, memory = hta[0] / wall, rss / hta[1]
+        text += (f" | vs HTA: {speedup:5.2f}x speed (>= {TARGET_SPEEDUP:g}x {verdict(speedup >= TARGET_SPEEDUP)}), "
+                 f"{memory:4.2f}x memory (<= 1x {verdict(memory <= 1.0)}), CPU {hta[2] / cpu:4.2f}x")
+    return text
+
+
+def compare(labels: list[str], repeat: int, python: Path | None, work: Path, baseline: list[str] | None) -> None:
+    print(f"\ntraces (median of {repeat}, whole processes): trnprof vs "
+          + (f"HTA {hta_version(python)} load + 4 analyses" if python else "nothing (no HTA)"))
+    cache = work / "cache"
+    os.environ["TRNPROF_CACHE_DIR"] = str(cache)
     for label in labels:
         trace = prepare(label, work / "traces")
-        n = entries(trace)
-        ingest_s, analyze_s, total_s, rss, cpu = median_of(repeat, lambda: measure_trnprof(trace, work / "runs" / label))
-        row = f"  {label:>6} {n:>9,} | {ingest_s:6.2f}s {analyze_s:6.2f}s {total_s:6.2f}s {rss:6.0f}MiB | "
-        if python:
-            hta_s, hta_mb, hta_cpu = median_of(repeat, lambda: timed_run([str(python), "-c", HTA_JOB, str(trace.parent)]))
-            speedup, memory = hta_s / total_s, rss / hta_mb
-            row += (f"{hta_s:6.2f}s {hta_mb:6.0f}MiB | {speedup:7.2f}x {verdict(speedup >= TARGET_SPEEDUP):>6}   | "
-                    f"{memory:5.2f}x {verdict(memory <= 1.0)} | {cpu:.2f} s / {hta_cpu:.2f} s = {hta_cpu / cpu:.2f}x")
-        else:
-            row += f"CPU {cpu:.2f} s"
-        print(row + f"   {load()}", flush=True)
-        if label == SMALL:
-            print(f"         analyze after ingest of the {label} trace: {analyze_s:.2f} s, target <= "
-                  f"{TARGET_ANALYZE_S} s: {verdict(analyze_s <= TARGET_ANALYZE_S)}")
+        print(f"  {label}: {trace.name}, {entries(trace):,} entries, {trace.stat().st_size / 2**20:.1f} MiB   {load()}")
+        hta = hta_row(python, trace, repeat)
+        if hta:
+            print(f"    {'HTA':<24} {hta[0]:7.2f} s {hta[1]:6.0f} MiB  CPU {hta[2]:6.2f} s")
+        ways = ([("baseline", baseline)] if baseline else []) + [("trnprof", trnprof_command())]
+        for name, command in ways:
+            ingest_s, analyze_s, total_s, rss, cpu = median_of(
+                repeat, lambda: measure_trnprof(command, trace, work / "runs" / name / label))
+            print(row(f"{name} ingest + analyze", total_s, rss, cpu, hta)
+                  + f"   (ingest {ingest_s:.2f} s, analyze {analyze_s:.2f} s)")
+            if label == SMALL:
+                print(f"    {name} analyze after ingest: {analyze_s:.2f} s, target <= {TARGET_ANALYZE_S} s: "
+                      f"{verdict(analyze_s <= TARGET_ANALYZE_S)}")
+        wall, rss, cpu = median_of(repeat, lambda: measure_direct(trace, cache))
+        print(row("trnprof analyze TRACE", wall, rss, cpu, hta) + f"   {load()}", flush=True)
 
 
 def main() -> None:
@@ -210,13 +238,14 @@ def main() -> None:
     parser.add_argument("--hta-venv", type=Path, default=REPO / "bench" / ".venv" / "hta")
     parser.add_argument("--no-hta", action="store_true", help="trnprof's figures only")
     parser.add_argument("--keep", type=Path, help="keep the traces and runs in this folder")
+    parser.add_argument("--baseline", type=Path, help="another install's trnprof script, measured beside")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} CPUs, {load()} at start")
     startup(max(args.repeat, 5))
     python = None if args.no_hta else hta_python(args.hta_venv)
     work = args.keep or Path(tempfile.mkdtemp(prefix="trnprof-bench-hta-"))
     try:
-        compare(args.sizes, args.repeat, python, work)
+        compare(args.sizes, args.repeat, python, work, [str(args.baseline)] if args.baseline else None)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -14,11 +14,13 @@ the findings and the comparison and hands the documents to the page.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import TrnprofError
+from .schema import MANIFEST_FILE
 
 if TYPE_CHECKING:
     from .integrity import Verdict
@@ -38,7 +40,7 @@ _EXPORTS = {
 }
 
 __all__ = ["Document", "Run", "RunSet", "analyze", "check", "diff", "ingest", "load_config", "open_run", "open_runs",
-           "priced", "report", "run_plan", "simulate", "whatif"]
+           "priced", "report", "run_or_traces", "run_plan", "simulate", "whatif"]
 
 
 def __getattr__(name: str):
@@ -113,6 +115,29 @@ def run_plan(run: str | Path | Run, chosen: engine.Plan, *, threads: int | None 
         return priced(run, engine.run_plan(run, chosen, threads=threads))
     with open_run(run, threads=threads) as opened:
         return priced(opened, engine.run_plan(opened, chosen, threads=threads))
+
+
+@contextlib.contextmanager
+def run_or_traces(path: str | Path, *, into: str | Path | None = None):
+    """Yield (run folder, lines for the user) for `path`: a run as it is, or a trace file (a folder
+    of per-rank traces) ingested here, into the folder `into` or else a run in the user's cache
+    that the next command finds again (`collectors.ingest.traces`). `into` is for traces only."""
+    path = Path(path)
+    if (path / MANIFEST_FILE).is_file():
+        if into is not None:
+            raise TrnprofError(f"{path} is a run: the run folder option is for a trace given instead of a run")
+        yield path, []
+        return
+    if not path.exists():  # the run reader says what is missing
+        yield path, []
+        return
+    from .collectors.ingest.traces import is_trace_input, run_of_traces  # the ingest loads only for a trace
+    if not is_trace_input(path):
+        yield path, []
+        return
+    with run_of_traces([path], run=into) as traced:
+        lines = [f"ingested {path} into {traced.path}"] if traced.ingested else []
+        yield traced.path, lines + ([f"warning: {traced.note}"] if traced.note else [])
 
 
 def analyze(run: str | Path | Run, *, threads: int | None = None, **options) -> Document:

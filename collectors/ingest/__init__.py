@@ -28,10 +28,15 @@ __all__ = ["FORMATS", "ingest"]
 def _fingerprints(inputs: list[tuple[Path, str]], pool: ThreadPoolExecutor):
     """sha256 of every input file, hashed on another core while the ingest runs (hashlib
     releases the GIL)."""
+    return [pool.submit(file_fingerprint, p) for p in input_files(inputs)]
+
+
+def input_files(inputs: list[tuple[Path, str]]) -> list[Path]:
+    """Every file the inputs consist of (a folder input: the files under it)."""
     files = []
     for path, _ in inputs:
         files += sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    return [pool.submit(file_fingerprint, p) for p in files]
+    return files
 
 
 def input_bytes(inputs: list[tuple[Path, str]]) -> int:
@@ -40,8 +45,10 @@ def input_bytes(inputs: list[tuple[Path, str]]) -> int:
 
 
 def ingest(paths, out, *, fmt: str = "auto", rank: int | None = None, force: bool = False,
-           progress: Callable[[int], None] | None = None, spill_dir=None, inputs=None) -> dict:
-    """Ingest `paths` (files or folders) into the run folder `out`; returns a summary dict."""
+           progress: Callable[[int], None] | None = None, spill_dir=None, inputs=None, fingerprints=None) -> dict:
+    """Ingest `paths` (files or folders) into the run folder `out`; returns a summary dict.
+    inputs, fingerprints: `detect.expand(paths)` and the inputs' `file_fingerprint`s, when the
+    caller has them already."""
     if fmt != "auto" and fmt not in FORMATS:
         raise TrnprofError(f"unknown format {fmt!r}; choose auto or one of {', '.join(FORMATS)}")
     if rank is not None:
@@ -52,11 +59,11 @@ def ingest(paths, out, *, fmt: str = "auto", rank: int | None = None, force: boo
     default_rank = rank if rank is not None else (0 if len(inputs) == 1 else None)
     manifest = new_manifest("trnprof.ingest", job={})
     with ThreadPoolExecutor(max_workers=1) as pool, write_run(out, manifest, overwrite=force) as run:
-        hashes = _fingerprints(inputs, pool)
+        hashes = _fingerprints(inputs, pool) if fingerprints is None else None
         collected = Collected(run, rank_option=rank, default_rank=default_rank, progress=progress,
                               spill_dir=spill_dir if spill_dir is not None else run.scratch)
         for path, kind in inputs:
             collected.add(path, kind)
         collected.finish(manifest)
-        manifest["source"]["inputs"] = [h.result() for h in hashes]
+        manifest["source"]["inputs"] = list(fingerprints) if hashes is None else [h.result() for h in hashes]
     return collected.summary(Path(out))

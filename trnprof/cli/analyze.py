@@ -1,5 +1,6 @@
 """`trnprof analyze RUN`: run the rule packs and report findings, most severe first, then by
-time lost.
+time lost. RUN may be a trace (or a folder of per-rank traces): it is ingested in the same
+process, into --run-dir or the user's cache folder, where the next analyze finds it again.
 
 Exit codes: 0 when no finding reaches --fail-on (or none is given), 1 when one does, 2 on a
 usage or input error, and under --fail-on also when a rule failed or timed out (the gate could
@@ -14,7 +15,7 @@ import click
 
 from ..rules_engine.config import read_config
 from . import _options as options
-from ..api import run_plan
+from ..api import run_or_traces, run_plan
 from ..rules_engine.engine import plan
 from ..jsonplain import to_json
 from ..rules_engine.document import Document, to_json_bytes
@@ -48,11 +49,16 @@ def fails(document: Document, fail_on: str | None) -> bool:
               help="Exit 1 when a finding is at or above this severity, 2 when a rule failed or timed out.")
 @click.option("--timeout", type=click.FloatRange(min=0.001), help="Time limit per rule query, seconds [default: 60].")
 @click.option("--memory-limit", help="Memory limit per rule query, e.g. 2GB, 512MB [default: 2GB].")
+@click.option("--run-dir", type=click.Path(path_type=str), metavar="DIR",
+              help="When RUN is a trace: ingest it into this run folder (kept; used again for the same trace) "
+                   "[default: a run in the user's cache folder].")
 @options.threads
 @options.engine
-def command(run, select, ignore, assignments, rule_dirs, config, fmt, out, fail_on, timeout, memory_limit, threads):
+def command(run, select, ignore, assignments, rule_dirs, config, fmt, out, fail_on, timeout, memory_limit, run_dir,
+            threads):
     """Find what slows RUN down: a short list of findings, most severe first, then by time lost,
-    with the ranks and steps affected, the time lost per step and what to do.
+    with the ranks and steps affected, the time lost per step and what to do. RUN is a run
+    folder, or a trace (.json, .json.gz, a folder of per-rank traces) ingested first.
 
     Exit codes: 0 clean, 1 a finding at or above --fail-on, 2 usage or input error; with
     --fail-on, also 2 when a rule failed or timed out (listed as a warning)."""
@@ -62,7 +68,10 @@ def command(run, select, ignore, assignments, rule_dirs, config, fmt, out, fail_
         fail_on = options.fail_on
     chosen = plan(select=select, ignore=ignore, set=list(assignments), rules=rule_dirs, config=options,
                   timeout=timeout, memory_limit=memory_limit)
-    document = run_plan(run, chosen, threads=threads)
+    with run_or_traces(run, into=run_dir) as (path, notes):
+        for note in notes:
+            click.echo(note, err=True)
+        document = run_plan(path, chosen, threads=threads)
     emit(render(document, fmt, {"json": lambda d: to_json_bytes(d).decode(),
                                 "sarif": lambda d: to_json(to_sarif(d, chosen.rules)),
                                 "markdown": to_markdown, "text": to_text}), out)

@@ -8,7 +8,6 @@ vl-convert and Vega-Lite version (written atomically; an unwritable cache is jus
 from __future__ import annotations
 
 import functools
-import os
 import re
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import altair as alt
 import vl_convert
 
 from .. import atomic
+from ..cachedir import cache_dir
 from ..errors import TrnprofError
 
 
@@ -27,10 +27,6 @@ def vegalite_version() -> str:
         raise TrnprofError(f"vl-convert-python {vl_convert.__version__} cannot render Vega-Lite {wanted} "
                            f"(Altair {alt.__version__}): upgrade vl-convert-python")
     return wanted
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trnprof"
 
 
 def _cached(path: Path, make) -> str:

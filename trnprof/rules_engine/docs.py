@@ -122,7 +122,10 @@ def index_md(rules: list[Rule]) -> str:
              "most severe first, then by time lost. Each rule is one YAML file in `rules/<pack>/`: metadata, parameters with the "
              "source of each default, one SQL query over the stdlib views, a message template, a "
              "recommendation, docs and test cases. Add your own packs with `--rules DIR` "
-             "([tutorial](../tutorial-first-rule.md)).", "",
+             "([tutorial](../tutorial-first-rule.md)). A pack folder's rules, once validated, are kept compiled in "
+             "the user's cache folder (`rules/` under `$TRNPROF_CACHE_DIR`, else `~/.cache/trnprof`) and used "
+             "while the folder's files and trnprof are unchanged; a broken rule is reported from its file "
+             "every time, and a cache that cannot be written is skipped.", "",
              "## Rules", ""]
     lines += _table([(r.code, f"[`{r.name}`]({r.pack}.md#{r.code.lower()}-{r.name.replace('.', '')})",
                       r.severity, r.spec.title) for r in rules], ("code", "name", "max severity", "detects"))

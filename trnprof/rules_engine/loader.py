@@ -21,6 +21,7 @@ from trnprof.errors import TrnprofError
 from trnprof.schema import TABLE_COLUMNS
 from trnprof.validation import dotted, explain
 
+from . import rulecache
 from .binding import bind_problem
 from .catalog import readable_tables, signal_names
 from .sandbox import parser
@@ -257,8 +258,21 @@ def load_rule_file(path: Path, pack: str | None = None) -> Rule:
 
 
 def load_folder(folder: Path) -> list[Rule]:
-    """The rules of a pack folder or of a folder of packs."""
-    return [load_rule_file(path, path.parent.name) for path in rule_files(folder)]
+    """The rules of a pack folder or of a folder of packs, compiled once (`rulecache`)."""
+    files = rule_files(folder)
+    context = "\0".join(readable_tables() + list(signal_names()))
+    try:
+        wanted = rulecache.key(folder, files, context)
+    except OSError:  # a file it cannot read: the loader says which
+        wanted = None
+    cached = rulecache.load(folder, wanted) if wanted else None
+    if cached is not None:
+        return [Rule(c.spec, folder / c.file, frozenset(c.tables), tuple(c.sql_params)) for c in cached]
+    rules = [load_rule_file(path, path.parent.name) for path in files]
+    if wanted:
+        rulecache.store(folder, wanted, [rulecache.Compiled(str(r.path.relative_to(folder)), r.spec, sorted(r.tables),
+                                                            list(r.sql_params)) for r in rules])
+    return rules
 
 
 def load_rules(folders=(), *, builtin: bool = True) -> list[Rule]:

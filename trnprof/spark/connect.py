@@ -17,6 +17,7 @@ import warnings
 from importlib import resources
 from pathlib import Path
 
+from trnprof.cachedir import cache_dir
 from trnprof.errors import TrnprofError
 
 DEFAULT_MASTER = "local[*]"
@@ -90,9 +91,9 @@ def _log_config() -> str:
 
 def log_path() -> Path:
     """The Spark driver's log file: its warnings, errors and JVM stack traces (the terminal gets
-    one line per error). TRNPROF_SPARK_LOG, else ~/.cache/trnprof/spark-driver.log."""
-    default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trnprof" / "spark-driver.log"
-    return Path(os.environ.get(LOG_ENV) or default)
+    one line per error). TRNPROF_SPARK_LOG, else spark-driver.log in the cache folder
+    (`trnprof.cachedir`: ~/.cache/trnprof by default)."""
+    return Path(os.environ.get(LOG_ENV) or cache_dir() / "spark-driver.log")
 
 
 def _text(value) -> str:

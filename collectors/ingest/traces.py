@@ -1,0 +1,127 @@
+"""Traces given where a run is expected (`trnprof analyze TRACE.json.gz`): ingested into a run in
+the same process (one interpreter, its libraries loaded once), and found again by content.
+
+Where the run goes: the folder the caller names (kept; used again when it holds a run of the
+same inputs), else the user's cache folder (`trnprof.cachedir`, `runs/<key>`), keyed by the
+trnprof version and every input file's name and sha256, so a second command on the same trace
+opens the run and its `derived/` cache without ingesting. When the cache folder cannot be
+written, the run is made in a temporary folder that is removed when the command ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from trnprof._version import __version__
+from trnprof.atomic import temp_folder
+from trnprof.cachedir import cache_dir
+from trnprof.errors import TrnprofError
+from trnprof.manifest import file_fingerprint, read_manifest
+from trnprof.schema import MANIFEST_FILE
+
+from . import ingest, input_files
+from .detect import TRACE_SUFFIXES, expand, is_explorer_folder
+
+
+@dataclass
+class TraceRun:
+    path: Path          # the run folder
+    ingested: bool      # False: an existing run of the same inputs was opened
+    note: str | None    # why the run is not kept, when it is not
+
+
+def is_trace_input(path: str | Path) -> bool:
+    """True for a file, or a folder that is no run but holds traces (or Neuron Explorer tables):
+    what `ingest` takes. Anything else is left to the run reader and its errors."""
+    path = Path(path)
+    if path.is_file():
+        return True
+    if not path.is_dir() or (path / MANIFEST_FILE).is_file():
+        return False
+    return is_explorer_folder(path) or any(p.name.endswith(TRACE_SUFFIXES) for p in path.rglob("*") if p.is_file())
+
+
+def _identity(fingerprints: list[dict]) -> list[tuple[str, str]]:
+    return sorted((Path(f["path"]).name, f["sha256"]) for f in fingerprints)
+
+
+def _holds(run: Path, identity: list[tuple[str, str]]) -> bool:
+    """True when `run` is an ingest of exactly these inputs by this trnprof version."""
+    try:
+        source = read_manifest(run, check_files=False)["source"]
+    except TrnprofError:
+        return False
+    return (source.get("collector") == "trnprof.ingest" and source.get("version") == __version__
+            and _identity(source.get("inputs", [])) == identity)
+
+
+def _cache_key(identity: list[tuple[str, str]]) -> str:
+    text = "\0".join([__version__] + [f"{name}\0{digest}" for name, digest in identity])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _ingest(paths, out: Path, inputs, fingerprints) -> None:
+    """Ingest, then hand the memory Arrow's pool kept back to the system: the command goes on to
+    analyze in this process, and its peak would otherwise include the ingest's freed buffers."""
+    ingest(paths, out, inputs=inputs, fingerprints=fingerprints)
+    pa.default_memory_pool().release_unused()
+
+
+def _writable(folder: Path) -> str | None:
+    """None when runs can be written in `folder`, else why not."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        temp_folder(folder, ".probe-").rmdir()
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None
+
+
+@contextlib.contextmanager
+def run_of_traces(paths, *, run: str | Path | None = None):
+    """Yield the `TraceRun` of the traces `paths`: into `run` when given, else the cache."""
+    inputs = expand(list(paths))
+    fingerprints = [file_fingerprint(p) for p in input_files(inputs)]
+    identity = _identity(fingerprints)
+    if run is not None:
+        yield _named(Path(run), paths, inputs, fingerprints, identity)
+        return
+    cached = cache_dir() / "runs" / _cache_key(identity)
+    if _holds(cached, identity):
+        yield TraceRun(cached, False, None)
+        return
+    why_not = _writable(cached.parent)
+    if why_not is None:
+        if cached.is_dir():  # a damaged run at the cache's own key: trnprof made it, and makes it again
+            shutil.rmtree(cached)
+        try:
+            _ingest(paths, cached, inputs, fingerprints)
+        except TrnprofError:
+            if not _holds(cached, identity):
+                raise
+            yield TraceRun(cached, False, None)  # another command ingested it meanwhile
+            return
+        yield TraceRun(cached, True, None)
+        return
+    with tempfile.TemporaryDirectory(prefix="trnprof-trace-") as scratch:
+        out = Path(scratch) / "run"
+        _ingest(paths, out, inputs, fingerprints)
+        yield TraceRun(out, True, f"the cache folder {cached.parent} cannot be written ({why_not}): "
+                                  "the trace's run was made for this command only")
+
+
+def _named(run: Path, paths, inputs, fingerprints, identity) -> TraceRun:
+    if _holds(run, identity):
+        return TraceRun(run, False, None)
+    if run.exists():
+        raise TrnprofError(f"--run-dir {run}: it exists and is not a run of these traces "
+                           "(choose another folder or remove it)")
+    _ingest(paths, run, inputs, fingerprints)
+    return TraceRun(run, True, None)
