@@ -44,3 +44,13 @@ def test_the_two_sessions_of_a_diff_share_one_memory_budget(sample_run, monkeypa
     load.load_sides(sample_run, sample_run)
     assert whole in ("953.6 MiB", "1000.0 MB")
     assert seen == ["476.8 MiB"] * 2 or seen == ["500.0 MB"] * 2
+
+
+def test_a_budget_that_is_not_a_size_is_still_one_clear_error_in_a_diff(sample_run, monkeypatch):
+    import pytest
+
+    from trnprof.errors import TrnprofError
+
+    monkeypatch.setenv("TRNPROF_MEMORY_LIMIT", "lots")
+    with pytest.raises(TrnprofError, match="memory limit 'lots' not understood"):
+        trnprof.api.diff(sample_run, sample_run)
