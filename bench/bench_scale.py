@@ -13,8 +13,9 @@ loads. Prints the slope (seconds per million events) and the targets.
 Runs are simulated into DIR (default /tmp/trnprof-bench-scale) once and reused.
 Targets (issue 24; issue 16 had report <= 90 s and growth <= 3.5x): at 10 steps cold analyze
 <= 60 s and cold report <= 60 s, peak RSS <= 2.5 GB; at 30 steps the same memory ceiling and time
-<= 3x the 10-step run; warm <= 25 % of cold. The machine's load average (1 minute) is printed
-beside each figure: on a shared machine compare runs by "x scan", not by seconds.
+<= 3x the 10-step run; warm <= 25 % of cold. The machine's load average (1 minute) and each
+process's CPU seconds are printed beside each figure: on a shared machine compare runs by "x scan"
+and by CPU seconds, not by wall seconds.
 """
 
 from __future__ import annotations
@@ -38,8 +39,10 @@ TARGET_GROWTH, TARGET_WARM = 3.0, 0.25
 SCAN = "SELECT kind, COUNT(*), SUM(dur) FROM events GROUP BY kind"
 
 
-def measured(*args: str) -> tuple[float, float, float]:
-    """Wall seconds, peak RSS (MB) of one `trnprof` process and the load average at its end."""
+def measured(*args: str) -> tuple[float, float, float, float]:
+    """Wall seconds, peak RSS (MB) of one `trnprof` process, the load average at its end and the
+    process's CPU seconds (user + system, all its threads): on a shared machine the wall time
+    follows the load, the CPU time much less."""
     env = {k: v for k, v in os.environ.items() if k not in ("TRNPROF_CACHE", "TRNPROF_MEMORY_LIMIT")}
     with tempfile.TemporaryFile() as errors:
         start = time.perf_counter()
@@ -51,7 +54,7 @@ def measured(*args: str) -> tuple[float, float, float]:
         if code not in (0, 1):  # 1: findings at or above --fail-on (not used here)
             errors.seek(0)
             sys.exit(f"trnprof {' '.join(args)} failed ({code}):\n{errors.read().decode()}")
-    return seconds, usage.ru_maxrss / 1024, os.getloadavg()[0]
+    return seconds, usage.ru_maxrss / 1024, os.getloadavg()[0], usage.ru_utime + usage.ru_stime
 
 
 def ensure_run(folder: Path, steps: int) -> Path:
@@ -84,16 +87,16 @@ def verdict(ok: bool) -> str:
 def print_run(steps: int, events: int, figures: dict) -> None:
     scan_s = figures["scan"][0]
     print(f"\n{PRESET}, 1,024 ranks x {steps} steps: {events / 1e6:.1f}M events")
-    for name, (seconds, rss, load) in figures.items():
+    for name, (seconds, rss, load, cpu) in figures.items():
         print(f"  {name:13s} {seconds:7.1f} s  {seconds / scan_s:6.1f}x scan  peak RSS {rss:6.0f} MB"
-              f"  {seconds / events * 1e6:6.2f} s/M events  load {load:4.1f}")
+              f"  {seconds / events * 1e6:6.2f} s/M events  load {load:4.1f}  CPU {cpu:7.1f} s")
     cold = figures["analyze cold"][0]
     print(f"  warm / cold analyze {figures['analyze warm'][0] / cold:.2f} "
           f"(target <= {TARGET_WARM:.2f}: {verdict(figures['analyze warm'][0] <= TARGET_WARM * cold)})")
     if "report cold" in figures:
         ratio = figures["report warm"][0] / figures["report cold"][0]
         print(f"  warm / cold report  {ratio:.2f} (target <= {TARGET_WARM:.2f}: {verdict(ratio <= TARGET_WARM)})")
-    rss = max(r for _, r, _ in figures.values())
+    rss = max(figure[1] for figure in figures.values())
     print(f"  peak RSS {rss:.0f} MB (target <= {TARGET_RSS_MB} MB: {verdict(rss <= TARGET_RSS_MB)})")
     if steps == 10:
         print(f"  analyze cold {cold:.1f} s (target <= {TARGET_ANALYZE_S:.0f} s: {verdict(cold <= TARGET_ANALYZE_S)})")
@@ -122,7 +125,8 @@ def main() -> None:
             if name in f10 and name in f30:
                 growth = f30[name][0] / f10[name][0]
                 print(f"\n{name}: 30 steps / 10 steps = {growth:.2f}x for {e30 / e10:.2f}x the events "
-                      f"(target <= {TARGET_GROWTH}x: {verdict(growth <= TARGET_GROWTH)})")
+                      f"(target <= {TARGET_GROWTH}x: {verdict(growth <= TARGET_GROWTH)}); "
+                      f"CPU seconds {f30[name][3] / f10[name][3]:.2f}x")
     print(f"\nmachine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end")
 
 

@@ -129,13 +129,22 @@ def sweeping(local: set[str]) -> set[str]:
     return found - ROW_LEVEL
 
 
-def parse_bytes(text: str) -> int:
-    """'1536MB', '1.5 GiB', '4GB' -> bytes (DuckDB's spellings)."""
+def size_bytes(text: str) -> int | None:
+    """'1536MB', '1.5 GiB', '4GB' -> bytes (DuckDB's spellings); None when `text` is not a size."""
     match = re.fullmatch(r"\s*([\d.]+)\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE)
     if not match:
-        return 1536 << 20
+        return None
     scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[match.group(2).upper()]
-    return int(float(match.group(1)) * scale)
+    try:
+        return int(float(match.group(1)) * scale)
+    except ValueError:  # '1.2.3', '.'
+        return None
+
+
+def parse_bytes(text: str) -> int:
+    """`size_bytes`, or 1536MB when `text` is not a size."""
+    found = size_bytes(text)
+    return 1536 << 20 if found is None else found
 
 
 def rank_batches(sizes: dict[int, int], budget: int) -> list[tuple[int, int, set[int]]]:

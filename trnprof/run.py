@@ -93,10 +93,10 @@ class DuckDBRun(Run):
 
     engine = "duckdb"
 
-    def __init__(self, path: str | Path, *, threads: int | None = None):
+    def __init__(self, path: str | Path, *, threads: int | None = None, memory_limit: str | None = None):
         self.path = Path(path)
         self.manifest = read_manifest(self.path)
-        self.con = session.connect(threads)
+        self.con = session.connect(threads, memory_limit)
         session_tables.attach_tables(self.con, self.manifest)
         session.attach_run(self.con, self.path)
 

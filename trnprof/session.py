@@ -80,13 +80,27 @@ def attach_run(con: duckdb.DuckDBPyConnection, run_dir: Path, schema: str = "mai
     state.runs[schema] = attached
 
 
+def memory_budget() -> str:
+    """The memory budget of a session: TRNPROF_MEMORY_LIMIT, else DEFAULT_MEMORY_LIMIT."""
+    return os.environ.get("TRNPROF_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT)
+
+
+def budget_share(parts: int) -> str:
+    """The memory budget split between `parts` sessions that run at the same time (as whole MB),
+    so that together they hold to one session's budget. A budget that is not a size is returned
+    as it is, for `connect` to refuse in one line."""
+    budget = memory_budget()
+    size = batches.size_bytes(budget)
+    return budget if size is None else f"{max(1, size // parts >> 20)}MB"
+
+
 def connect(threads: int | None = None, memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB session; TRNPROF_MEMORY_LIMIT / TRNPROF_THREADS override defaults."""
     con = duckdb.connect(":memory:")
     threads = threads or os.environ.get("TRNPROF_THREADS")
     if threads:
         con.execute(f"SET threads = {int(threads)}")
-    limit = memory_limit or os.environ.get("TRNPROF_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT)
+    limit = memory_limit or memory_budget()
     try:
         con.execute(f"SET memory_limit = {sql_string(limit)}")
     except duckdb.Error:

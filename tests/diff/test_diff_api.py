@@ -24,3 +24,33 @@ def test_a_run_against_itself_changes_nothing(sample_run):
     assert document["step_time"]["change"] == 0.0 and not document["step_time"]["significant"]
     assert document["top_regressions"] == [] and document["top_improvements"] == []
     assert document["findings"]["new"] == [] and document["findings"]["resolved"] == []
+
+
+def test_the_two_sessions_of_a_diff_share_one_memory_budget(sample_run, monkeypatch):
+    """Both runs are read at the same time, so each session gets half of the budget and the
+    comparison holds to what one `analyze` may use (TRNPROF_MEMORY_LIMIT, else the default)."""
+    import trnprof.diff.load as load
+
+    seen, read = [], load._read
+
+    def reading(run, findings, chosen):
+        seen.append(run.sql("SELECT current_setting('memory_limit') AS m").iloc[0, 0])
+        return read(run, findings, chosen)
+
+    monkeypatch.setattr(load, "_read", reading)
+    monkeypatch.setenv("TRNPROF_MEMORY_LIMIT", "1000MB")
+    with open_run(sample_run) as alone:
+        whole = alone.sql("SELECT current_setting('memory_limit') AS m").iloc[0, 0]
+    load.load_sides(sample_run, sample_run)
+    assert whole in ("953.6 MiB", "1000.0 MB")
+    assert seen == ["476.8 MiB"] * 2 or seen == ["500.0 MB"] * 2
+
+
+def test_a_budget_that_is_not_a_size_is_still_one_clear_error_in_a_diff(sample_run, monkeypatch):
+    import pytest
+
+    from trnprof.errors import TrnprofError
+
+    monkeypatch.setenv("TRNPROF_MEMORY_LIMIT", "lots")
+    with pytest.raises(TrnprofError, match="memory limit 'lots' not understood"):
+        trnprof.api.diff(sample_run, sample_run)

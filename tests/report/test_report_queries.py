@@ -177,3 +177,18 @@ def test_reads_work_after_the_views_were_materialized_twice(sample_run):
         run.materialize()
         frame, _ = queries.breakdown_by_rank(run)
     assert len(frame) == 8
+
+
+def test_input_presence_counts_every_input_event_from_the_stored_totals(tmp_path):
+    """Input events inside and outside the steps, on two ranks: the section's count is the
+    number of input events written, read from the per-kind totals without scanning events."""
+    events = [dict(rank=r, ts=s * 100, dur=100, kind="step", name="s", lane="host", step=s)
+              for r in range(2) for s in range(2)]
+    inputs = [dict(rank=r, ts=t, dur=5, kind="input", name="next", lane="host", step=t // 100)
+              for r in range(2) for t in (10, 20, 130)]
+    inputs.append(dict(rank=1, ts=500, dur=5, kind="input", name="next", lane="host"))  # after every step
+    with open_run(write_inline_run(tmp_path / "i", events + inputs)) as run:
+        run.materialize()
+        presence = queries.input_presence(run)
+        assert run.is_stored("event_stats")
+    assert presence == {"input_events": len(inputs), "queue_samples": 0, "rank_steps": 4}

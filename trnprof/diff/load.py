@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..engines import open_run
 from ..breakdown import CATEGORIES
+from ..session import budget_share
 from ..info import mfu_views, throughput
 from ..rules_engine.engine import Plan, plan, run_plan
 from ..rules_engine.document import Document
@@ -75,13 +76,15 @@ def load_sides(base: str | Path | Run, new: str | Path | Run, *, base_findings: 
                threads: int | None = None) -> tuple[Side, Side]:
     """Both sides, read at the same time in two sessions, so that whatever part of one run's
     reading leaves a core idle (Python between rule queries, single-threaded query phases) can
-    serve the other. Both runs are opened first, so an unreadable run fails before any work; the
-    rules are loaded and chosen once for both."""
+    serve the other. The sessions opened here share one session's memory budget (half each), so
+    the comparison holds to the budget `analyze` holds to. Both runs are opened first, so an
+    unreadable run fails before any work; the rules are loaded and chosen once for both."""
     chosen = plan(**(analyze_options or {})) if base_findings is None or new_findings is None else None
+    share = budget_share(2)
     opened = []
     try:
         for run in (base, new):
-            opened.append(run if isinstance(run, Run) else open_run(run, threads=threads))
+            opened.append(run if isinstance(run, Run) else open_run(run, threads=threads, memory_limit=share))
         if opened[0] is opened[1]:  # one session cannot serve two threads
             side = _read(opened[0], base_findings, chosen)
             return side, side

@@ -234,7 +234,9 @@ def straggler_cells(run) -> tuple[pd.DataFrame, list[str]]:
 # -- input pipeline ----------------------------------------------------------------------------
 
 def input_presence(run) -> dict:
-    row = run.sql("""SELECT (SELECT COUNT(*) FROM events WHERE kind = 'input') AS input_events,
+    """What the input section can draw from: input events (counted from the stored per-kind
+    totals, not by scanning the events), queue-depth samples and rank-steps."""
+    row = run.sql("""SELECT (SELECT COALESCE(SUM(n), 0) FROM event_stats WHERE kind = 'input') AS input_events,
                             (SELECT COUNT(*) FROM counters WHERE name = 'input.queue_depth') AS queue_samples,
                             (SELECT COUNT(*) FROM step_breakdown) AS rank_steps""").iloc[0]
     return {k: int(v) for k, v in row.items()}
