@@ -39,10 +39,43 @@ UNION ALL
 SELECT rank, ts, ts + dur AS end_ts, CASE WHEN is_sync THEN 'host_sync' ELSE 'host' END AS category
 FROM _host_calls;
 
+-- Each host call's place on its thread's stack of open calls: one ordered pass per thread over
+-- the starts and ends of view _host_calls. At one instant ends come before starts, inner ends
+-- and outer starts first; calls with the same start and length nest by the order `seq` gives
+-- them: the blocking one inside, the others by name (the first outside). The call open at depth
+-- d after a point is the last one opened at depth d.
+-- @column rank     global rank
+-- @column lane     host thread
+-- @column t        the point: the call's start or end, ns
+-- @column opens    true at the call's start, false at its end
+-- @column seq      the call's place on its thread, outer first (1, 2, ...)
+-- @column depth    calls open on the thread after the point; at a start, the call's own depth (1: outermost)
+-- @column next_t   the thread's next point, ns
+-- @column end_ts   the call's end, ns
+-- @column step     the call's training step; null outside every step
+-- @column name     the call's name
+-- @column is_sync  true for a call that blocks on the device
+CREATE VIEW _host_stack AS
+WITH calls AS (
+    SELECT rank, step, lane, ts, ts + dur AS end_ts, name, is_sync,
+           ROW_NUMBER() OVER (PARTITION BY rank, lane ORDER BY ts, dur DESC, is_sync, name) AS seq
+    FROM _host_calls
+),
+points AS (  -- the start (d = 1) and the end (d = -1) of each call, from one read of the calls
+    SELECT rank, step, lane, end_ts, name, is_sync, seq, CASE WHEN e.d = 1 THEN ts ELSE end_ts END AS t, e.d
+    FROM calls CROSS JOIN (VALUES (1), (-1)) AS e(d)
+)
+SELECT rank, lane, t, d = 1 AS opens, seq, CAST(SUM(d) OVER w AS BIGINT) AS depth, LEAD(t) OVER w AS next_t,
+       end_ts, step, name, is_sync
+FROM points
+WINDOW w AS (PARTITION BY rank, lane ORDER BY t, d, d * seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);
+
 -- Where the host blocked on the device: each blocking call of view _host_calls in a step, with
 -- its call site, the host events around it on its thread (outermost first, at most the three
 -- innermost: Python frames where the trace records the stack, then the op, e.g.
--- `train.py(88): log > aten::to > aten::_to_copy`).
+-- `train.py(88): log > aten::to > aten::_to_copy`). The events around a call are the
+-- non-blocking ones below it on its thread's stack (view _host_stack) that also end no earlier
+-- than it; events with the same start and length nest as host_self_time nests them.
 -- @column rank      global rank
 -- @column step      training step
 -- @column ts        start, ns
@@ -50,24 +83,33 @@ FROM _host_calls;
 -- @column name      the blocking call
 -- @column site      the host events enclosing it, outermost first; the call's own name when none
 CREATE VIEW host_sync_calls AS
-WITH calls AS (
-    SELECT rank, step, ts, dur, name, lane FROM _host_calls WHERE is_sync AND step IS NOT NULL
+WITH opened AS (
+    SELECT rank, lane, seq, t AS ts, end_ts, depth, step, name, is_sync FROM _host_stack WHERE opens
 ),
-around AS (  -- enclosing non-blocking host events on the same thread, innermost first (events with
-             -- the same start and length nest as host_self_time nests them: by name, the first outside)
-    SELECT c.rank, c.ts, c.lane, o.name,
-           ROW_NUMBER() OVER (PARTITION BY c.rank, c.lane, c.ts ORDER BY o.ts DESC, o.dur, o.name DESC) AS depth_up
-    FROM calls AS c
-    JOIN _host_calls AS o
-      ON o.rank = c.rank AND o.lane = c.lane AND NOT o.is_sync AND o.ts <= c.ts AND o.ts + o.dur >= c.ts + c.dur
+calls AS (
+    SELECT * FROM opened WHERE is_sync AND step IS NOT NULL
+),
+below AS (  -- each depth of the stack under a call
+    SELECT rank, lane, seq, end_ts, UNNEST(range(1, depth)) AS depth FROM calls
+),
+around AS (  -- the call open at that depth: the last one opened there before the call
+    SELECT b.rank, b.lane, b.seq, o.depth, o.name
+    FROM below AS b ASOF JOIN opened AS o
+      ON o.rank = b.rank AND o.lane = b.lane AND o.depth = b.depth AND b.seq > o.seq
+    WHERE NOT o.is_sync AND o.end_ts >= b.end_ts
+),
+innermost AS (
+    SELECT rank, lane, seq, depth, name,
+           ROW_NUMBER() OVER (PARTITION BY rank, lane, seq ORDER BY depth DESC) AS depth_up
+    FROM around
 ),
 sites AS (
-    SELECT rank, lane, ts, STRING_AGG(name, ' > ' ORDER BY depth_up DESC) AS site
-    FROM around WHERE depth_up <= 3 GROUP BY rank, lane, ts
+    SELECT rank, lane, seq, STRING_AGG(name, ' > ' ORDER BY depth) AS site
+    FROM innermost WHERE depth_up <= 3 GROUP BY rank, lane, seq
 )
-SELECT c.rank, c.step, c.ts, c.dur, c.name, COALESCE(s.site, c.name) AS site
+SELECT c.rank, c.step, c.ts, c.end_ts - c.ts AS dur, c.name, COALESCE(s.site, c.name) AS site
 FROM calls AS c
-LEFT JOIN sites AS s ON s.rank = c.rank AND s.lane = c.lane AND s.ts = c.ts;
+LEFT JOIN sites AS s ON s.rank = c.rank AND s.lane = c.lane AND s.seq = c.seq;
 
 -- The sweep's points: each start (+) and end (-) of a rank's device and host intervals and
 -- step windows. Each device category's open-interval count is packed into 12 bits of one BIGINT
@@ -149,9 +191,9 @@ WHERE dur > 0 AND (packed <> 0 OR step_host <> 0);
 -- Host-op self time in step_breakdown's `host` time (device idle, no input wait, no host call
 -- blocked on the device, a host event of the rank running): each host op gets the time it is
 -- the innermost open op of its thread, so nested ops (`aten::to` > `aten::_to_copy` >
--- `aten::copy_`) never share one instant. One ordered pass per thread finds each instant's
--- innermost op (a depth stack: the op open at depth d is the last one started at depth d); a
--- second pass per rank splits each claimed instant evenly over the threads running a host op
+-- `aten::copy_`) never share one instant. Each thread's stack of open calls (view _host_stack)
+-- gives each instant's innermost op (the op open at depth d is the last one started at depth
+-- d); a pass per rank splits each claimed instant evenly over the threads running a host op
 -- then, so the ops' times sum to at most the `host` time.
 -- @column rank     global rank
 -- @column step     training step of the op; null outside every step
@@ -159,34 +201,19 @@ WHERE dur > 0 AND (packed <> 0 OR step_host <> 0);
 -- @column name     host op as the source spells it
 -- @column self_ns  its share of the `host` time, ns
 CREATE VIEW host_self_time AS
-WITH calls AS (
-    SELECT rank, step, lane, ts, dur, name, is_sync,
-           ROW_NUMBER() OVER (ORDER BY rank, lane, ts, dur DESC, name) AS id
-    FROM _host_calls
+WITH stack AS (
+    SELECT * FROM _host_stack
 ),
-points AS (  -- at one instant ends come before starts, inner ends and outer starts first
-    SELECT rank, lane, ts AS t, 1 AS d, id AS tie, id AS start_id FROM calls
-    UNION ALL
-    SELECT rank, lane, ts + dur AS t, -1 AS d, -id AS tie, CAST(NULL AS BIGINT) AS start_id FROM calls
-),
-stacked AS (
-    SELECT rank, lane, t, d, tie, start_id,
-           SUM(d) OVER (PARTITION BY rank, lane ORDER BY t, d, tie ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-               AS depth,
-           LEAD(t) OVER (PARTITION BY rank, lane ORDER BY t, d, tie) AS next_t
-    FROM points
-),
-innermost AS (
-    SELECT rank, t, next_t,
-           MAX(start_id) OVER (PARTITION BY rank, lane, depth ORDER BY t, d, tie
-                               ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS owner
-    FROM stacked
-    WHERE depth > 0 OR start_id IS NOT NULL
+innermost AS (  -- at each point of a thread, the call open at its depth: the last one opened there
+    SELECT rank, lane, t, next_t,
+           MAX(CASE WHEN opens THEN seq END) OVER (PARTITION BY rank, lane, depth ORDER BY t) AS owner
+    FROM stack
+    WHERE depth > 0
 ),
 owned AS (  -- stretches of a thread with its innermost (non-blocking) host op
-    SELECT i.rank, i.t AS ts, i.next_t AS end_ts, i.owner
-    FROM innermost AS i JOIN calls AS c ON c.id = i.owner
-    WHERE i.next_t > i.t AND NOT c.is_sync
+    SELECT i.rank, i.t AS ts, i.next_t AS end_ts, c.step, c.lane, c.name
+    FROM innermost AS i JOIN stack AS c ON c.rank = i.rank AND c.lane = i.lane AND c.seq = i.owner
+    WHERE c.opens AND i.next_t > i.t AND NOT c.is_sync
 ),
 claimed AS (
     SELECT rank, ts, ts + dur AS end_ts FROM device_segments
@@ -219,10 +246,9 @@ cumulative AS (  -- claimed time per thread before each point
           FROM pieces) AS running
     GROUP BY rank, t
 )
-SELECT c.rank, c.step, c.lane, c.name, CAST(ROUND(SUM(e.before - s.before)) AS BIGINT) AS self_ns
+SELECT o.rank, o.step, o.lane, o.name, CAST(ROUND(SUM(e.before - s.before)) AS BIGINT) AS self_ns
 FROM owned AS o
 JOIN cumulative AS s ON s.rank = o.rank AND s.t = o.ts
 JOIN cumulative AS e ON e.rank = o.rank AND e.t = o.end_ts
-JOIN calls AS c ON c.id = o.owner
-GROUP BY c.rank, c.step, c.lane, c.name
+GROUP BY o.rank, o.step, o.lane, o.name
 HAVING SUM(e.before - s.before) > 0;
