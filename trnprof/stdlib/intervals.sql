@@ -49,6 +49,7 @@ FROM _host_calls;
 -- @column t        the point: the call's start or end, ns
 -- @column opens    true at the call's start, false at its end
 -- @column seq      the call's place on its thread, outer first (1, 2, ...)
+-- @column pos      the point's place on its thread (1, 2, ...)
 -- @column depth    calls open on the thread after the point; at a start, the call's own depth (1: outermost)
 -- @column next_t   the thread's next point, ns
 -- @column end_ts   the call's end, ns
@@ -65,8 +66,8 @@ points AS (  -- the start (d = 1) and the end (d = -1) of each call, from one re
     SELECT rank, step, lane, end_ts, name, is_sync, seq, CASE WHEN e.d = 1 THEN ts ELSE end_ts END AS t, e.d
     FROM calls CROSS JOIN (VALUES (1), (-1)) AS e(d)
 )
-SELECT rank, lane, t, d = 1 AS opens, seq, CAST(SUM(d) OVER w AS BIGINT) AS depth, LEAD(t) OVER w AS next_t,
-       end_ts, step, name, is_sync
+SELECT rank, lane, t, d = 1 AS opens, seq, ROW_NUMBER() OVER w AS pos, CAST(SUM(d) OVER w AS BIGINT) AS depth,
+       LEAD(t) OVER w AS next_t, end_ts, step, name, is_sync
 FROM points
 WINDOW w AS (PARTITION BY rank, lane ORDER BY t, d, d * seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);
 
@@ -112,10 +113,11 @@ FROM calls AS c
 LEFT JOIN sites AS s ON s.rank = c.rank AND s.lane = c.lane AND s.seq = c.seq;
 
 -- The sweep's points: each start (+) and end (-) of a rank's device and host intervals and
--- step windows. Each device category's open-interval count is packed into 12 bits of one BIGINT
--- (`delta`: so at most 4,095 intervals of one category may be open at once on a rank), and
--- `step_delta` packs the open step's number + 1 (steps do not overlap on a rank) times 2^24 with
--- the counts of open host_sync (times 4096) and host intervals (at most 4,095 each at once).
+-- step windows, from one read of them. Each device category's open-interval count is packed
+-- into 12 bits of one BIGINT (`delta`: so at most 4,095 intervals of one category may be open at
+-- once on a rank), and `step_delta` packs the open step's number + 1 (steps do not overlap on a
+-- rank) times 2^24 with the counts of open host_sync (times 4096) and host intervals (at most
+-- 4,095 each at once).
 -- @column rank        global rank
 -- @column t           the point, ns
 -- @column delta       change of the packed device counts at the point
@@ -123,23 +125,21 @@ LEFT JOIN sites AS s ON s.rank = c.rank AND s.lane = c.lane AND s.seq = c.seq;
 CREATE VIEW _sweep_points AS
 WITH weighted AS (
     SELECT rank, ts, end_ts,
-           CASE category WHEN 'host' THEN CAST(1 AS BIGINT) WHEN 'host_sync' THEN CAST(4096 AS BIGINT)
-                         ELSE CAST(0 AS BIGINT) END AS host_weight,
            CASE category WHEN 'host' THEN CAST(0 AS BIGINT) WHEN 'host_sync' THEN CAST(0 AS BIGINT)
                          WHEN 'compute' THEN CAST(1 AS BIGINT)
                          WHEN 'comm' THEN CAST(4096 AS BIGINT)
                          WHEN 'input' THEN CAST(16777216 AS BIGINT)
                          WHEN 'transfer' THEN CAST(68719476736 AS BIGINT)
-                         ELSE CAST(281474976710656 AS BIGINT) END AS weight
+                         ELSE CAST(281474976710656 AS BIGINT) END AS weight,
+           CASE category WHEN 'host' THEN CAST(1 AS BIGINT) WHEN 'host_sync' THEN CAST(4096 AS BIGINT)
+                         ELSE CAST(0 AS BIGINT) END AS host_weight
     FROM device_intervals
+    UNION ALL
+    SELECT rank, ts, end_ts, CAST(0 AS BIGINT) AS weight, CAST(step + 1 AS BIGINT) * 16777216 AS host_weight
+    FROM steps
 )
-SELECT rank, ts AS t, weight AS delta, host_weight AS step_delta FROM weighted
-UNION ALL
-SELECT rank, end_ts AS t, -weight AS delta, -host_weight AS step_delta FROM weighted
-UNION ALL
-SELECT rank, ts AS t, CAST(0 AS BIGINT) AS delta, CAST(step + 1 AS BIGINT) * 16777216 AS step_delta FROM steps
-UNION ALL
-SELECT rank, end_ts AS t, CAST(0 AS BIGINT) AS delta, -CAST(step + 1 AS BIGINT) * 16777216 AS step_delta FROM steps;
+SELECT rank, CASE WHEN e.d = 1 THEN ts ELSE end_ts END AS t, e.d * weight AS delta, e.d * host_weight AS step_delta
+FROM weighted CROSS JOIN (VALUES (CAST(1 AS BIGINT)), (CAST(-1 AS BIGINT))) AS e(d);
 
 -- The sweep: one ordered pass over the points with running sums, a row per point with the
 -- packed counts open from it to the next point. All counts return to zero at a rank's last
@@ -175,16 +175,15 @@ WINDOW w AS (ORDER BY rank, t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);
 -- @column n_host     host intervals covering the segment (host_sync ones apart)
 -- @column n_host_sync host calls blocked on the device covering the segment
 CREATE VIEW device_segments AS
-SELECT rank, CASE WHEN step_host >= 16777216 THEN CAST((step_host - step_host % 16777216) / 16777216 AS INTEGER) - 1 END
-           AS step,
+SELECT rank, CASE WHEN step_host >= 16777216 THEN CAST(step_host >> 24 AS INTEGER) - 1 END AS step,
        t AS ts, dur,
-       CAST(packed % 4096 AS INTEGER) AS n_compute,
-       CAST((packed % 16777216 - packed % 4096) / 4096 AS INTEGER) AS n_comm,
-       CAST((packed % 68719476736 - packed % 16777216) / 16777216 AS INTEGER) AS n_input,
-       CAST((packed % 281474976710656 - packed % 68719476736) / 68719476736 AS INTEGER) AS n_transfer,
-       CAST((packed - packed % 281474976710656) / 281474976710656 AS INTEGER) AS n_compile,
-       CAST(step_host % 4096 AS INTEGER) AS n_host,
-       CAST((step_host % 16777216 - step_host % 4096) / 4096 AS INTEGER) AS n_host_sync
+       CAST(packed & 4095 AS INTEGER) AS n_compute,
+       CAST((packed >> 12) & 4095 AS INTEGER) AS n_comm,
+       CAST((packed >> 24) & 4095 AS INTEGER) AS n_input,
+       CAST((packed >> 36) & 4095 AS INTEGER) AS n_transfer,
+       CAST(packed >> 48 AS INTEGER) AS n_compile,
+       CAST(step_host & 4095 AS INTEGER) AS n_host,
+       CAST((step_host >> 12) & 4095 AS INTEGER) AS n_host_sync
 FROM _swept
 WHERE dur > 0 AND (packed <> 0 OR step_host <> 0);
 
@@ -206,7 +205,8 @@ WITH stack AS (
 ),
 innermost AS (  -- at each point of a thread, the call open at its depth: the last one opened there
     SELECT rank, lane, t, next_t,
-           MAX(CASE WHEN opens THEN seq END) OVER (PARTITION BY rank, lane, depth ORDER BY t) AS owner
+           MAX(CASE WHEN opens THEN seq END) OVER (PARTITION BY rank, lane, depth ORDER BY pos
+                                                   ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS owner
     FROM stack
     WHERE depth > 0
 ),
@@ -220,31 +220,30 @@ claimed AS (
     WHERE step IS NOT NULL AND n_host > 0 AND n_host_sync = 0 AND n_compute = 0 AND n_comm = 0
           AND n_transfer = 0 AND n_input = 0
 ),
-marks AS (
-    SELECT rank, ts AS t, 0 AS d_claim, 1 AS d_busy FROM owned
-    UNION ALL SELECT rank, end_ts AS t, 0 AS d_claim, -1 AS d_busy FROM owned
-    UNION ALL SELECT rank, ts AS t, 1 AS d_claim, 0 AS d_busy FROM claimed
-    UNION ALL SELECT rank, end_ts AS t, -1 AS d_claim, 0 AS d_busy FROM claimed
+marks AS (  -- per instant of a rank: the change in claimed segments and in threads running an op
+    SELECT rank, t, SUM(d_claim) AS d_claim, SUM(d_busy) AS d_busy
+    FROM (SELECT rank, CASE WHEN e.d = 1 THEN ts ELSE end_ts END AS t, 0 AS d_claim, e.d AS d_busy
+          FROM owned CROSS JOIN (VALUES (1), (-1)) AS e(d)
+          UNION ALL
+          SELECT rank, CASE WHEN e.d = 1 THEN ts ELSE end_ts END AS t, e.d AS d_claim, 0 AS d_busy
+          FROM claimed CROSS JOIN (VALUES (1), (-1)) AS e(d)) AS points
+    GROUP BY rank, t
 ),
 swept AS (
-    SELECT rank, t, LEAD(t) OVER (PARTITION BY rank ORDER BY t, d_claim, d_busy) - t AS dur,
-           SUM(d_claim) OVER (PARTITION BY rank ORDER BY t, d_claim, d_busy
-                              ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS claim,
-           SUM(d_busy) OVER (PARTITION BY rank ORDER BY t, d_claim, d_busy
-                             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS busy
+    SELECT rank, t, LEAD(t) OVER w - t AS dur, SUM(d_claim) OVER w AS claim, SUM(d_busy) OVER w AS busy
     FROM marks
+    WINDOW w AS (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 ),
-pieces AS (  -- each thread's share of the claimed time from the point to the next
+pieces AS (  -- each thread's share of the claimed time from the instant to the next
     SELECT rank, t,
            CASE WHEN claim > 0 AND busy > 0 AND dur > 0 THEN CAST(dur AS DOUBLE) / busy ELSE 0.0 END AS share
     FROM swept
 ),
-cumulative AS (  -- claimed time per thread before each point
-    SELECT rank, t, MIN(before) AS before
-    FROM (SELECT rank, t, SUM(share) OVER (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-                              - share AS before
-          FROM pieces) AS running
-    GROUP BY rank, t
+cumulative AS (  -- claimed time per thread before each instant
+    SELECT rank, t,
+           SUM(share) OVER (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - share
+               AS before
+    FROM pieces
 )
 SELECT o.rank, o.step, o.lane, o.name, CAST(ROUND(SUM(e.before - s.before)) AS BIGINT) AS self_ns
 FROM owned AS o
