@@ -10,7 +10,7 @@ import itertools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trnprof import open_run
+from trnprof import batches, open_run
 
 from tests.conftest import write_inline_run
 
@@ -87,3 +87,21 @@ def test_sites_are_the_enclosing_calls_of_the_same_thread(tmp_path_factory, data
     path = write_inline_run(tmp_path_factory.mktemp("nest") / "run", events)
     got = sorted(_sites(path), key=lambda r: (r["site"], r["name"], r["dur"]))
     assert got == _containment_sites(calls)
+
+
+def test_each_rank_nests_alone_whether_its_batch_holds_one_rank_or_all(tmp_path, monkeypatch):
+    """The stack of a thread never reaches into another rank's thread of the same name, in one
+    batch of ranks or one rank per batch (`trnprof/batches.py`): each rank's sites are its own."""
+    calls = {0: [(0, 600, "train_step"), (100, 500, "aten::to"), (300, 400, "cudaMemcpyAsync")],
+             1: [(50, 700, "optimizer.step"), (300, 400, "cudaStreamSynchronize")],  # rank 0's aten::to spans it
+             2: [(300, 400, "aten::item"), (0, 900, "log")]}
+    events = [dict(_event(0, 1000, "step", "s", "host/main"), rank=r) for r in calls]
+    events += [dict(_event(s, e - s, "host", n), rank=r) for r, nest in calls.items() for s, e, n in nest]
+    path = write_inline_run(tmp_path / "run", events)
+    monkeypatch.setenv("TRNPROF_CACHE", "off")
+    expected = {0: "train_step > aten::to", 1: "optimizer.step", 2: "log"}
+    for share in (1e6, 1e-12):  # the whole run in one batch; each rank its own
+        monkeypatch.setattr(batches, "BATCH_SHARE", share)
+        with open_run(path) as run:
+            got = dict(run.sql("SELECT rank, site FROM host_sync_calls").itertuples(index=False))
+        assert got == expected, share
