@@ -66,10 +66,12 @@ points AS (  -- the start (d = 1) and the end (d = -1) of each call, from one re
     SELECT rank, step, lane, end_ts, name, is_sync, seq, CASE WHEN e.d = 1 THEN ts ELSE end_ts END AS t, e.d
     FROM calls CROSS JOIN (VALUES (1), (-1)) AS e(d)
 )
-SELECT rank, lane, t, d = 1 AS opens, seq, ROW_NUMBER() OVER w AS pos, CAST(SUM(d) OVER w AS BIGINT) AS depth,
-       LEAD(t) OVER w AS next_t, end_ts, step, name, is_sync
-FROM points
-WINDOW w AS (PARTITION BY rank, lane ORDER BY t, d, d * seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);
+SELECT rank, lane, t, d = 1 AS opens, seq,
+       ROW_NUMBER() OVER (PARTITION BY rank, lane ORDER BY t, d, d * seq) AS pos,
+       CAST(SUM(d) OVER (PARTITION BY rank, lane ORDER BY t, d, d * seq
+                         ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT) AS depth,
+       LEAD(t) OVER (PARTITION BY rank, lane ORDER BY t, d, d * seq) AS next_t, end_ts, step, name, is_sync
+FROM points;
 
 -- Where the host blocked on the device: each blocking call of view _host_calls in a step, with
 -- its call site, the host events around it on its thread (outermost first, at most the three
@@ -230,9 +232,10 @@ marks AS (  -- per instant of a rank: the change in claimed segments and in thre
     GROUP BY rank, t
 ),
 swept AS (
-    SELECT rank, t, LEAD(t) OVER w - t AS dur, SUM(d_claim) OVER w AS claim, SUM(d_busy) OVER w AS busy
+    SELECT rank, t, LEAD(t) OVER (PARTITION BY rank ORDER BY t) - t AS dur,
+           SUM(d_claim) OVER (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS claim,
+           SUM(d_busy) OVER (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS busy
     FROM marks
-    WINDOW w AS (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 ),
 pieces AS (  -- each thread's share of the claimed time from the instant to the next
     SELECT rank, t,
