@@ -33,12 +33,13 @@ from .tableread import table_select
 RANK_LOCAL = frozenset({
     "steps", "device_intervals", "_sweep_points", "_swept", "device_segments", "step_breakdown",
     "memory_timeline", "memory_totals", "memory_peak", "rank_summary", "_op_stats", "event_stats", "_comm_events",
-    "compute_dtypes", "step_memory", "memory_at_peak", "_host_calls", "host_sync_calls", "host_self_time",
+    "compute_dtypes", "step_memory", "memory_at_peak", "_host_calls", "_host_stack", "host_sync_calls",
+    "host_self_time",
 })
 # Views with about a row per event or finer: never stored (as large as the run itself); the
 # views computed from them are.
 ROW_LEVEL = frozenset({"device_intervals", "_sweep_points", "_swept", "device_segments", "_comm_events",
-                       "_host_calls"})
+                       "_host_calls", "_host_stack"})
 # Row-level views kept as a table within a batch while two or more of the batch's stored views
 # read them, so that they are computed once per batch: the interval sweep (step_breakdown and
 # host_self_time both read it; docs/performance.md "Scale").

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import itertools
 
-from trnprof import open_run
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trnprof import batches, open_run
 
 from tests.conftest import write_inline_run
 
@@ -38,3 +41,67 @@ def test_sites_are_the_innermost_three_outermost_first_in_any_listing_order(tmp_
     # three deepest: the tied pair as host_self_time nests it (by name, the first outside), then copy_
     expected = [{"site": "aten::_to_copy > aten::to > aten::copy_", "name": "cudaMemcpyAsync", "dur": 100}]
     assert all(sites == expected for sites in seen), seen
+
+
+SYNC_NAMES = ("cudaMemcpyAsync", "cudaStreamSynchronize", "aten::item")
+
+
+def _nest(draw, lo, hi, depth, out):
+    """Calls nested within [lo, hi): siblings side by side, each maybe holding calls of its own;
+    a child may start and end with its parent (profilers' microsecond clocks)."""
+    t = lo
+    while depth < 6 and t < hi and draw(st.booleans()):
+        start = draw(st.integers(t, hi - 1))
+        end = draw(st.integers(start + 1, hi))
+        name = draw(st.sampled_from(("train.py(9): step", "aten::to", "aten::_to_copy", "aten::copy_") + SYNC_NAMES))
+        out.append((start, end, name))
+        _nest(draw, start, end, depth + 1, out)
+        t = end
+
+
+def _containment_sites(calls):
+    """The reference: for each blocking call, the non-blocking calls of its thread that start no
+    later and end no earlier, outermost first (longer first; equal spans by name), innermost three."""
+    sites = []
+    for lane, start, end, name in calls:
+        if name not in SYNC_NAMES:
+            continue
+        around = sorted((s, -e, n) for l, s, e, n in calls if l == lane and n not in SYNC_NAMES and s <= start and e >= end)
+        sites.append({"site": " > ".join(n for _, _, n in around[-3:]) or name, "name": name, "dur": end - start})
+    return sorted(sites, key=lambda r: (r["site"], r["name"], r["dur"]))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_sites_are_the_enclosing_calls_of_the_same_thread(tmp_path_factory, data):
+    """Random call trees on two threads that overlap in time: each blocking call's site holds
+    only its own thread's enclosing non-blocking calls, past enclosing blocking ones (`.item()`
+    around its copy), however deep the stack."""
+    calls = []
+    for lane in ("host/tid-1", "host/tid-2"):
+        nested = []
+        _nest(data.draw, 0, 200, 0, nested)
+        calls += [(lane, s, e, n) for s, e, n in nested]
+    events = [_event(0, 1000, "step", "s", "host/main")]
+    events += [_event(s, e - s, "host", n, lane) for lane, s, e, n in calls]
+    path = write_inline_run(tmp_path_factory.mktemp("nest") / "run", events)
+    got = sorted(_sites(path), key=lambda r: (r["site"], r["name"], r["dur"]))
+    assert got == _containment_sites(calls)
+
+
+def test_each_rank_nests_alone_whether_its_batch_holds_one_rank_or_all(tmp_path, monkeypatch):
+    """The stack of a thread never reaches into another rank's thread of the same name, in one
+    batch of ranks or one rank per batch (`trnprof/batches.py`): each rank's sites are its own."""
+    calls = {0: [(0, 600, "train_step"), (100, 500, "aten::to"), (300, 400, "cudaMemcpyAsync")],
+             1: [(50, 700, "optimizer.step"), (300, 400, "cudaStreamSynchronize")],  # rank 0's aten::to spans it
+             2: [(300, 400, "aten::item"), (0, 900, "log")]}
+    events = [dict(_event(0, 1000, "step", "s", "host/main"), rank=r) for r in calls]
+    events += [dict(_event(s, e - s, "host", n), rank=r) for r, nest in calls.items() for s, e, n in nest]
+    path = write_inline_run(tmp_path / "run", events)
+    monkeypatch.setenv("TRNPROF_CACHE", "off")
+    expected = {0: "train_step > aten::to", 1: "optimizer.step", 2: "log"}
+    for share in (1e6, 1e-12):  # the whole run in one batch; each rank its own
+        monkeypatch.setattr(batches, "BATCH_SHARE", share)
+        with open_run(path) as run:
+            got = dict(run.sql("SELECT rank, site FROM host_sync_calls").itertuples(index=False))
+        assert got == expected, share

@@ -39,10 +39,46 @@ UNION ALL
 SELECT rank, ts, ts + dur AS end_ts, CASE WHEN is_sync THEN 'host_sync' ELSE 'host' END AS category
 FROM _host_calls;
 
+-- Each host call's place on its thread's stack of open calls: one ordered pass per thread over
+-- the starts and ends of view _host_calls. At one instant ends come before starts, inner ends
+-- and outer starts first; calls with the same start and length nest by the order `seq` gives
+-- them: the blocking one inside, the others by name (the first outside). The call open at depth
+-- d after a point is the last one opened at depth d.
+-- @column rank     global rank
+-- @column lane     host thread
+-- @column t        the point: the call's start or end, ns
+-- @column opens    true at the call's start, false at its end
+-- @column seq      the call's place on its thread, outer first (1, 2, ...)
+-- @column pos      the point's place on its thread (1, 2, ...)
+-- @column depth    calls open on the thread after the point; at a start, the call's own depth (1: outermost)
+-- @column next_t   the thread's next point, ns
+-- @column end_ts   the call's end, ns
+-- @column step     the call's training step; null outside every step
+-- @column name     the call's name
+-- @column is_sync  true for a call that blocks on the device
+CREATE VIEW _host_stack AS
+WITH calls AS (
+    SELECT rank, step, lane, ts, ts + dur AS end_ts, name, is_sync,
+           ROW_NUMBER() OVER (PARTITION BY rank, lane ORDER BY ts, dur DESC, is_sync, name) AS seq
+    FROM _host_calls
+),
+points AS (  -- the start (d = 1) and the end (d = -1) of each call, from one read of the calls
+    SELECT rank, step, lane, end_ts, name, is_sync, seq, CASE WHEN e.d = 1 THEN ts ELSE end_ts END AS t, e.d
+    FROM calls CROSS JOIN (VALUES (1), (-1)) AS e(d)
+)
+SELECT rank, lane, t, d = 1 AS opens, seq,
+       ROW_NUMBER() OVER (PARTITION BY rank, lane ORDER BY t, d, d * seq) AS pos,
+       CAST(SUM(d) OVER (PARTITION BY rank, lane ORDER BY t, d, d * seq
+                         ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT) AS depth,
+       LEAD(t) OVER (PARTITION BY rank, lane ORDER BY t, d, d * seq) AS next_t, end_ts, step, name, is_sync
+FROM points;
+
 -- Where the host blocked on the device: each blocking call of view _host_calls in a step, with
 -- its call site, the host events around it on its thread (outermost first, at most the three
 -- innermost: Python frames where the trace records the stack, then the op, e.g.
--- `train.py(88): log > aten::to > aten::_to_copy`).
+-- `train.py(88): log > aten::to > aten::_to_copy`). The events around a call are the
+-- non-blocking ones below it on its thread's stack (view _host_stack) that also end no earlier
+-- than it; events with the same start and length nest as host_self_time nests them.
 -- @column rank      global rank
 -- @column step      training step
 -- @column ts        start, ns
@@ -50,30 +86,40 @@ FROM _host_calls;
 -- @column name      the blocking call
 -- @column site      the host events enclosing it, outermost first; the call's own name when none
 CREATE VIEW host_sync_calls AS
-WITH calls AS (
-    SELECT rank, step, ts, dur, name, lane FROM _host_calls WHERE is_sync AND step IS NOT NULL
+WITH opened AS (
+    SELECT rank, lane, seq, t AS ts, end_ts, depth, step, name, is_sync FROM _host_stack WHERE opens
 ),
-around AS (  -- enclosing non-blocking host events on the same thread, innermost first (events with
-             -- the same start and length nest as host_self_time nests them: by name, the first outside)
-    SELECT c.rank, c.ts, c.lane, o.name,
-           ROW_NUMBER() OVER (PARTITION BY c.rank, c.lane, c.ts ORDER BY o.ts DESC, o.dur, o.name DESC) AS depth_up
-    FROM calls AS c
-    JOIN _host_calls AS o
-      ON o.rank = c.rank AND o.lane = c.lane AND NOT o.is_sync AND o.ts <= c.ts AND o.ts + o.dur >= c.ts + c.dur
+calls AS (
+    SELECT * FROM opened WHERE is_sync AND step IS NOT NULL
+),
+below AS (  -- each depth of the stack under a call
+    SELECT rank, lane, seq, end_ts, UNNEST(range(1, depth)) AS depth FROM calls
+),
+around AS (  -- the call open at that depth: the last one opened there before the call
+    SELECT b.rank, b.lane, b.seq, o.depth, o.name
+    FROM below AS b ASOF JOIN opened AS o
+      ON o.rank = b.rank AND o.lane = b.lane AND o.depth = b.depth AND b.seq > o.seq
+    WHERE NOT o.is_sync AND o.end_ts >= b.end_ts
+),
+innermost AS (
+    SELECT rank, lane, seq, depth, name,
+           ROW_NUMBER() OVER (PARTITION BY rank, lane, seq ORDER BY depth DESC) AS depth_up
+    FROM around
 ),
 sites AS (
-    SELECT rank, lane, ts, STRING_AGG(name, ' > ' ORDER BY depth_up DESC) AS site
-    FROM around WHERE depth_up <= 3 GROUP BY rank, lane, ts
+    SELECT rank, lane, seq, STRING_AGG(name, ' > ' ORDER BY depth) AS site
+    FROM innermost WHERE depth_up <= 3 GROUP BY rank, lane, seq
 )
-SELECT c.rank, c.step, c.ts, c.dur, c.name, COALESCE(s.site, c.name) AS site
+SELECT c.rank, c.step, c.ts, c.end_ts - c.ts AS dur, c.name, COALESCE(s.site, c.name) AS site
 FROM calls AS c
-LEFT JOIN sites AS s ON s.rank = c.rank AND s.lane = c.lane AND s.ts = c.ts;
+LEFT JOIN sites AS s ON s.rank = c.rank AND s.lane = c.lane AND s.seq = c.seq;
 
 -- The sweep's points: each start (+) and end (-) of a rank's device and host intervals and
--- step windows. Each device category's open-interval count is packed into 12 bits of one BIGINT
--- (`delta`: so at most 4,095 intervals of one category may be open at once on a rank), and
--- `step_delta` packs the open step's number + 1 (steps do not overlap on a rank) times 2^24 with
--- the counts of open host_sync (times 4096) and host intervals (at most 4,095 each at once).
+-- step windows, from one read of them. Each device category's open-interval count is packed
+-- into 12 bits of one BIGINT (`delta`: so at most 4,095 intervals of one category may be open at
+-- once on a rank), and `step_delta` packs the open step's number + 1 (steps do not overlap on a
+-- rank) times 2^24 with the counts of open host_sync (times 4096) and host intervals (at most
+-- 4,095 each at once).
 -- @column rank        global rank
 -- @column t           the point, ns
 -- @column delta       change of the packed device counts at the point
@@ -81,23 +127,21 @@ LEFT JOIN sites AS s ON s.rank = c.rank AND s.lane = c.lane AND s.ts = c.ts;
 CREATE VIEW _sweep_points AS
 WITH weighted AS (
     SELECT rank, ts, end_ts,
-           CASE category WHEN 'host' THEN CAST(1 AS BIGINT) WHEN 'host_sync' THEN CAST(4096 AS BIGINT)
-                         ELSE CAST(0 AS BIGINT) END AS host_weight,
            CASE category WHEN 'host' THEN CAST(0 AS BIGINT) WHEN 'host_sync' THEN CAST(0 AS BIGINT)
                          WHEN 'compute' THEN CAST(1 AS BIGINT)
                          WHEN 'comm' THEN CAST(4096 AS BIGINT)
                          WHEN 'input' THEN CAST(16777216 AS BIGINT)
                          WHEN 'transfer' THEN CAST(68719476736 AS BIGINT)
-                         ELSE CAST(281474976710656 AS BIGINT) END AS weight
+                         ELSE CAST(281474976710656 AS BIGINT) END AS weight,
+           CASE category WHEN 'host' THEN CAST(1 AS BIGINT) WHEN 'host_sync' THEN CAST(4096 AS BIGINT)
+                         ELSE CAST(0 AS BIGINT) END AS host_weight
     FROM device_intervals
+    UNION ALL
+    SELECT rank, ts, end_ts, CAST(0 AS BIGINT) AS weight, CAST(step + 1 AS BIGINT) * 16777216 AS host_weight
+    FROM steps
 )
-SELECT rank, ts AS t, weight AS delta, host_weight AS step_delta FROM weighted
-UNION ALL
-SELECT rank, end_ts AS t, -weight AS delta, -host_weight AS step_delta FROM weighted
-UNION ALL
-SELECT rank, ts AS t, CAST(0 AS BIGINT) AS delta, CAST(step + 1 AS BIGINT) * 16777216 AS step_delta FROM steps
-UNION ALL
-SELECT rank, end_ts AS t, CAST(0 AS BIGINT) AS delta, -CAST(step + 1 AS BIGINT) * 16777216 AS step_delta FROM steps;
+SELECT rank, CASE WHEN e.d = 1 THEN ts ELSE end_ts END AS t, e.d * weight AS delta, e.d * host_weight AS step_delta
+FROM weighted CROSS JOIN (VALUES (CAST(1 AS BIGINT)), (CAST(-1 AS BIGINT))) AS e(d);
 
 -- The sweep: one ordered pass over the points with running sums, a row per point with the
 -- packed counts open from it to the next point. All counts return to zero at a rank's last
@@ -133,25 +177,24 @@ WINDOW w AS (ORDER BY rank, t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);
 -- @column n_host     host intervals covering the segment (host_sync ones apart)
 -- @column n_host_sync host calls blocked on the device covering the segment
 CREATE VIEW device_segments AS
-SELECT rank, CASE WHEN step_host >= 16777216 THEN CAST((step_host - step_host % 16777216) / 16777216 AS INTEGER) - 1 END
-           AS step,
+SELECT rank, CASE WHEN step_host >= 16777216 THEN CAST(step_host >> 24 AS INTEGER) - 1 END AS step,
        t AS ts, dur,
-       CAST(packed % 4096 AS INTEGER) AS n_compute,
-       CAST((packed % 16777216 - packed % 4096) / 4096 AS INTEGER) AS n_comm,
-       CAST((packed % 68719476736 - packed % 16777216) / 16777216 AS INTEGER) AS n_input,
-       CAST((packed % 281474976710656 - packed % 68719476736) / 68719476736 AS INTEGER) AS n_transfer,
-       CAST((packed - packed % 281474976710656) / 281474976710656 AS INTEGER) AS n_compile,
-       CAST(step_host % 4096 AS INTEGER) AS n_host,
-       CAST((step_host % 16777216 - step_host % 4096) / 4096 AS INTEGER) AS n_host_sync
+       CAST(packed & 4095 AS INTEGER) AS n_compute,
+       CAST((packed >> 12) & 4095 AS INTEGER) AS n_comm,
+       CAST((packed >> 24) & 4095 AS INTEGER) AS n_input,
+       CAST((packed >> 36) & 4095 AS INTEGER) AS n_transfer,
+       CAST(packed >> 48 AS INTEGER) AS n_compile,
+       CAST(step_host & 4095 AS INTEGER) AS n_host,
+       CAST((step_host >> 12) & 4095 AS INTEGER) AS n_host_sync
 FROM _swept
 WHERE dur > 0 AND (packed <> 0 OR step_host <> 0);
 
 -- Host-op self time in step_breakdown's `host` time (device idle, no input wait, no host call
 -- blocked on the device, a host event of the rank running): each host op gets the time it is
 -- the innermost open op of its thread, so nested ops (`aten::to` > `aten::_to_copy` >
--- `aten::copy_`) never share one instant. One ordered pass per thread finds each instant's
--- innermost op (a depth stack: the op open at depth d is the last one started at depth d); a
--- second pass per rank splits each claimed instant evenly over the threads running a host op
+-- `aten::copy_`) never share one instant. Each thread's stack of open calls (view _host_stack)
+-- gives each instant's innermost op (the op open at depth d is the last one started at depth
+-- d); a pass per rank splits each claimed instant evenly over the threads running a host op
 -- then, so the ops' times sum to at most the `host` time.
 -- @column rank     global rank
 -- @column step     training step of the op; null outside every step
@@ -159,70 +202,55 @@ WHERE dur > 0 AND (packed <> 0 OR step_host <> 0);
 -- @column name     host op as the source spells it
 -- @column self_ns  its share of the `host` time, ns
 CREATE VIEW host_self_time AS
-WITH calls AS (
-    SELECT rank, step, lane, ts, dur, name, is_sync,
-           ROW_NUMBER() OVER (ORDER BY rank, lane, ts, dur DESC, name) AS id
-    FROM _host_calls
+WITH stack AS (
+    SELECT * FROM _host_stack
 ),
-points AS (  -- at one instant ends come before starts, inner ends and outer starts first
-    SELECT rank, lane, ts AS t, 1 AS d, id AS tie, id AS start_id FROM calls
-    UNION ALL
-    SELECT rank, lane, ts + dur AS t, -1 AS d, -id AS tie, CAST(NULL AS BIGINT) AS start_id FROM calls
-),
-stacked AS (
-    SELECT rank, lane, t, d, tie, start_id,
-           SUM(d) OVER (PARTITION BY rank, lane ORDER BY t, d, tie ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-               AS depth,
-           LEAD(t) OVER (PARTITION BY rank, lane ORDER BY t, d, tie) AS next_t
-    FROM points
-),
-innermost AS (
-    SELECT rank, t, next_t,
-           MAX(start_id) OVER (PARTITION BY rank, lane, depth ORDER BY t, d, tie
-                               ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS owner
-    FROM stacked
-    WHERE depth > 0 OR start_id IS NOT NULL
+innermost AS (  -- at each point of a thread, the call open at its depth: the last one opened there
+    SELECT rank, lane, t, next_t,
+           MAX(CASE WHEN opens THEN seq END) OVER (PARTITION BY rank, lane, depth ORDER BY pos
+                                                   ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS owner
+    FROM stack
+    WHERE depth > 0
 ),
 owned AS (  -- stretches of a thread with its innermost (non-blocking) host op
-    SELECT i.rank, i.t AS ts, i.next_t AS end_ts, i.owner
-    FROM innermost AS i JOIN calls AS c ON c.id = i.owner
-    WHERE i.next_t > i.t AND NOT c.is_sync
+    SELECT i.rank, i.t AS ts, i.next_t AS end_ts, c.step, c.lane, c.name
+    FROM innermost AS i JOIN stack AS c ON c.rank = i.rank AND c.lane = i.lane AND c.seq = i.owner
+    WHERE c.opens AND i.next_t > i.t AND NOT c.is_sync
 ),
 claimed AS (
     SELECT rank, ts, ts + dur AS end_ts FROM device_segments
     WHERE step IS NOT NULL AND n_host > 0 AND n_host_sync = 0 AND n_compute = 0 AND n_comm = 0
           AND n_transfer = 0 AND n_input = 0
 ),
-marks AS (
-    SELECT rank, ts AS t, 0 AS d_claim, 1 AS d_busy FROM owned
-    UNION ALL SELECT rank, end_ts AS t, 0 AS d_claim, -1 AS d_busy FROM owned
-    UNION ALL SELECT rank, ts AS t, 1 AS d_claim, 0 AS d_busy FROM claimed
-    UNION ALL SELECT rank, end_ts AS t, -1 AS d_claim, 0 AS d_busy FROM claimed
+marks AS (  -- per instant of a rank: the change in claimed segments and in threads running an op
+    SELECT rank, t, SUM(d_claim) AS d_claim, SUM(d_busy) AS d_busy
+    FROM (SELECT rank, CASE WHEN e.d = 1 THEN ts ELSE end_ts END AS t, 0 AS d_claim, e.d AS d_busy
+          FROM owned CROSS JOIN (VALUES (1), (-1)) AS e(d)
+          UNION ALL
+          SELECT rank, CASE WHEN e.d = 1 THEN ts ELSE end_ts END AS t, e.d AS d_claim, 0 AS d_busy
+          FROM claimed CROSS JOIN (VALUES (1), (-1)) AS e(d)) AS points
+    GROUP BY rank, t
 ),
 swept AS (
-    SELECT rank, t, LEAD(t) OVER (PARTITION BY rank ORDER BY t, d_claim, d_busy) - t AS dur,
-           SUM(d_claim) OVER (PARTITION BY rank ORDER BY t, d_claim, d_busy
-                              ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS claim,
-           SUM(d_busy) OVER (PARTITION BY rank ORDER BY t, d_claim, d_busy
-                             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS busy
+    SELECT rank, t, LEAD(t) OVER (PARTITION BY rank ORDER BY t) - t AS dur,
+           SUM(d_claim) OVER (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS claim,
+           SUM(d_busy) OVER (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS busy
     FROM marks
 ),
-pieces AS (  -- each thread's share of the claimed time from the point to the next
+pieces AS (  -- each thread's share of the claimed time from the instant to the next
     SELECT rank, t,
            CASE WHEN claim > 0 AND busy > 0 AND dur > 0 THEN CAST(dur AS DOUBLE) / busy ELSE 0.0 END AS share
     FROM swept
 ),
-cumulative AS (  -- claimed time per thread before each point
-    SELECT rank, t, MIN(before) AS before
-    FROM (SELECT rank, t, SUM(share) OVER (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-                              - share AS before
-          FROM pieces) AS running
-    GROUP BY rank, t
+cumulative AS (  -- claimed time per thread before each instant
+    SELECT rank, t,
+           SUM(share) OVER (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - share
+               AS before
+    FROM pieces
 )
-SELECT c.rank, c.step, c.lane, c.name, CAST(ROUND(SUM(e.before - s.before)) AS BIGINT) AS self_ns
+SELECT o.rank, o.step, o.lane, o.name, CAST(ROUND(SUM(e.before - s.before)) AS BIGINT) AS self_ns
 FROM owned AS o
 JOIN cumulative AS s ON s.rank = o.rank AND s.t = o.ts
 JOIN cumulative AS e ON e.rank = o.rank AND e.t = o.end_ts
-JOIN calls AS c ON c.id = o.owner
-GROUP BY c.rank, c.step, c.lane, c.name
+GROUP BY o.rank, o.step, o.lane, o.name
 HAVING SUM(e.before - s.before) > 0;
