@@ -56,6 +56,42 @@ def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndar
     return wave.run(step_gap_scale)
 
 
+def solve_unchanged(graph: Graph) -> Solution:
+    """The replay with nothing scaled, without rounds: every node's equations evaluated once on
+    the measured times of its predecessors. When the result is the measured timeline (it is by
+    construction: the lead gaps, tails and launch offsets were measured from it) it is the
+    solution, the one `solve` finds; otherwise (never seen) `solve` runs."""
+    g, n = graph, len(graph.nodes)
+    measured_start = g.nodes["ts"].to_numpy(np.int64).astype(float)
+    measured_end = g.nodes["end"].to_numpy(np.int64).astype(float)
+    every = np.arange(n)
+    base = g.nodes["base"].to_numpy(np.int64).astype(float)
+    ready, start_by, via_launch = _binding(g, every, base, measured_start, measured_end, np.ones(n))
+    start = ready + g.gap
+    end = start + g.work
+    end_by = np.full(n, -1, np.int64)
+    j = np.flatnonzero(g.join >= 0)
+    if len(j):
+        instances = np.arange(len(g.members))
+        arrival = np.maximum.reduceat(start[g.members.rows], g.members.ptr[:-1])
+        last = first_latest(g.members, instances, start)
+        _end_after(end, end_by, j, start[j] + g.work[j], arrival[g.join[j]] + g.tail[j], last[g.join[j]])
+    s = np.flatnonzero((g.sync_on >= 0) & (g.join < 0))   # a joined node ends with its join
+    if len(s):
+        device = g.sync_on[s]
+        _end_after(end, end_by, s, start[s] + g.work[s], end[device] + g.tail[s], device)
+    if not (np.array_equal(start, measured_start) and np.array_equal(end, measured_end)):
+        return solve(graph)
+    return Solution(start, end, start_by, end_by, via_launch, _steps(graph, end, None))
+
+
+def _end_after(end, end_by, nodes, own, after, who) -> None:
+    """End `nodes` at the later of their own work and what they waited for (`who`, ending at `after`)."""
+    later = after > own
+    end[nodes] = np.where(later, after, own)
+    end_by[nodes] = np.where(later, who, -1)
+
+
 class _Wave:
     def __init__(self, graph: Graph, work_scale, gap_scale):
         n = len(graph.nodes)
@@ -76,7 +112,7 @@ class _Wave:
         self.size = np.bincount(inst, minlength=size)
         self.started = np.zeros(size, np.int64)
         self.arrival = np.full(size, -np.inf)     # latest start among the started members
-        self.last = np.full(size, -1, np.int64)   # the member that started latest
+        self.last = np.full(size, -1, np.int64)   # the member that started latest (the first of ties)
         self.pending = np.zeros(0, np.int64)      # started nodes whose end waits on a join or a sync
 
     def _sequences(self):
@@ -123,8 +159,6 @@ class _Wave:
         inst = g.join[joined]
         np.add.at(self.started, inst, 1)
         np.maximum.at(self.arrival, inst, self.start[joined])
-        latest = self.start[joined] >= self.arrival[inst]
-        self.last[inst[latest]] = joined[latest]
         self.pending = np.concatenate([self.pending, j[~plain]])
 
     def _settle(self, force: bool) -> bool:
@@ -143,6 +177,8 @@ class _Wave:
             q = p[can]
             own = self.start[q] + self.work[q]
             after = np.where(joins[can], self.arrival[i[can]], self.end[d[can]]) + self.tail[q]
+            complete = np.unique(i[can][joins[can]])
+            self.last[complete] = first_latest(g.members, complete, self.start)
             who = np.where(joins[can], self.last[i[can]], dev[can])
             later = after > own
             self.end[q] = np.where(later, after, own)
@@ -178,6 +214,19 @@ class _Wave:
             self.end[p], self.end_by[p] = joined, who
         else:
             self.end[p] = own
+
+
+def first_latest(members, instances: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Per collective instance, its member that started latest; among equal starts the first
+    member (members are in rank order), whatever order the solver took them in."""
+    low, high = members.ptr[instances], members.ptr[instances + 1]
+    sizes = high - low
+    offsets = np.cumsum(sizes) - sizes
+    rows = members.rows[np.repeat(low - offsets, sizes) + np.arange(int(sizes.sum()))]
+    arrived = start[rows]
+    latest = np.repeat(np.maximum.reduceat(arrived, offsets), sizes) if len(rows) else arrived
+    at = np.where(arrived == latest, np.arange(len(rows)), len(rows))
+    return rows[np.minimum.reduceat(at, offsets)] if len(rows) else rows
 
 
 def _binding(g: Graph, j: np.ndarray, base, start, end, work_f):
