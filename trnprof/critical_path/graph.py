@@ -60,6 +60,7 @@ class Graph:
     steps: pd.DataFrame    # rank, step, ts, end_ts, tail_gap (times in ns after `origin`), group
     origin: int            # ns on the run's clock of time 0 here (keeps float replay exact)
     group: np.ndarray      # (rank, step) sequence of each node, contiguous, 0..
+    by_sequence: np.ndarray | None = None   # node indices sequence by sequence, each in solving order (_round_major)
 
 
 def _starts(*columns: np.ndarray) -> np.ndarray:
@@ -219,7 +220,7 @@ def _round_major(g: Graph) -> Graph:
     nodes = g.nodes[list(KEPT_COLUMNS)].take(old).reset_index(drop=True)
     return Graph(nodes, new[g.order], ids(g.lane_prev), ids(g.near),
                  g.gap[old], g.work[old], g.tail[old], g.join[old], ids(g.sync_on), ids(g.launch_by),
-                 g.launch_at[old], members, g.steps, g.origin, g.group[old])
+                 g.launch_at[old], members, g.steps, g.origin, g.group[old], new[by_sequence])
 
 
 def _launches(nodes: pd.DataFrame, marks: pd.DataFrame, group, s0, e0, origin: int):

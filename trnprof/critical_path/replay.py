@@ -112,13 +112,17 @@ class _Wave:
         self.size = np.bincount(inst, minlength=size)
         self.started = np.zeros(size, np.int64)
         self.arrival = np.full(size, -np.inf)     # latest start among the started members
-        self.last = np.full(size, -1, np.int64)   # the member that started latest (the first of ties)
+        # the member that started latest, the first of ties, as its position among the members
+        self.last_pos = np.full(size, np.iinfo(np.int64).max)
+        sizes = np.diff(graph.members.ptr)
+        self.member_pos = np.zeros(n, np.int64)
+        self.member_pos[graph.members.rows] = np.arange(len(graph.members.rows)) - np.repeat(graph.members.ptr[:-1], sizes)
         self.pending = np.zeros(0, np.int64)      # started nodes whose end waits on a join or a sync
 
     def _sequences(self):
         """Node order per (rank, step): the measured start order, as positions and bounds."""
         group = self.g.group
-        order = self.g.order[np.argsort(group[self.g.order], kind="stable")]
+        order = self.g.by_sequence
         counts = np.bincount(group, minlength=group.max() + 1 if len(group) else 0)
         first = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
         return order, first, first + counts
@@ -157,8 +161,13 @@ class _Wave:
         self.end[j[plain]] = self.start[j[plain]] + self.work[j[plain]]
         joined = j[g.join[j] >= 0]
         inst = g.join[joined]
-        np.add.at(self.started, inst, 1)
-        np.maximum.at(self.arrival, inst, self.start[joined])
+        if len(joined):
+            before = self.arrival[inst]
+            np.add.at(self.started, inst, 1)
+            np.maximum.at(self.arrival, inst, self.start[joined])
+            self.last_pos[inst[self.arrival[inst] > before]] = np.iinfo(np.int64).max   # a later arrival
+            top = self.start[joined] == self.arrival[inst]
+            np.minimum.at(self.last_pos, inst[top], self.member_pos[joined[top]])
         self.pending = np.concatenate([self.pending, j[~plain]])
 
     def _settle(self, force: bool) -> bool:
@@ -177,9 +186,9 @@ class _Wave:
             q = p[can]
             own = self.start[q] + self.work[q]
             after = np.where(joins[can], self.arrival[i[can]], self.end[d[can]]) + self.tail[q]
-            complete = np.unique(i[can][joins[can]])
-            self.last[complete] = first_latest(g.members, complete, self.start)
-            who = np.where(joins[can], self.last[i[can]], dev[can])
+            who = dev[can].copy()
+            complete = i[can][joins[can]]
+            who[joins[can]] = g.members.rows[g.members.ptr[complete] + self.last_pos[complete]]
             later = after > own
             self.end[q] = np.where(later, after, own)
             self.end_by[q] = np.where(later, who, -1)
