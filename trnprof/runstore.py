@@ -97,11 +97,12 @@ def _check_events(events: pa.Table) -> None:
         raise TrnprofError(f"events.kind: unknown kind {bad[0].as_py()!r}; allowed: {', '.join(EVENT_KINDS)}")
 
 
-def step_row_groups(rows: pa.Table, least: int = STEP_GROUP_ROWS) -> pa.Table:
+def step_row_groups(rows: pa.Table, least: int | None = None) -> pa.Table:
     """`rows` in their order, as one record batch per row group to write: cut where the step
     changes, consecutive cuts merged until a batch holds `least` rows (the dataset writer makes a
     row group of each batch, and splits only batches over its own size; a chunk boundary of
     `rows` also ends a batch)."""
+    least = STEP_GROUP_ROWS if least is None else least
     if rows.num_rows <= least:
         return rows
     step = rows["step"].to_numpy(zero_copy_only=False)
