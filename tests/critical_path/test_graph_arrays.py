@@ -35,6 +35,14 @@ def test_segment_cummax_is_the_running_maximum_per_segment(rows):
     assert np.array_equal(N.segment_cummax(values, first), expected)
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(-3, 3)), min_size=0, max_size=60))
+def test_stable_order_is_the_two_key_lexsort(rows):
+    primary = np.array([p for p, _ in rows], np.int64) + EPOCH
+    secondary = np.array([s for _, s in rows], np.int64)
+    assert np.array_equal(N.stable_order(primary, secondary), np.lexsort((secondary, primary)))
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 30)), min_size=1, max_size=40),
        st.lists(st.tuples(st.integers(0, 2), st.integers(0, 30)), min_size=0, max_size=40))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .nodes import DEVICE_LANE, codes, matches
+from .nodes import DEVICE_LANE, codes, matches, stable_order
 
 CATEGORY_OF_KIND = {"compute": "compute", "collective": "communication", "p2p": "communication",
                     "input": "input", "transfer": "transfer", "memory": "transfer", "compile": "compile",
@@ -165,7 +165,7 @@ def build(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame) -> Graph
     s0, e0 = nodes["ts"].to_numpy(np.int64), nodes["end"].to_numpy(np.int64)
     rank, step = nodes["rank"].to_numpy(np.int64), nodes["step"].to_numpy(np.int64)
     group = np.cumsum(_starts(rank, step)) - 1
-    order = np.lexsort((np.arange(n), e0, s0))
+    order = stable_order(s0, e0)   # by start, then end, then index
     position = np.empty(n, np.int64)
     position[order] = np.arange(n)
     lane_prev = np.where(_starts(rank, step, codes(nodes["lane"])), -1, np.arange(n) - 1)
@@ -212,9 +212,10 @@ def _round_major(g: Graph) -> Graph:
     new = np.empty(n, np.int64)
     new[old] = np.arange(n)                       # old index -> new index
 
+    lookup = np.append(new, -1)   # a missing edge (-1) stays -1
+
     def ids(a):
-        a = a[old]
-        return np.where(a >= 0, new[np.maximum(a, 0)], -1)
+        return lookup[a[old]]
 
     members = Members(new[g.members.rows], g.members.ptr)
     nodes = g.nodes[list(KEPT_COLUMNS)].take(old).reset_index(drop=True)
