@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .nodes import DEVICE_LANE, codes, matches, stable_order
+from .nodes import DEVICE_LANE, codes, matches
 
 CATEGORY_OF_KIND = {"compute": "compute", "collective": "communication", "p2p": "communication",
                     "input": "input", "transfer": "transfer", "memory": "transfer", "compile": "compile",
@@ -165,7 +165,7 @@ def build(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame) -> Graph
     s0, e0 = nodes["ts"].to_numpy(np.int64), nodes["end"].to_numpy(np.int64)
     rank, step = nodes["rank"].to_numpy(np.int64), nodes["step"].to_numpy(np.int64)
     group = np.cumsum(_starts(rank, step)) - 1
-    order = stable_order(s0, e0)   # by start, then end, then index
+    order = np.lexsort((np.arange(n), e0, s0))   # (starts tie across ranks: stable_order is slower here)
     position = np.empty(n, np.int64)
     position[order] = np.arange(n)
     lane_prev = np.where(_starts(rank, step, codes(nodes["lane"])), -1, np.arange(n) - 1)

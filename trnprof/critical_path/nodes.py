@@ -49,8 +49,9 @@ def segment_cummax(values: np.ndarray, first: np.ndarray) -> np.ndarray:
 
 def stable_order(primary: np.ndarray, secondary: np.ndarray) -> np.ndarray:
     """np.lexsort((secondary, primary)): by `primary`, ties by `secondary`, then by index. One
-    stable sort of `primary` (fast on the nearly sorted times a run reads), then a sort of the
-    tied rows only: a two-key lexsort sorts every row by both keys."""
+    stable sort of `primary` (fast on the nearly sorted keys of a lane), then a sort of the tied
+    rows only: for keys with few ties (the lane sort: 0.09 s against the lexsort's 0.4 s CPU on
+    2.2M events); with many ties (the starts of 1,024 ranks in step) the lexsort is faster."""
     order = np.argsort(primary, kind="stable")
     ranked = primary[order]
     tied = np.flatnonzero(ranked[1:] == ranked[:-1])
