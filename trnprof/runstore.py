@@ -105,8 +105,8 @@ def step_row_groups(rows: pa.Table, least: int | None = None) -> pa.Table:
     least = STEP_GROUP_ROWS if least is None else least
     if rows.num_rows <= least:
         return rows
-    step = rows["step"].to_numpy(zero_copy_only=False)
-    changes = np.flatnonzero(step[1:] != step[:-1]) + 1   # nulls (NaN) compare unequal: cut there too
+    step = pc.fill_null(rows["step"], -1).to_numpy()   # rows outside any step: a run of their own
+    changes = np.flatnonzero(step[1:] != step[:-1]) + 1
     cuts, last = [0], 0
     for at in changes.tolist():
         if at - last >= least:
