@@ -7,7 +7,8 @@ scale (`whatif --scale collective=0`) from one graph build per batch (`Replayer.
 base_path=True)`), and reports peak RSS. The target (issue 26) is 1,024 ranks x 10 steps
 (`--nodes 32`) in <= 60 s within the default memory budget. The machine may be shared: each row
 gives the 1-minute load average and the machine's pace at the time (millions of int64 keys
-sorted per second by numpy, one core), to compare figures taken under different load.
+sorted per second by numpy, one core), to compare figures taken under different load, and the
+process's CPU seconds (user + system, all threads) of each measure, which the load moves less.
 
     python bench/bench_critical_path.py [--nodes 2,4,8] [--steps 10] [--keep DIR]
 """
@@ -52,17 +53,23 @@ def pace() -> float:
     return len(keys) / (time.perf_counter() - started) / 1e6
 
 
+def _cpu() -> float:
+    used = os.times()
+    return used.user + used.system
+
+
 def _time(path: Path) -> dict:
     with open_run(path) as run:
         events = int(run.sql("SELECT COUNT(*) AS n FROM events")["n"][0])
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), _cpu()
         steps = run.sql(f"SELECT * FROM {tables.SUMMARY}")
-        path_s = time.perf_counter() - started
+        path_s, path_cpu = time.perf_counter() - started, _cpu() - cpu
     with open_run(path) as run:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), _cpu()
         replayed = Replayer(run).replay(["collective=0"], base_path=True)
-        both_s = time.perf_counter() - started
-    return {"events": events, "steps": len(steps), "nodes": replayed.nodes, "path_s": path_s, "both_s": both_s}
+        both_s, both_cpu = time.perf_counter() - started, _cpu() - cpu
+    return {"events": events, "steps": len(steps), "nodes": replayed.nodes, "path_s": path_s, "both_s": both_s,
+            "path_cpu": path_cpu, "both_cpu": both_cpu}
 
 
 def main() -> None:
@@ -73,15 +80,16 @@ def main() -> None:
     args = parser.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="bench-cp-"))
     folder.mkdir(parents=True, exist_ok=True)
-    print(f"{'ranks':>6} {'events':>11} {'nodes':>11} {'path s':>7} {'path+replay s':>14} {'peak RSS MB':>12} "
-          f"{'load':>5} {'pace M/s':>9}")
+    print(f"{'ranks':>6} {'events':>11} {'nodes':>11} {'path s':>7} {'path+replay s':>14} {'CPU s':>12} "
+          f"{'peak RSS MB':>12} {'load':>5} {'pace M/s':>9}")
     for nodes in (int(n) for n in args.nodes.split(",")):
         run = _run(folder, nodes, args.steps)
         load, speed = os.getloadavg()[0], pace()
         result = _time(run)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        cpu = f"{result['path_cpu']:.1f} / {result['both_cpu']:.1f}"
         print(f"{32 * nodes:>6} {result['events']:>11,} {result['nodes']:>11,} {result['path_s']:>7.1f} "
-              f"{result['both_s']:>14.1f} {rss:>12.0f} {max(load, os.getloadavg()[0]):>5.1f} {speed:>9.1f}",
+              f"{result['both_s']:>14.1f} {cpu:>12} {rss:>12.0f} {max(load, os.getloadavg()[0]):>5.1f} {speed:>9.1f}",
               flush=True)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from .runstore import STEP_GROUP_ROWS
 from .schema import FORMAT_NAME, MANIFEST_FILE, SCHEMA_VERSION, TABLE_COLUMNS
 from .critical_path.tables import DOCS as CRITICAL_PATH_TABLES
 from .docgen_hardware import hardware_md
@@ -50,6 +51,10 @@ def run_format_md() -> str:
              "Times are int64 nanoseconds on one clock for the whole run. A run is written to a hidden",
              "temporary sibling folder and renamed into place when complete; its manifest is written last,",
              "so a folder without a manifest is never taken for a run.", "",
+             "Each write of events is stored in row groups that start where the step changes (runs of",
+             f"one step, merged until a group holds {STEP_GROUP_ROWS:,} rows): a query of some steps skips the",
+             "other steps' row groups by the step column's statistics. Runs written before, one row group",
+             "per file, read the same.", "",
              "## Manifest", "",
              *_table([
                  ("format", f"always `{FORMAT_NAME}`"),

@@ -23,6 +23,7 @@ import socket
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
@@ -37,6 +38,10 @@ MAX_TIME_NS = 1 << 62
 SCRATCH = ".scratch"
 OWNER = ".owner"  # the writer's host name, inside its temporary folder
 _PARTITIONING = ds.partitioning(pa.schema([("rank", pa.int32())]), flavor="hive")
+# Events are written in row groups that start where the step changes (runs of consecutive rows of
+# one step, merged up to this many rows): a reader of some steps skips the others' row groups by
+# the step column's statistics (the critical path reads a run a few steps at a time).
+STEP_GROUP_ROWS = 4096
 
 
 def conform(data, table: str) -> pa.Table:
@@ -90,6 +95,26 @@ def _check_events(events: pa.Table) -> None:
     bad = pc.filter(events["kind"], pc.invert(pc.is_in(events["kind"], pa.array(EVENT_KINDS))))
     if len(bad):
         raise TrnprofError(f"events.kind: unknown kind {bad[0].as_py()!r}; allowed: {', '.join(EVENT_KINDS)}")
+
+
+def step_row_groups(rows: pa.Table, least: int | None = None) -> pa.Table:
+    """`rows` in their order, as one record batch per row group to write: cut where the step
+    changes, consecutive cuts merged until a batch holds `least` rows (the dataset writer makes a
+    row group of each batch, and splits only batches over its own size; a chunk boundary of
+    `rows` also ends a batch)."""
+    least = STEP_GROUP_ROWS if least is None else least
+    if rows.num_rows <= least:
+        return rows
+    step = pc.fill_null(rows["step"], -1).to_numpy()   # rows outside any step: a run of their own
+    changes = np.flatnonzero(step[1:] != step[:-1]) + 1
+    cuts, last = [0], 0
+    for at in changes.tolist():
+        if at - last >= least:
+            cuts.append(at)
+            last = at
+    cuts.append(rows.num_rows)
+    return pa.Table.from_batches([batch for a, b in zip(cuts[:-1], cuts[1:])
+                                  for batch in rows.slice(a, b - a).to_batches()], schema=rows.schema)
 
 
 class RunStats:
@@ -164,10 +189,11 @@ class RunWriter:
             return
         part = self._parts[table]
         self._parts[table] += 1
+        batches = step_row_groups(rows) if table == "events" else rows
         ds.write_dataset(
-            rows, self.tmp / table, format="parquet", partitioning=_PARTITIONING,
+            batches, self.tmp / table, format="parquet", partitioning=_PARTITIONING,
             basename_template=f"part-{part}-{{i}}.parquet", existing_data_behavior="overwrite_or_ignore",
-            max_partitions=1 << 20, max_open_files=4096, file_visitor=self._record_part,
+            max_partitions=1 << 20, max_open_files=4096, file_visitor=self._record_part, preserve_order=True,
             file_options=ds.ParquetFileFormat().make_write_options(compression="zstd", write_page_checksum=True))
         self._rows[table] += rows.num_rows
         self._stats.add(table, rows)

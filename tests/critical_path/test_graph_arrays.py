@@ -3,11 +3,18 @@ with the plain computation it replaces, and the coded event read with the plain 
 
 from __future__ import annotations
 
+import json
+import shutil
+
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 from hypothesis import given, settings, strategies as st
 
+from trnprof import runstore
 from trnprof.api import open_run
+from trnprof.collectors.trn1 import simulate
+from trnprof.model import config as trn1_config
 from trnprof.critical_path import events as E, graph as G, nodes as N
 from trnprof.critical_path.compute import analyse
 
@@ -26,6 +33,14 @@ def test_segment_cummax_is_the_running_maximum_per_segment(rows):
     first[1:] = segment[1:] != segment[:-1]
     expected = pd.Series(values).groupby(segment).cummax().to_numpy()
     assert np.array_equal(N.segment_cummax(values, first), expected)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(-3, 3)), min_size=0, max_size=60))
+def test_stable_order_is_the_two_key_lexsort(rows):
+    primary = np.array([p for p, _ in rows], np.int64) + EPOCH
+    secondary = np.array([s for _, s in rows], np.int64)
+    assert np.array_equal(N.stable_order(primary, secondary), np.lexsort((secondary, primary)))
 
 
 @settings(max_examples=60, deadline=None)
@@ -97,3 +112,28 @@ def test_batches_of_one_step_give_the_path_and_replay_of_one_batch(tmp_path):
     # the unchanged replay is each step's measured window, 90 ms
     assert whole.measured["dur"].tolist() == per_step.measured["dur"].tolist() == [90 * MS] * 3
     assert whole.walks.to_dict("list") == per_step.walks.to_dict("list")
+
+
+def test_runs_written_before_step_row_groups_give_the_same_path_and_replay(tmp_path, monkeypatch):
+    """The run store cuts events into row groups per step (trnprof/runstore.py); a run written
+    before, one row group per file holding every step, reads the same."""
+    monkeypatch.setattr(runstore, "STEP_GROUP_ROWS", 64)   # the tiny job's steps are small
+    config = trn1_config.load_config(preset="tiny", overrides=["run.steps=4", "cluster.nodes=1"])
+    new = simulate(config, tmp_path / "new")
+    old = tmp_path / "old"
+    shutil.copytree(new, old)
+    files = sorted((old / "events").rglob("*.parquet"))
+    assert max(pq.ParquetFile(f).metadata.num_row_groups for f in files) > 1   # the new layout is exercised
+    for part in files:
+        pq.write_table(pq.read_table(part, partitioning=None), part, row_group_size=1 << 30)
+        assert pq.ParquetFile(part).metadata.num_row_groups == 1
+    manifest = json.loads((old / "trnprof.json").read_text())
+    del manifest["parts"]   # as a run written before the manifest listed its files
+    (old / "trnprof.json").write_text(json.dumps(manifest))
+    results = []
+    for run_dir in (new, old):
+        with open_run(run_dir) as run:
+            results.append(analyse(run, ["collective=0"], limit=1))
+    pd.testing.assert_frame_equal(results[0].segments, results[1].segments)
+    assert results[0].replayed.equals(results[1].replayed) and results[0].measured.equals(results[1].measured)
+    assert len(results[0].segments) and results[0].replayed["step"].nunique() > 1

@@ -50,6 +50,7 @@ def _check(run_dir, seed: int) -> dict:
             edges["nodes"] += len(graph.nodes)
             for work, gap in _scalings(graph, seed):
                 _same(replay.solve(graph, work, gap, method="numpy"), replay.solve(graph, work, gap, method="python"))
+            _same(replay.solve_unchanged(graph), replay.solve(graph, method="numpy"))
     return edges
 
 
@@ -64,6 +65,19 @@ def test_python_rounds_agree_with_numpy_rounds_on_simulated_runs(tmp_path):
     config = trn1_config.load_config(preset="tiny", overrides=[f"faults={FAULTS}", "run.steps=6", "input.workers=1"])
     edges = _check(simulate(config, tmp_path / "faults"), seed=7)
     assert edges["joins"] > 0   # collectives joined across ranks
+
+
+def test_unchanged_replay_is_the_measured_timeline_without_rounds(tmp_path, monkeypatch):
+    """The replay with nothing scaled evaluates each node once on its predecessors' measured
+    times: no wavefront round runs, and every node starts and ends when it was measured to."""
+    ingest([DATA / "kineto_ddp" / "slow"], tmp_path / "run", rank=None)
+    monkeypatch.setattr(replay, "solve", lambda *a, **k: pytest.fail("the unchanged replay ran the rounds"))
+    with open_run(tmp_path / "run") as run:
+        for graph in Replayer(run).graphs():
+            solution = replay.solve_unchanged(graph)
+            assert np.array_equal(solution.start, graph.nodes["ts"].to_numpy(float))
+            assert np.array_equal(solution.end, graph.nodes["end"].to_numpy(float))
+            assert (solution.end_by >= 0).any() and (solution.start_by >= 0).any()
 
 
 def test_auto_runs_a_single_rank_trace_in_python_rounds(tmp_path, monkeypatch):

@@ -12,7 +12,7 @@ import pytest
 from trnprof import open_run
 from trnprof.errors import NotARunError, TrnprofError
 from trnprof.manifest import new_manifest
-from trnprof.runstore import conform, write_run
+from trnprof.runstore import STEP_GROUP_ROWS, conform, step_row_groups, write_run
 from trnprof.schema import EVENTS, SCHEMA_VERSION
 
 from tests.conftest import write_inline_run
@@ -172,3 +172,36 @@ def test_files_written_before_a_nullable_column_existed_read_it_as_null(tmp_path
     with open_run(run) as opened:
         row = opened.sql("SELECT ts, coll_ranks IS NULL AS missing FROM events").iloc[0]
     assert row["ts"] == 0 and bool(row["missing"])
+
+
+def _stepped_events(per_step: int, steps: int) -> list[dict]:
+    """Events of two ranks, in step order, `per_step` a step, then a few outside any step."""
+    out = [{**EVENT, "rank": rank, "step": step, "ts": (step * per_step + i) * 10, "name": f"op{i % 7}"}
+           for rank in (0, 1) for step in range(steps) for i in range(per_step)]
+    return out + [{**EVENT, "rank": 0, "ts": 10 ** 9 + i} for i in range(3)]
+
+
+def test_events_are_cut_into_row_groups_where_the_step_changes(tmp_path):
+    """A reader of some steps skips the other steps' row groups by the step column's statistics."""
+    per_step = STEP_GROUP_ROWS + 100
+    run = write_inline_run(tmp_path / "r", _stepped_events(per_step, 3))
+    for rank in (0, 1):
+        meta = pq.ParquetFile(next((run / "events" / f"rank={rank}").glob("*.parquet"))).metadata
+        step = meta.schema.to_arrow_schema().get_field_index("step")
+        ranges = [(meta.row_group(g).column(step).statistics.min, meta.row_group(g).column(step).statistics.max)
+                  for g in range(meta.num_row_groups) if meta.row_group(g).column(step).statistics.has_min_max]
+        assert ranges == [(0, 0), (1, 1), (2, 2)]
+    stored = pq.read_table(next((run / "events" / "rank=0").glob("*.parquet")))   # the rows in their order
+    written = pd.DataFrame([e for e in _stepped_events(per_step, 3) if e["rank"] == 0])
+    assert stored["ts"].to_pylist() == written["ts"].tolist()
+    with open_run(run) as opened:
+        assert opened.sql("SELECT COUNT(*) AS n FROM events WHERE step = 1")["n"][0] == 2 * per_step
+
+
+def test_small_steps_share_a_row_group_until_it_holds_enough_rows():
+    events = conform(pd.DataFrame(_stepped_events(100, 3 * STEP_GROUP_ROWS // 100)), "events")
+    batches = step_row_groups(events).to_batches()
+    steps = [set(b.column(b.schema.get_field_index("step")).to_pylist()) for b in batches]
+    assert sum(len(b) for b in batches) == events.num_rows
+    assert all(len(b) >= STEP_GROUP_ROWS for b in batches[:-1])
+    assert all(not (a & b) - {None} for a, b in zip(steps, steps[1:]))   # a step is in one group

@@ -64,6 +64,7 @@ class Graph:
     steps: pd.DataFrame    # rank, step, ts, end_ts, tail_gap (times in ns after `origin`), group
     origin: int            # ns on the run's clock of time 0 here (keeps float replay exact)
     group: np.ndarray      # (rank, step) sequence of each node, contiguous, 0..
+    by_sequence: np.ndarray | None = None   # node indices sequence by sequence, each in solving order (_round_major)
 
 
 def _starts(*columns: np.ndarray) -> np.ndarray:
@@ -168,7 +169,7 @@ def build(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame) -> Graph
     s0, e0 = nodes["ts"].to_numpy(np.int64), nodes["end"].to_numpy(np.int64)
     rank, step = nodes["rank"].to_numpy(np.int64), nodes["step"].to_numpy(np.int64)
     group = np.cumsum(_starts(rank, step)) - 1
-    order = np.lexsort((np.arange(n), e0, s0))
+    order = np.lexsort((np.arange(n), e0, s0))   # (starts tie across ranks: stable_order is slower here)
     position = np.empty(n, np.int64)
     position[order] = np.arange(n)
     lane_prev = np.where(_starts(rank, step, codes(nodes["lane"])), -1, np.arange(n) - 1)
@@ -220,15 +221,16 @@ def _round_major(g: Graph) -> Graph:
     new = np.empty(n, np.int64)
     new[old] = np.arange(n)                       # old index -> new index
 
+    lookup = np.append(new, -1)   # a missing edge (-1) stays -1
+
     def ids(a):
-        a = a[old]
-        return np.where(a >= 0, new[np.maximum(a, 0)], -1)
+        return lookup[a[old]]
 
     members = Members(new[g.members.rows], g.members.ptr)
     nodes = g.nodes[list(KEPT_COLUMNS)].take(old).reset_index(drop=True)
     return Graph(nodes, new[g.order], ids(g.lane_prev), ids(g.near),
                  g.gap[old], g.work[old], g.tail[old], g.join[old], ids(g.sync_on), ids(g.launch_by),
-                 g.launch_at[old], members, g.steps, g.origin, g.group[old])
+                 g.launch_at[old], members, g.steps, g.origin, g.group[old], new[by_sequence])
 
 
 def _launches(nodes: pd.DataFrame, marks: pd.DataFrame, group, s0, e0, origin: int):

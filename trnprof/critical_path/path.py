@@ -12,6 +12,7 @@ when the path ends on a rank that started the step later, the difference is `lat
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from .graph import GAP, LATE_RANK, SYNC, Graph
@@ -20,12 +21,11 @@ from .replay import Solution
 SEGMENT_COLUMNS = ["step", "rank", "seq", "category", "name", "ts", "dur"]
 
 
-def _walk(graph: Graph, sol: Solution, row) -> tuple[list, float]:
+def _walk(graph: Graph, sol: Solution, row, columns) -> tuple[list, float]:
     """Segments (rank, category, name, start, end) of one step, latest first, and the time the
-    ranks on the path waited at collectives for a later rank."""
-    nodes = graph.nodes
-    rank, kind_cat, names = nodes["rank"].to_numpy(), nodes["category"].to_numpy(), nodes["name"].to_numpy()
-    step_start = graph.steps.set_index(["rank", "step"])["ts"]
+    ranks on the path waited at collectives for a later rank. `columns`: the nodes' rank,
+    category and name, and each (rank, step)'s start (_columns)."""
+    rank, kind_cat, names, step_start = columns
     segs, waited = [], 0.0
     j, t = int(row.last), float(row.end)
     if j < 0:
@@ -97,11 +97,20 @@ def critical_path(graph: Graph, sol: Solution) -> tuple[pd.DataFrame, pd.DataFra
     if steps.empty:
         return pd.DataFrame(columns=SEGMENT_COLUMNS), pd.DataFrame(columns=["step", "rank", "late_rank_wait"])
     ends = steps.loc[steps.groupby("step")["dur"].idxmax()]
+    columns = _columns(graph)
     for row in ends.itertuples(index=False):
-        segs, waited = _walk(graph, sol, row)
+        segs, waited = _walk(graph, sol, row, columns)
         segs = [s for s in _clip(segs, float(row.ts)) if s[4] > s[3]][::-1]
-        for seq, (rank, cat, name, a, b) in enumerate(segs):
-            rows.append((int(row.step), rank, seq, cat, name, int(round(a)) + graph.origin, int(round(b - a))))
+        rows += [(int(row.step), rank, seq, cat, name, a, b) for seq, (rank, cat, name, a, b) in enumerate(segs)]
         facts.append((int(row.step), int(row.rank), waited))
-    segments = pd.DataFrame(rows, columns=SEGMENT_COLUMNS)
+    segments = pd.DataFrame(rows, columns=[*SEGMENT_COLUMNS[:5], "a", "b"])
+    a, b = segments.pop("a").to_numpy(float), segments.pop("b").to_numpy(float)
+    segments["ts"] = np.rint(a).astype(np.int64) + graph.origin   # round half to even, as round()
+    segments["dur"] = np.rint(b - a).astype(np.int64)
     return segments, pd.DataFrame(facts, columns=["step", "rank", "late_rank_wait"])
+
+
+def _columns(graph: Graph) -> tuple:
+    nodes, steps = graph.nodes, graph.steps
+    step_start = dict(zip(zip(steps["rank"].tolist(), steps["step"].tolist()), steps["ts"].tolist()))
+    return nodes["rank"].to_numpy(), nodes["category"].to_numpy(), nodes["name"].to_numpy(), step_start

@@ -56,6 +56,42 @@ def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndar
     return wave.run(step_gap_scale)
 
 
+def solve_unchanged(graph: Graph) -> Solution:
+    """The replay with nothing scaled, without rounds: every node's equations evaluated once on
+    the measured times of its predecessors. When the result is the measured timeline (it is by
+    construction: the lead gaps, tails and launch offsets were measured from it) it is the
+    solution, the one `solve` finds; otherwise (never seen) `solve` runs."""
+    g, n = graph, len(graph.nodes)
+    measured_start = g.nodes["ts"].to_numpy(np.int64).astype(float)
+    measured_end = g.nodes["end"].to_numpy(np.int64).astype(float)
+    every = np.arange(n)
+    base = g.nodes["base"].to_numpy(np.int64).astype(float)
+    ready, start_by, via_launch = _binding(g, every, base, measured_start, measured_end, np.ones(n))
+    start = ready + g.gap
+    end = start + g.work
+    end_by = np.full(n, -1, np.int64)
+    j = np.flatnonzero(g.join >= 0)
+    if len(j):
+        instances = np.arange(len(g.members))
+        arrival = np.maximum.reduceat(start[g.members.rows], g.members.ptr[:-1])
+        last = first_latest(g.members, instances, start)
+        _end_after(end, end_by, j, start[j] + g.work[j], arrival[g.join[j]] + g.tail[j], last[g.join[j]])
+    s = np.flatnonzero((g.sync_on >= 0) & (g.join < 0))   # a joined node ends with its join
+    if len(s):
+        device = g.sync_on[s]
+        _end_after(end, end_by, s, start[s] + g.work[s], end[device] + g.tail[s], device)
+    if not (np.array_equal(start, measured_start) and np.array_equal(end, measured_end)):
+        return solve(graph)
+    return Solution(start, end, start_by, end_by, via_launch, _steps(graph, end, None))
+
+
+def _end_after(end, end_by, nodes, own, after, who) -> None:
+    """End `nodes` at the later of their own work and what they waited for (`who`, ending at `after`)."""
+    later = after > own
+    end[nodes] = np.where(later, after, own)
+    end_by[nodes] = np.where(later, who, -1)
+
+
 class _Wave:
     def __init__(self, graph: Graph, work_scale, gap_scale):
         n = len(graph.nodes)
@@ -76,13 +112,17 @@ class _Wave:
         self.size = np.bincount(inst, minlength=size)
         self.started = np.zeros(size, np.int64)
         self.arrival = np.full(size, -np.inf)     # latest start among the started members
-        self.last = np.full(size, -1, np.int64)   # the member that started latest
+        # the member that started latest, the first of ties, as its position among the members
+        self.last_pos = np.full(size, np.iinfo(np.int64).max)
+        sizes = np.diff(graph.members.ptr)
+        self.member_pos = np.zeros(n, np.int64)
+        self.member_pos[graph.members.rows] = np.arange(len(graph.members.rows)) - np.repeat(graph.members.ptr[:-1], sizes)
         self.pending = np.zeros(0, np.int64)      # started nodes whose end waits on a join or a sync
 
     def _sequences(self):
         """Node order per (rank, step): the measured start order, as positions and bounds."""
         group = self.g.group
-        order = self.g.order[np.argsort(group[self.g.order], kind="stable")]
+        order = self.g.by_sequence
         counts = np.bincount(group, minlength=group.max() + 1 if len(group) else 0)
         first = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
         return order, first, first + counts
@@ -121,10 +161,13 @@ class _Wave:
         self.end[j[plain]] = self.start[j[plain]] + self.work[j[plain]]
         joined = j[g.join[j] >= 0]
         inst = g.join[joined]
-        np.add.at(self.started, inst, 1)
-        np.maximum.at(self.arrival, inst, self.start[joined])
-        latest = self.start[joined] >= self.arrival[inst]
-        self.last[inst[latest]] = joined[latest]
+        if len(joined):
+            before = self.arrival[inst]
+            np.add.at(self.started, inst, 1)
+            np.maximum.at(self.arrival, inst, self.start[joined])
+            self.last_pos[inst[self.arrival[inst] > before]] = np.iinfo(np.int64).max   # a later arrival
+            top = self.start[joined] == self.arrival[inst]
+            np.minimum.at(self.last_pos, inst[top], self.member_pos[joined[top]])
         self.pending = np.concatenate([self.pending, j[~plain]])
 
     def _settle(self, force: bool) -> bool:
@@ -143,7 +186,9 @@ class _Wave:
             q = p[can]
             own = self.start[q] + self.work[q]
             after = np.where(joins[can], self.arrival[i[can]], self.end[d[can]]) + self.tail[q]
-            who = np.where(joins[can], self.last[i[can]], dev[can])
+            who = dev[can].copy()
+            complete = i[can][joins[can]]
+            who[joins[can]] = g.members.rows[g.members.ptr[complete] + self.last_pos[complete]]
             later = after > own
             self.end[q] = np.where(later, after, own)
             self.end_by[q] = np.where(later, who, -1)
@@ -178,6 +223,19 @@ class _Wave:
             self.end[p], self.end_by[p] = joined, who
         else:
             self.end[p] = own
+
+
+def first_latest(members, instances: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Per collective instance, its member that started latest; among equal starts the first
+    member (members are in rank order), whatever order the solver took them in."""
+    low, high = members.ptr[instances], members.ptr[instances + 1]
+    sizes = high - low
+    offsets = np.cumsum(sizes) - sizes
+    rows = members.rows[np.repeat(low - offsets, sizes) + np.arange(int(sizes.sum()))]
+    arrived = start[rows]
+    latest = np.repeat(np.maximum.reduceat(arrived, offsets), sizes) if len(rows) else arrived
+    at = np.where(arrived == latest, np.arange(len(rows)), len(rows))
+    return rows[np.minimum.reduceat(at, offsets)] if len(rows) else rows
 
 
 def _binding(g: Graph, j: np.ndarray, base, start, end, work_f):

@@ -4,8 +4,8 @@ sequences, where each numpy round would start a handful of nodes and its call ov
 starts one node per round (docs/critical-path.md, Performance: the solver).
 
 Every decision is the wavefront's, taken in the same order on the same float64 values (Python
-floats are IEEE doubles): same rounds, same ties (the member that started latest, the last
-started in a round winning), same settling of blocked nodes, same fallback to measured offsets
+floats are IEEE doubles): same rounds, same ties (the member that started latest, the first in
+rank order), same settling of blocked nodes, same fallback to measured offsets
 when no sequence can move. tests/critical_path/test_solvers.py holds the two to identical output.
 """
 
@@ -22,7 +22,7 @@ class Rounds:
         self.g, self.n = g, wave.n
         self.lane_prev, self.near = g.lane_prev.tolist(), g.near.tolist()
         self.launch_by, self.launch_at = g.launch_by.tolist(), g.launch_at.tolist()
-        self.join, self.sync_on = g.join.tolist(), g.sync_on.tolist()
+        self.join, self.sync_on, self.members = g.join.tolist(), g.sync_on.tolist(), g.members
         self.work_f, self.work, self.tail = wave.work_f.tolist(), wave.work.tolist(), wave.tail.tolist()
         self.gap, self.base = wave.gap.tolist(), wave.base.tolist()
         n = self.n
@@ -77,15 +77,11 @@ class Rounds:
                 end[j] = start[j] + self.work[j]
             else:
                 self.pending.append(j)
-        joined = [j for j in nodes if self.join[j] >= 0]
-        for j in joined:     # all of the round's arrivals first, then who arrived latest
+        for j in nodes:
             i = self.join[j]
-            self.started[i] += 1
-            self.arrival[i] = max(self.arrival[i], start[j])
-        for j in joined:
-            i = self.join[j]
-            if start[j] >= self.arrival[i]:
-                self.last[i] = j
+            if i >= 0:
+                self.started[i] += 1
+                self.arrival[i] = max(self.arrival[i], start[j])
 
     def _settle(self, force: bool) -> bool:
         """The wavefront's settle: blocked nodes whose join is complete or whose device node had
@@ -97,7 +93,7 @@ class Rounds:
         if any(can):
             for p in [p for p, c in zip(pending, can) if c]:
                 i = self.join[p]
-                after, who = (self.arrival[i], self.last[i]) if i >= 0 else (self.end[self.sync_on[p]], self.sync_on[p])
+                after, who = (self.arrival[i], self._last(i)) if i >= 0 else (self.end[self.sync_on[p]], self.sync_on[p])
                 self._end(p, after + self.tail[p], who)
             self.pending = [p for p, c in zip(pending, can) if not c]
             return True
@@ -107,6 +103,13 @@ class Rounds:
             self.pending = []
             return True
         return False
+
+    def _last(self, i: int) -> int:
+        """The member of instance i that started latest, the first of ties (replay.first_latest)."""
+        if self.last[i] < 0:
+            arrival = self.arrival[i]
+            self.last[i] = next(m for m in self.members[i].tolist() if self.start[m] == arrival)
+        return self.last[i]
 
     def _settles(self, p: int) -> bool:
         i = self.join[p]

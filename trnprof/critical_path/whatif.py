@@ -44,20 +44,22 @@ def _numbers(seconds: float | None, run_job: dict) -> dict:
 
 
 class Priced:
-    """A run's replay set up once: measured step, unchanged replay, then any change."""
+    """A run's replay set up once: measured step, unchanged replay, then any change. With
+    `breakdown`, also the unchanged replay's critical path by category (the whatif document's
+    baseline; pricing findings needs step times only)."""
 
-    def __init__(self, run):
+    def __init__(self, run, breakdown: bool = True):
         self.run = run
         self.replayer = Replayer(run, steady_steps(run))
         if not self.replayer.batches:
             raise TrnprofError(f"run {run.path}: no steps with recorded work to replay (the run needs step events)")
-        base = self.replayer.replay(base_path=True)
+        base = self.replayer.replay(path=breakdown)
         if base.measured.empty:
             raise TrnprofError(f"run {run.path}: no steps with recorded work to replay")
         self.measured_s = float(run.sql("SELECT step, dur FROM step_times").set_index("step")["dur"]
                                 .reindex(base.measured["step"]).median()) * S_PER_NS
         self.base_s = float(base.measured["dur"].median()) * S_PER_NS
-        self.base_breakdown = _per_step(base.segments)
+        self.base_breakdown = _per_step(base.segments) if breakdown else None
         self.steps = len(base.measured)
 
     def predict(self, scales, path: bool = True) -> tuple[float, dict | None]:
@@ -142,7 +144,7 @@ def project_by_replay(run, findings, reason: str) -> None:
     if not wanted:
         return
     try:
-        priced = Priced(run)
+        priced = Priced(run, breakdown=False)
     except TrnprofError as exc:
         for finding in wanted:
             finding.projected = _unpriced(f"no what-if for this run: {reason}; no replay either: {exc}")
