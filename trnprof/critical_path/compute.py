@@ -114,8 +114,8 @@ class Replayer:
 
     def graphs(self):
         """Each batch's graph. The next batch's events are read in a second thread while this
-        one is built and solved (DuckDB releases the GIL; the run's connection serves only that
-        thread meanwhile); they cost a batch's raw events of memory (flattening them ahead too
+        one is built and solved (DuckDB releases the GIL; the reader has a cursor of its own, so the
+        caller may query the run meanwhile); they cost a batch's raw events of memory (flattening them ahead too
         cost twice as much: 2.4 GB peak at 1,024 ranks)."""
         with ThreadPoolExecutor(max_workers=1) as pool:
             ahead = None

@@ -37,9 +37,11 @@ def events_sql(steps: tuple[int, int]) -> str:
 
 
 def _connection(run):
-    """(DuckDB connection, schema) behind `run`, or None (read through run.sql)."""
+    """(a cursor of the DuckDB connection, schema) behind `run`, or None (read through run.sql).
+    The reads have a cursor of their own: one may run in a second thread (compute.Replayer) while
+    the caller queries the run, and each sets its own schema."""
     con = getattr(run, "con", None)
-    return (con, getattr(run, "schema", "main")) if con is not None else None
+    return (con.cursor(), getattr(run, "schema", "main")) if con is not None else None
 
 
 class Reader:
