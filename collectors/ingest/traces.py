@@ -84,6 +84,14 @@ def _writable(folder: Path) -> str | None:
     return None
 
 
+def _not_ours(cached: Path) -> str | None:
+    """Why the cache's folder for these traces is not one trnprof may replace, or None: a link
+    (to anywhere) or anything but a folder is never removed."""
+    if cached.is_symlink() or (cached.exists() and not cached.is_dir()):
+        return f"{cached.name} there is not a folder trnprof made"
+    return None
+
+
 @contextlib.contextmanager
 def run_of_traces(paths, *, run: str | Path | None = None):
     """Yield the `TraceRun` of the traces `paths`: into `run` when given, else the cache."""
@@ -97,7 +105,7 @@ def run_of_traces(paths, *, run: str | Path | None = None):
     if _holds(cached, identity):
         yield TraceRun(cached, False, None)
         return
-    why_not = _writable(cached.parent)
+    why_not = _writable(cached.parent) or _not_ours(cached)
     if why_not is None:
         if cached.is_dir():  # a damaged run at the cache's own key: trnprof made it, and makes it again
             shutil.rmtree(cached)

@@ -129,6 +129,19 @@ def test_a_damaged_run_in_the_cache_is_made_again(cli, cache):
     assert "ingested" in said and second["run"] == first["run"] and _verdict(second) == _verdict(first)
 
 
+def test_a_link_at_the_caches_key_is_never_followed_or_removed(cli, cache, tmp_path):
+    first, _ = _analyze(cli, TRACE)
+    kept = next((cache / "runs").glob("*/trnprof.json")).parent
+    shutil.rmtree(kept)
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "data.txt").write_text("keep me")
+    kept.symlink_to(theirs)
+    second, said = _analyze(cli, TRACE)
+    assert "is not a folder trnprof made" in said and _verdict(second) == _verdict(first)
+    assert kept.is_symlink() and [p.name for p in theirs.iterdir()] == ["data.txt"]
+
+
 def test_a_folder_of_per_rank_traces_is_one_run(cli, cache, tmp_path):
     folder = tmp_path / "job"
     folder.mkdir()
