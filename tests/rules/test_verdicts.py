@@ -118,6 +118,26 @@ def test_a_v100_trace_gets_fp16_advice_not_bf16(cli, tmp_path):
         f.recommendation for f in document.findings)
 
 
+def test_host_bound_advice_fits_the_platform(cli, tmp_path):
+    """A host-bound step on a ROCm GPU (HTA amd_trace: hipLaunchKernel is most of the host's time)
+    gets launch-reduction advice for GPUs, never torch-xla's; a run that names no device gets the
+    Trainium advice."""
+    from tests.conftest import write_inline_run
+    run = _ingest(cli, KINETO / "amd_trace", tmp_path / "rocm")
+    gpu = next(f for f in analyze(run).findings if f.name == "compute.host_bound")
+    assert "on ROCm" in gpu.recommendation and "CUDA graphs" in gpu.recommendation
+    assert not re.search(r"Neuron|torch-xla|MpDeviceLoader", gpu.recommendation)
+    events = [{"rank": 0, "ts": s * 1000, "dur": 1000, "kind": "step", "name": "s", "lane": "host/main", "step": s}
+              for s in range(3)]
+    events += [{"rank": 0, "ts": s * 1000, "dur": 400, "kind": "host", "name": "xla.execute", "lane": "host/main"}
+               for s in range(3)]
+    events += [{"rank": 0, "ts": s * 1000 + 400, "dur": 600, "kind": "compute", "name": "matmul", "lane": "nc/tensor"}
+               for s in range(3)]
+    trainium = next(f for f in analyze(write_inline_run(tmp_path / "trn", events)).findings
+                    if f.name == "compute.host_bound")
+    assert "on Neuron" in trainium.recommendation and "CUDA graphs" not in trainium.recommendation
+
+
 def test_mtia_device_events_are_device_work(cli, tmp_path):
     """Meta's MTIA (HTA mtia_trace_single_rank): the accelerator's events (`mtia_ccp_events`) are
     device work of a kind the ingester does not know: counted as such and reported, so its CPU
