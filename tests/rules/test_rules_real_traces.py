@@ -63,6 +63,8 @@ def test_a_slow_rank_that_its_peer_waits_for_is_a_straggler(runs):
     assert 0.7 < finding.impact.fraction_of_step < 1.0
     assert "n/a" not in finding.message and "peers' mean wait 5" in finding.message  # ~53 ms per step
     assert f"{finding.impact.fraction_of_step:.0%} of step time" in finding.message
+    # a CPU job (gloo): the monitors named are the host's, not the NeuronCore's
+    assert "its CPU cores: top, pidstat" in finding.recommendation and "neuron" not in finding.recommendation.lower()
 
 
 def test_gloo_collectives_are_matched_across_ranks_with_their_payload(runs):
