@@ -73,3 +73,24 @@ def test_host_metrics_sampler_stops_at_the_size_cap(tmp_path):
     for row in rows:  # this process is rank 0's main process: no RANK, the first Python process
         names = {name for rank, name, _, _ in row["samples"] if rank == 0}
         assert {"host.process.rss", "host.cpu.0.util", "host.memory.used"} <= names
+
+
+def test_a_rank_read_before_its_exec_is_read_again(monkeypatch):
+    """torchrun forks each rank before exec sets its RANK; a listing in between must not hide that
+    rank for the rest of the job, and the sampler lists again until the node's ranks are all found."""
+    import psutil
+
+    from trnprof.record import hostmetrics
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        reads = iter([None, (1, 2)])  # the child is first seen with its parent's environment
+        monkeypatch.setattr(hostmetrics, "_rank_of",
+                            lambda p: (0, 2) if p.pid == os.getpid() else next(reads, (1, 2)))
+        known: dict = {}
+        first = hostmetrics.rank_processes(psutil.Process(), known)
+        assert sorted(first) == [0] and first[0][1] == []  # no RANK yet: not counted as anyone's
+        again = hostmetrics.rank_processes(psutil.Process(), known)
+        assert sorted(again) == [0, 1] and again[1][0].pid == child.pid
+    finally:
+        child.kill()
+        child.wait()

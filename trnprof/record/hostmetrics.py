@@ -36,12 +36,16 @@ from trnprof.collectors.host.format import FILE_NAME, HEADER_KEY
 TREE_EVERY = 5.0  # seconds between two listings of the command's processes
 
 
-def _rank_of(process: psutil.Process) -> int | None:
+def _rank_of(process: psutil.Process) -> tuple[int, int] | None:
+    """(RANK, LOCAL_WORLD_SIZE) from the process's environment, or None without a RANK."""
     try:
-        value = process.environ().get("RANK", "")
+        env = process.environ()
     except (psutil.Error, OSError):
         return None
-    return int(value) if value.isdigit() else None
+    rank, local = env.get("RANK", ""), env.get("LOCAL_WORLD_SIZE", "")
+    if not rank.isdigit():
+        return None
+    return int(rank), int(local) if local.isdigit() else 1
 
 
 def _is_python(process: psutil.Process) -> bool:
@@ -51,25 +55,27 @@ def _is_python(process: psutil.Process) -> bool:
         return False
 
 
-def rank_processes(root: psutil.Process, known: dict[int, int | None] | None = None
+def rank_processes(root: psutil.Process, known: dict[int, tuple[int, int]] | None = None
                    ) -> dict[int, tuple[psutil.Process, list[psutil.Process]]]:
     """rank -> (main process, its data-loader workers). Processes carrying torchrun's RANK are
     the ranks' (the topmost of each RANK is its main process); without any RANK, the first
-    Python process of the tree is rank 0's main process. `known` caches each pid's RANK."""
+    Python process of the tree is rank 0's main process. `known` caches each pid's
+    (RANK, LOCAL_WORLD_SIZE) once found: a process read between fork and exec still shows its
+    parent's environment, so a process without a RANK is read again at the next listing."""
     known = {} if known is None else known
     try:
         tree = [root] + root.children(recursive=True)
     except psutil.Error:
         return {}
     for process in tree:
-        if process.pid not in known:
-            known[process.pid] = _rank_of(process)
+        if process.pid not in known and (found_rank := _rank_of(process)) is not None:
+            known[process.pid] = found_rank
     found: dict[int, tuple[psutil.Process, list[psutil.Process]]] = {}
-    if any(known[p.pid] is not None for p in tree):
+    if any(p.pid in known for p in tree):
         for process in tree:  # parents come before their children
-            rank = known[process.pid]
-            if rank is None:
+            if process.pid not in known:
                 continue
+            rank = known[process.pid][0]
             if rank in found:
                 found[rank][1].append(process)
             else:
@@ -102,7 +108,7 @@ class Sampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="trnprof-host-metrics", daemon=True)
         self._cpu: dict[int, psutil.Process] = {}  # pid -> Process, kept so cpu_percent has a previous sample
-        self._ranks: dict[int, int | None] = {}    # pid -> its RANK, read once
+        self._ranks: dict[int, tuple[int, int]] = {}  # pid -> (RANK, LOCAL_WORLD_SIZE), read once found
         self._tree = None                          # rank_processes(), refreshed every TREE_EVERY s
         self._last = None  # (ts, disk counters, net counters)
 
@@ -146,14 +152,19 @@ class Sampler:
 
     def _per_rank(self):
         """The ranks' processes, found again every TREE_EVERY seconds (listing a process tree
-        reads every process of the host) or when one of them has ended."""
+        reads every process of the host), when one of them has ended, or at every sample while
+        fewer ranks are found than the node's LOCAL_WORLD_SIZE (torchrun starts them one by one)."""
         if self.root is None:
             return {}
-        stale = self._tree is None or self.samples % max(1, round(TREE_EVERY / self.interval)) == 0 or not all(
-            p.is_running() for main, workers in self._tree.values() for p in [main, *workers])
+        stale = (self._tree is None or self.samples % max(1, round(TREE_EVERY / self.interval)) == 0
+                 or len(self._tree) < self._ranks_expected()
+                 or not all(p.is_running() for main, workers in self._tree.values() for p in [main, *workers]))
         if stale:
             self._tree = rank_processes(self.root, self._ranks)
         return self._tree
+
+    def _ranks_expected(self) -> int:
+        return max((local for _, local in self._ranks.values()), default=0)
 
     def _usage(self, processes: list[psutil.Process]) -> tuple[float, float]:
         rss = cpu = 0.0
