@@ -1,4 +1,5 @@
-"""The significance test: Mann-Whitney U as scipy computes it, exact and with ties."""
+"""The significance tests: Mann-Whitney U as scipy computes it, exact and with ties; the bulk-noise
+test as Student's t."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from trnprof.diff.stats import compare, mann_whitney, min_p_value
+from trnprof.diff.stats import bulk_noise_test, bulk_sd, compare, mann_whitney, min_p_value
 
 
 @pytest.mark.parametrize("n1,n2,shift", [(3, 4, 0.0), (8, 8, 0.5), (11, 11, 2.0), (30, 40, 0.3), (2, 9, 1.0)])
@@ -39,3 +40,12 @@ def test_a_clear_shift_is_significant_and_its_change_has_the_right_sign():
     assert up["significant"] and down["significant"]
     assert up["change"] == pytest.approx(0.1, abs=1e-3) and down["change"] < 0
     assert up["p_value"] == pytest.approx(min_p_value(10, 10))
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.3, 2.0])
+def test_bulk_noise_p_value_is_students_t_on_the_bulk(shift):
+    rng = np.random.default_rng(7)
+    base, new = rng.normal(10, 1, 12), rng.normal(10 + shift, 1, 9)
+    spread = np.sqrt(bulk_sd(base) ** 2 / len(base) + bulk_sd(new) ** 2 / len(new))
+    expected = 2 * scipy_stats.t.sf(abs(new.mean() - base.mean()) / spread, len(new) - 1)
+    assert bulk_noise_test(base, new) == pytest.approx(min(1.0, expected), rel=1e-9)
