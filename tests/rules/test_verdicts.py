@@ -138,6 +138,26 @@ def test_host_bound_advice_fits_the_platform(cli, tmp_path):
     assert "on Neuron" in trainium.recommendation and "CUDA graphs" not in trainium.recommendation
 
 
+def test_low_mfu_advice_fits_the_platform(tmp_path):
+    """Ten percent MFU on an A100 (the job names the device and states its peak) gets tensor-core
+    advice for CUDA, never NeuronCore or NKI advice; the same job naming no device gets the Neuron
+    advice."""
+    from tests.conftest import write_inline_run
+    events = [{"rank": 0, "ts": s * 1_000_000, "dur": 1_000_000, "kind": kind, "name": name,
+               "lane": lane, "step": s}
+              for s in range(3) for kind, name, lane in (("step", "s", "host/main"), ("compute", "gemm", "gpu/7"))]
+    job = {"model_flops_per_step": 3.12e10, "peak_flops_per_s": 3.12e14}  # 10 % of an A100's BF16 peak for 1 ms
+    findings = {}
+    for name, facts in (("cuda", {"device_kind": "cuda", "device_model": "NVIDIA A100-SXM4-80GB"}),
+                        ("unnamed", {})):
+        run = write_inline_run(tmp_path / name, events, job={**job, **facts})
+        findings[name] = next(f for f in analyze(run).findings if f.name == "compute.low_mfu")
+    assert "on CUDA (NVIDIA A100-SXM4-80GB), BF16 matmuls on the tensor cores" in findings["cuda"].recommendation
+    assert not re.search(r"Neuron|NKI", findings["cuda"].recommendation)
+    assert "NeuronCore" in findings["unnamed"].recommendation
+    assert "10.0%" in findings["cuda"].message and "10.0%" in findings["unnamed"].message
+
+
 def test_mtia_device_events_are_device_work(cli, tmp_path):
     """Meta's MTIA (HTA mtia_trace_single_rank): the accelerator's events (`mtia_ccp_events`) are
     device work of a kind the ingester does not know: counted as such and reported, so its CPU
