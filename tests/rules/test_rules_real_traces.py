@@ -5,6 +5,7 @@ ranks with their payload, so bus bandwidth is measured."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,16 @@ def test_gloo_collectives_are_matched_across_ranks_with_their_payload(runs):
     assert set(gloo["bytes"]) == {262912 * 4}  # Input Dims [[262912]] x float32
     assert gloo["busbw"].notna().all() and (gloo["busbw"] > 0).all()
     assert sorted(gloo["step"]) == list(range(2, 10))
+
+
+NEURON_ADVICE = re.compile(r"Neuron|neuron-|torch[-_]xla|xm\.|NKI|nccom|MpDeviceLoader|EFA")
+
+
+@pytest.mark.parametrize("name", sorted(TRACES))
+def test_advice_on_a_cpu_job_names_no_trainium_tool(runs, name):
+    """Every finding on these CPU (gloo) jobs advises for the platform the trace names: no Neuron
+    profiler, torch-xla loader or NKI kernel (the base job's idle time used to get neuron-profile)."""
+    findings = analyze(runs[name]).findings
+    assert findings or name == "flat"
+    for finding in findings:
+        assert not NEURON_ADVICE.search(finding.recommendation), (finding.name, finding.recommendation)

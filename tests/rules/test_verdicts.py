@@ -87,6 +87,7 @@ def test_a_blocking_copy_is_the_host_waiting_for_the_device(cli, tmp_path):
     assert top.name == "compute.host_sync" and top.severity == "high"
     assert top.impact.fraction_of_step == pytest.approx(share, rel=0.02)
     assert "aten::to > aten::_to_copy > aten::copy_ -> cudaMemcpyAsync" in top.message
+    assert "torch.cuda.synchronize()" in top.recommendation and "torch-xla" not in top.recommendation
 
 
 def test_copies_are_device_work_not_host_time(tmp_path):
