@@ -53,10 +53,10 @@ def main() -> None:
     views = [sum(t[i] for t in totals.values()) for i in (0, 1)]
     print(f"{'part':40s} {'wall s':>8s} {'share':>6s} {'CPU s':>8s}")
     for name, (w, c) in sorted(totals.items(), key=lambda item: -item[1][0]):
-        print(f"{name:40s} {w:8.1f} {w / wall:6.1%} {c:8.1f}")
-    print(f"{'the rest (open, rules, pricing)':40s} {wall - views[0]:8.1f} {(wall - views[0]) / wall:6.1%} "
-          f"{cpu - views[1]:8.1f}")
-    print(f"{'total':40s} {wall:8.1f} {'':6s} {cpu:8.1f}")
+        print(f"{name:40s} {w:8.3f} {w / wall:6.1%} {c:8.3f}")
+    print(f"{'the rest (open, rules, pricing)':40s} {wall - views[0]:8.3f} {(wall - views[0]) / wall:6.1%} "
+          f"{cpu - views[1]:8.3f}")
+    print(f"{'total':40s} {wall:8.3f} {'':6s} {cpu:8.3f}")
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB, "
           f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after, {os.cpu_count()} cores")
 

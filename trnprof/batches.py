@@ -42,8 +42,9 @@ ROW_LEVEL = frozenset({"device_intervals", "_sweep_points", "_swept", "device_se
                        "_host_calls", "_host_stack"})
 # Row-level views kept as a table within a batch while two or more of the batch's stored views
 # read them, so that they are computed once per batch: the interval sweep (step_breakdown and
-# host_self_time both read it; docs/performance.md "Scale").
-SHARED_IN_BATCH = ("device_segments",)
+# host_self_time both read it; docs/performance.md "Scale") and the host call stacks
+# (host_sync_calls and host_self_time).
+SHARED_IN_BATCH = ("device_segments", "_host_stack")
 # Parquet bytes of one batch per byte of memory budget (docs/performance.md: the interval sweep
 # of a batch takes about 20x its Parquet size at peak).
 BATCH_SHARE = 1 / 48

@@ -9,6 +9,9 @@ import json
 import re
 
 import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from trnprof import open_run
 from trnprof.api import analyze
 
@@ -82,3 +85,61 @@ def test_a_real_nested_trio_no_longer_each_gets_the_full_share(cli, tmp_path):
     message = next(f.message for f in analyze(run).findings if f.name == "compute.host_bound")
     shares = [int(s) for s in re.findall(r"\((\d+) %\)", message)]
     assert sum(shares) <= 100 and not any(name + " (22 %)" in message for name in TRIO), message
+
+
+def _reference_self_ns(calls, claimed) -> dict:
+    """host_self_time's definition, instant by instant: each thread's points in the stack's order
+    (ends before starts, inner ends and outer starts first), the stretch after a point owned by the
+    call last opened at the depth it leaves; each claimed piece split evenly over the stretches
+    covering it whose owner does not block."""
+    stretches = []  # (start, end, owner call)
+    for lane in sorted({c["lane"] for c in calls}):
+        ordered = sorted((c for c in calls if c["lane"] == lane),
+                         key=lambda c: (c["ts"], -c["dur"], c["is_sync"], c["name"]))
+        points = sorted([(c["ts"], 1, seq, c) for seq, c in enumerate(ordered, 1)]
+                        + [(c["ts"] + c["dur"], -1, -seq, c) for seq, c in enumerate(ordered, 1)],
+                        key=lambda p: p[:3])
+        depth, opened = 0, {}
+        for (t, d, _, call), following in zip(points, points[1:] + [None]):
+            depth += d
+            if d == 1:
+                opened[depth] = call
+            if depth > 0 and following is not None and following[0] > t:
+                stretches.append((t, following[0], opened[depth]))
+    running = [s for s in stretches if not s[2]["is_sync"]]
+    cuts = sorted({t for s in stretches for t in s[:2]} | {t for piece in claimed for t in piece})
+    totals = {}
+    for a, b in zip(cuts, cuts[1:]):
+        covering = [s[2] for s in running if s[0] <= a and b <= s[1]]
+        if covering and any(lo <= a and b <= hi for lo, hi in claimed):
+            for call in covering:
+                key = (call["step"], call["lane"], call["name"])
+                totals[key] = totals.get(key, 0.0) + (b - a) / len(covering)
+    return {key: round(value) for key, value in totals.items() if value > 1e-9}
+
+
+_CALL_NAMES = ("op_a", "op_b", "aten::copy_", "cudaMemcpyAsync", "aten::item")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 60), st.sampled_from((0, 1, 2, 5, 10, 30, 60)),
+                          st.sampled_from(_CALL_NAMES)), min_size=1, max_size=30),
+       st.lists(st.tuples(st.integers(0, 60), st.integers(1, 20)), max_size=4))
+def test_self_time_follows_its_definition_on_any_threads(tmp_path_factory, host, device):
+    """Overlapping calls that do not nest, ties, blocking calls and up to three threads: the view
+    gives each op the time of its definition (within 1 ns: a sum of thirds ending in exactly .5
+    rounds either way)."""
+    events = [_event(0, 100, "step", "s", "host/main")]
+    events += [_event(ts, dur, "host", name, f"host/tid-{lane}") for lane, ts, dur, name in host]
+    events += [_event(ts, dur, "compute", "kernel", "gpu/stream-7") for ts, dur in device]
+    with open_run(write_inline_run(tmp_path_factory.mktemp("run") / "run", events)) as run:
+        got = {(step, lane, name): ns for step, lane, name, ns in
+               run.sql("SELECT step, lane, name, self_ns FROM host_self_time").itertuples(index=False)}
+        calls = run.sql("SELECT * FROM _host_calls").to_dict("records")
+        claimed = [(ts, ts + dur) for ts, dur in run.sql(
+            "SELECT ts, dur FROM device_segments WHERE step IS NOT NULL AND n_host > 0 AND n_host_sync = 0 "
+            "AND n_compute = 0 AND n_comm = 0 AND n_transfer = 0 AND n_input = 0").itertuples(index=False)]
+    expected = _reference_self_ns(calls, claimed)
+    assert all(abs(got.get(key, 0) - expected.get(key, 0)) <= 1 for key in got.keys() | expected.keys()), \
+        (got, expected)
+    assert sum(got.values()) == pytest.approx(sum(expected.values()), abs=len(expected) + 1)

@@ -3,6 +3,8 @@ analyze's JSON, text and Markdown, and the report's "What the fixes are worth" s
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -83,6 +85,19 @@ def test_ingested_run_without_a_description_is_priced_by_replay(cli, tmp_path):
     for p in projected:
         assert p["method"] == "replay" and p["change"] == {"scale": ["communication=0"]}
         assert p["step_time_s"] == pytest.approx(hidden) and p["gain_fraction"] > 0 and p["band"] is None
+
+
+def test_pricing_by_replay_loads_no_execution_model(cli, tmp_path):
+    """A run with no job to model is priced by replay without loading the model, its fit and its
+    measures (about 30 ms of imports every `analyze` of a trace would pay)."""
+    assert cli("ingest", str(DATA / "kineto_ddp" / "base"), "-o", str(tmp_path / "ddp")).exit_code == 0
+    probe = ("import sys\nfrom trnprof.api import analyze\n"
+             "doc = analyze(sys.argv[1])\n"
+             "print('PRICED', sorted({f.projected['method'] for f in doc.findings if f.projected}))\n"
+             "print('MODEL', 'trnprof.whatif.document' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "ddp")], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip().splitlines()[-2:] == ["PRICED ['replay']", "MODEL False"]
 
 
 def test_report_section_draws_the_priced_fixes(demo, tmp_path):

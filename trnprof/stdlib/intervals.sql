@@ -193,9 +193,12 @@ WHERE dur > 0 AND (packed <> 0 OR step_host <> 0);
 -- blocked on the device, a host event of the rank running): each host op gets the time it is
 -- the innermost open op of its thread, so nested ops (`aten::to` > `aten::_to_copy` >
 -- `aten::copy_`) never share one instant. Each thread's stack of open calls (view _host_stack)
--- gives each instant's innermost op (the op open at depth d is the last one started at depth
--- d); a pass per rank splits each claimed instant evenly over the threads running a host op
--- then, so the ops' times sum to at most the `host` time.
+-- gives each stretch between two points of the thread its innermost op (the op open at depth d is
+-- the last one started at depth d); each claimed instant is split evenly over the threads running
+-- a non-blocking op then, so the ops' times sum to at most the `host` time. The claimed time per
+-- thread is summed once per rank over the instants where its rate changes (a run of claimed
+-- segments starts or ends, a thread starts or stops running an op) and read at each point of a
+-- thread from the last such instant before it.
 -- @column rank     global rank
 -- @column step     training step of the op; null outside every step
 -- @column lane     host thread
@@ -205,30 +208,35 @@ CREATE VIEW host_self_time AS
 WITH stack AS (
     SELECT * FROM _host_stack
 ),
-innermost AS (  -- at each point of a thread, the call open at its depth: the last one opened there
-    SELECT rank, lane, t, next_t,
-           MAX(CASE WHEN opens THEN seq END) OVER (PARTITION BY rank, lane, depth ORDER BY pos
-                                                   ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS owner
-    FROM stack
-    WHERE depth > 0
+stretches AS (  -- from each point of a thread to the next: the call open at its depth (the last one
+                -- opened there) and whether it blocks on the device (then the thread runs no op)
+    SELECT rank, lane, ts, end_ts, owner_code >> 1 AS owner, owner_code & 1 = 1 AS blocking
+    FROM (SELECT rank, lane, t AS ts, next_t AS end_ts,
+                 LAST_VALUE(CASE WHEN opens THEN seq * 2 + CAST(is_sync AS BIGINT) END IGNORE NULLS)
+                     OVER (PARTITION BY rank, lane, depth ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+                     AS owner_code
+          FROM stack
+          WHERE depth > 0) AS points
+    WHERE end_ts > ts
 ),
-owned AS (  -- stretches of a thread with its innermost (non-blocking) host op
-    SELECT i.rank, i.t AS ts, i.next_t AS end_ts, c.step, c.lane, c.name
-    FROM innermost AS i JOIN stack AS c ON c.rank = i.rank AND c.lane = i.lane AND c.seq = i.owner
-    WHERE c.opens AND i.next_t > i.t AND NOT c.is_sync
+claimed AS (  -- starts (+1) and ends (-1) of runs of claimed segments: adjacent segments' shared ends cancel
+    SELECT rank, t, SUM(d) AS d_claim
+    FROM (SELECT rank, CASE WHEN e.d = 1 THEN ts ELSE ts + dur END AS t, e.d
+          FROM device_segments CROSS JOIN (VALUES (1), (-1)) AS e(d)
+          WHERE step IS NOT NULL AND n_host > 0 AND n_host_sync = 0 AND n_compute = 0 AND n_comm = 0
+                AND n_transfer = 0 AND n_input = 0) AS ends
+    GROUP BY rank, t
+    HAVING SUM(d) <> 0
 ),
-claimed AS (
-    SELECT rank, ts, ts + dur AS end_ts FROM device_segments
-    WHERE step IS NOT NULL AND n_host > 0 AND n_host_sync = 0 AND n_compute = 0 AND n_comm = 0
-          AND n_transfer = 0 AND n_input = 0
-),
-marks AS (  -- per instant of a rank: the change in claimed segments and in threads running an op
+marks AS (  -- per instant of a rank: the change in claimed runs and in threads running an op
     SELECT rank, t, SUM(d_claim) AS d_claim, SUM(d_busy) AS d_busy
-    FROM (SELECT rank, CASE WHEN e.d = 1 THEN ts ELSE end_ts END AS t, 0 AS d_claim, e.d AS d_busy
-          FROM owned CROSS JOIN (VALUES (1), (-1)) AS e(d)
-          UNION ALL
-          SELECT rank, CASE WHEN e.d = 1 THEN ts ELSE end_ts END AS t, e.d AS d_claim, 0 AS d_busy
-          FROM claimed CROSS JOIN (VALUES (1), (-1)) AS e(d)) AS points
+    FROM (SELECT rank, t, d_claim, 0 AS d_busy FROM claimed
+          UNION ALL  -- a thread's outermost call opens, or its last open call ends
+          SELECT rank, t, 0 AS d_claim, CASE WHEN opens THEN 1 ELSE -1 END AS d_busy
+          FROM stack WHERE (opens AND depth = 1) OR (NOT opens AND depth = 0)
+          UNION ALL  -- a stretch whose innermost call blocks
+          SELECT rank, CASE WHEN e.d = 1 THEN ts ELSE end_ts END AS t, 0 AS d_claim, -e.d AS d_busy
+          FROM stretches CROSS JOIN (VALUES (1), (-1)) AS e(d) WHERE blocking) AS changes
     GROUP BY rank, t
 ),
 swept AS (
@@ -237,20 +245,34 @@ swept AS (
            SUM(d_busy) OVER (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS busy
     FROM marks
 ),
-pieces AS (  -- each thread's share of the claimed time from the instant to the next
-    SELECT rank, t,
+pieces AS (  -- from each mark to the next: the threads sharing the claimed time (0: none claimed), each one's share
+    SELECT rank, t, CASE WHEN claim > 0 AND busy > 0 THEN busy ELSE 0 END AS sharing,
            CASE WHEN claim > 0 AND busy > 0 AND dur > 0 THEN CAST(dur AS DOUBLE) / busy ELSE 0.0 END AS share
     FROM swept
 ),
-cumulative AS (  -- claimed time per thread before each instant
-    SELECT rank, t,
+cumulative AS (  -- claimed time per thread before each mark
+    SELECT rank, t, sharing,
            SUM(share) OVER (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - share
                AS before
     FROM pieces
+),
+at_points AS (  -- claimed time per thread before each point of a thread: the last mark's (a rank's
+                -- first point is one), plus the time since it
+    SELECT p.rank, p.t,
+           c.before + CASE WHEN c.sharing > 0 THEN CAST(p.t - c.t AS DOUBLE) / c.sharing ELSE 0.0 END AS before
+    FROM (SELECT DISTINCT rank, t FROM stack) AS p
+    ASOF JOIN cumulative AS c ON c.rank = p.rank AND c.t <= p.t
+),
+per_owner AS (
+    SELECT o.rank, o.lane, o.owner, SUM(e.before - s.before) AS self
+    FROM stretches AS o
+    JOIN at_points AS s ON s.rank = o.rank AND s.t = o.ts
+    JOIN at_points AS e ON e.rank = o.rank AND e.t = o.end_ts
+    WHERE NOT o.blocking
+    GROUP BY o.rank, o.lane, o.owner
 )
-SELECT o.rank, o.step, o.lane, o.name, CAST(ROUND(SUM(e.before - s.before)) AS BIGINT) AS self_ns
-FROM owned AS o
-JOIN cumulative AS s ON s.rank = o.rank AND s.t = o.ts
-JOIN cumulative AS e ON e.rank = o.rank AND e.t = o.end_ts
-GROUP BY o.rank, o.step, o.lane, o.name
-HAVING SUM(e.before - s.before) > 0;
+SELECT c.rank, c.step, c.lane, c.name, CAST(ROUND(SUM(p.self)) AS BIGINT) AS self_ns
+FROM per_owner AS p
+JOIN stack AS c ON c.rank = p.rank AND c.lane = p.lane AND c.seq = p.owner AND c.opens
+GROUP BY c.rank, c.step, c.lane, c.name
+HAVING SUM(p.self) > 0;

@@ -14,14 +14,17 @@ the model does not fit the run, {"change": null or {...}, "step_time_s": null, "
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from trnprof.run import Run
 from trnprof.errors import TrnprofError
 
 from trnprof.critical_path.whatif import project_by_replay
 
-from .document import Prepared
+from . import describe as D
+
+if TYPE_CHECKING:
+    from .document import Prepared
 
 
 class NoFix(Exception):
@@ -125,6 +128,8 @@ def project(run: Run, findings) -> None:
     if not wanted:
         return
     try:
+        D.job_of(D.describe(run.manifest)[0], "the run's job")  # what Prepared checks first, cheaply
+        from .document import Prepared  # the model, its fit and measures load only for a job to model
         prep = Prepared(run)
     except TrnprofError as exc:  # no Trn1 job to model: price by replaying the trace instead
         project_by_replay(run, wanted, str(exc))
