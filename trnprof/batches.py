@@ -41,10 +41,11 @@ RANK_LOCAL = frozenset({
 ROW_LEVEL = frozenset({"device_intervals", "_sweep_points", "_swept", "device_segments", "_comm_events",
                        "_host_calls", "_host_stack"})
 # Row-level views kept as a table within a batch while two or more of the batch's stored views
-# read them, so that they are computed once per batch: the interval sweep (step_breakdown and
-# host_self_time both read it; docs/performance.md "Scale") and the host call stacks
-# (host_sync_calls and host_self_time).
-SHARED_IN_BATCH = ("device_segments", "_host_stack")
+# read them (directly or through other row-level views), so that they are computed once per
+# batch: the interval sweep (step_breakdown and host_self_time both read device_segments, which
+# unpacks `_swept`: the packed five columns make a cheaper table than the eleven unpacked;
+# docs/performance.md "Scale") and the host call stacks (host_sync_calls and host_self_time).
+SHARED_IN_BATCH = ("_swept", "_host_stack")
 # Parquet bytes of one batch per byte of memory budget (docs/performance.md: the interval sweep
 # of a batch takes about 20x its Parquet size at peak).
 BATCH_SHARE = 1 / 48
@@ -208,10 +209,24 @@ def _keep_as_table(con, name: str) -> None:
     con.execute(f"ALTER TABLE {table} RENAME TO {name}")
 
 
+def _reads_through_row_level(name: str, shared: str, deps: dict[str, frozenset[str]]) -> bool:
+    """Whether view `name` reads `shared` directly or through row-level views (computed, never
+    stored, so they read it again whenever they are read)."""
+    seen, todo = set(), list(deps.get(name, ()))
+    while todo:
+        read = todo.pop()
+        if read == shared:
+            return True
+        if read in ROW_LEVEL and read not in seen:
+            seen.add(read)
+            todo += deps.get(read, ())
+    return False
+
+
 def _shared_readers(names: list[str]) -> dict[str, list[str]]:
-    """Each SHARED_IN_BATCH view read directly by two or more of `names` -> those readers."""
+    """Each SHARED_IN_BATCH view read by two or more of `names` -> those readers."""
     deps = dependencies()
-    readers = {shared: [n for n in names if shared in deps.get(n, ())] for shared in SHARED_IN_BATCH}
+    readers = {shared: [n for n in names if _reads_through_row_level(n, shared, deps)] for shared in SHARED_IN_BATCH}
     return {shared: found for shared, found in readers.items() if len(found) >= 2}
 
 

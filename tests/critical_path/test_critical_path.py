@@ -13,6 +13,7 @@ from trnprof.collectors.trn1 import simulate
 from trnprof.model import config as trn1_config
 from trnprof.report.sections import critical_path as critical_path_section
 from trnprof.critical_path import compute
+from trnprof.critical_path import events as event_reads
 from trnprof.critical_path.compute import analyse
 from trnprof.critical_path.whatif import Priced
 
@@ -168,7 +169,9 @@ def test_a_step_too_big_for_the_memory_budget_is_one_line_not_a_blown_budget(two
     """A step's graph is built whole: past STEP_EVENTS the report says why it drew no path, a
     query names the step and its size in one line, and fixes are priced otherwise or not at all."""
     monkeypatch.setattr(compute, "STEP_EVENTS", 3)
-    with open_run(two_ranks) as run:
+    with open_run(two_ranks) as run, monkeypatch.context() as scan:
+        # the section refuses from the stored per-kind counts, without scanning the events
+        scan.setattr(event_reads.Reader, "step_counts", lambda self: pytest.fail("scanned the events"))
         section = critical_path_section.build(run)
     assert section.chart is None and section.empty.startswith("Not drawn: critical path: step 0 has ")
     assert "over the 3 one step's graph holds" in section.empty and "\n" not in section.empty

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import duckdb
@@ -84,6 +85,22 @@ def test_cannot_modify_or_add_tables(sandbox):
         with pytest.raises(SandboxError, match="refused"):
             sandbox.query(sql)
     assert len(sandbox.query("SELECT * FROM steps")) == 2
+
+
+def test_the_tables_are_read_from_a_private_file_not_held_in_memory():
+    """A large table (`collectives` at 1,024 ranks has millions of rows) lives in the sandbox's
+    own database file, read through DuckDB's buffer pool, and the file goes with the sandbox."""
+    box = Sandbox({"collectives": pa.table({"seq": list(range(200_000)), "dur": [7] * 200_000})})
+    try:
+        assert box.query("SELECT SUM(dur) AS total FROM collectives")["total"][0] == 1_400_000
+        held = box.query("SELECT COALESCE(SUM(memory_usage_bytes), 0) AS held FROM duckdb_memory() "
+                         "WHERE tag = 'IN_MEMORY_TABLE'")["held"][0]
+        assert held == 0
+        (path,) = box.query("SELECT path FROM duckdb_databases() WHERE NOT internal")["path"]
+        assert path.startswith(box.temp)
+    finally:
+        box.close()
+    assert not os.path.exists(path)
 
 
 def test_cannot_read_python_variables_by_name(sandbox):

@@ -77,3 +77,23 @@ def test_rank_collective_transfers_sum_every_step_of_a_rank_op_and_group(run):
     expected = [(r, NODE[r], op, group, int(row.n), int(row.payload), int(row.moving)) for (r, op, group), row in sums.iterrows()]
     assert _rows(run, "SELECT rank, node, coll_op, coll_group, n, bytes, transfer_ns FROM rank_collective_transfers "
                       "ORDER BY rank, coll_op, coll_group") == expected
+
+
+def test_matched_events_are_the_same_when_the_op_and_group_hash_collides(tmp_path, monkeypatch):
+    """The view keys (op, group) by a hash and falls back to the strings when two of the run's
+    pairs share a hash: here every pair hashes alike, and the rows must not change."""
+    from trnprof.stdlib import load_views
+    monkeypatch.setenv("TRNPROF_CACHE", "off")
+    path = tmp_path / "run"
+    with write_run(path, new_manifest("tests.matched")) as out:
+        out.write_events(pd.DataFrame(EVENTS))
+        out.write_ranks(pd.DataFrame({"rank": list(RANKS), "node": [NODE[r] for r in RANKS]}))
+    sql = next(v.sql for v in load_views() if v.name == "_matched_collective_events")
+    assert sql.count("hash(coll_op, coll_group)") == 2
+    query = "SELECT * FROM _matched_collective_events ORDER BY rank, step, coll_op, coll_group"
+    with open_run(path) as hashed, open_run(path) as colliding:
+        colliding.con.execute(sql.replace("CREATE VIEW", "CREATE OR REPLACE VIEW")
+                              .replace("hash(coll_op, coll_group)", "hash(0)"))
+        expected = hashed.sql(query)
+        assert len(expected) == 2 * len(RANKS) * len(STEPS)  # every op and group of every rank and step
+        pd.testing.assert_frame_equal(colliding.sql(query), expected)

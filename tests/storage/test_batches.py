@@ -79,3 +79,16 @@ def test_rank_local_views_read_only_rank_local_inputs():
                                             ("512 KiB", 512 << 10)])
 def test_memory_limits_in_duckdb_spellings(text, expected):
     assert batches.parse_bytes(text) == expected
+
+
+def test_the_sweep_is_kept_once_per_batch_for_both_of_its_readers(trn1_run, monkeypatch):
+    """step_breakdown and host_self_time read `_swept` through device_segments (a view, never
+    stored): the batch pass keeps `_swept` as a table once, before the first of them."""
+    kept = []
+    original = batches._keep_as_table
+    monkeypatch.setattr(batches, "_keep_as_table", lambda con, name: (kept.append(name), original(con, name))[1])
+    monkeypatch.setenv("TRNPROF_CACHE", "off")
+    with open_run(trn1_run) as run:
+        run.sql("SELECT COUNT(*) FROM step_breakdown")
+    assert kept.count("_swept") == 1  # one batch at the default budget
+    assert kept.index("_swept") < min(kept.index("step_breakdown"), kept.index("host_self_time"))

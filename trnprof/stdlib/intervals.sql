@@ -143,22 +143,28 @@ WITH weighted AS (
 SELECT rank, CASE WHEN e.d = 1 THEN ts ELSE end_ts END AS t, e.d * weight AS delta, e.d * host_weight AS step_delta
 FROM weighted CROSS JOIN (VALUES (CAST(1 AS BIGINT)), (CAST(-1 AS BIGINT))) AS e(d);
 
--- The sweep: one ordered pass over the points with running sums, a row per point with the
--- packed counts open from it to the next point. All counts return to zero at a rank's last
--- point, so one ordering by (rank, t) serves every rank without per-rank partitions. (Spark
--- runs a replacement: trnprof/spark/views/_swept.sql.)
+-- The sweep: one ordered pass over the points with running sums, a row per elementary segment:
+-- a point with time to the next one and something open from it, with the packed counts. All
+-- counts return to zero at a rank's last point, so one ordering by (rank, t) serves every rank
+-- without per-rank partitions. At tied points only the last has time to the next one, with every
+-- tied point summed. The batch pass keeps these rows as a table of the batch while its views
+-- read them (`batches.SHARED_IN_BATCH`: five columns, where device_segments unpacks eleven).
+-- (Spark runs a replacement: trnprof/spark/views/_swept.sql.)
 -- @column rank       global rank
 -- @column t          the point, ns
--- @column dur        time to the next point, ns
+-- @column dur        time to the next point, ns (> 0)
 -- @column packed     packed device counts open after the point
 -- @column step_host  packed step, host_sync and host counts open after the point
 CREATE VIEW _swept AS
-SELECT rank, t,
-       LEAD(t) OVER w - t AS dur,
-       SUM(delta) OVER w AS packed,
-       SUM(step_delta) OVER w AS step_host
-FROM _sweep_points
-WINDOW w AS (ORDER BY rank, t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);
+WITH swept AS (
+    SELECT rank, t,
+           LEAD(t) OVER w - t AS dur,
+           SUM(delta) OVER w AS packed,
+           SUM(step_delta) OVER w AS step_host
+    FROM _sweep_points
+    WINDOW w AS (ORDER BY rank, t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+)
+SELECT * FROM swept WHERE dur > 0 AND (packed <> 0 OR step_host <> 0);
 
 -- Interval union and intersection, done once: the sweep over every start and end point of each
 -- rank's device and host intervals and step windows (`_sweep_points`, `_swept`). Each row is an
@@ -186,8 +192,7 @@ SELECT rank, CASE WHEN step_host >= 16777216 THEN CAST(step_host >> 24 AS INTEGE
        CAST(packed >> 48 AS INTEGER) AS n_compile,
        CAST(step_host & 4095 AS INTEGER) AS n_host,
        CAST((step_host >> 12) & 4095 AS INTEGER) AS n_host_sync
-FROM _swept
-WHERE dur > 0 AND (packed <> 0 OR step_host <> 0);
+FROM _swept;
 
 -- Host-op self time in step_breakdown's `host` time (device idle, no input wait, no host call
 -- blocked on the device, a host event of the rank running): each host op gets the time it is

@@ -115,12 +115,17 @@ def event_classes(run: Run, ranks: list[int]) -> tuple[dict, dict]:
         WHERE e.rank IN ({listed}) AND e.kind IN ('compute', 'collective')
           AND e.step IN (SELECT step FROM steady)
     ),
+    complete AS (  -- collectives with every member sampled: counted first, without the strings
+        SELECT coll_group, coll_seq FROM picked
+        WHERE kind = 'collective' AND coll_seq IS NOT NULL GROUP BY coll_group, coll_seq
+        HAVING COUNT(*) >= COALESCE(MAX(coll_ranks), 0)
+    ),
     instances AS (
         SELECT stage, kind, name, phase, dur FROM picked WHERE kind = 'compute' OR coll_seq IS NULL
         UNION ALL
-        SELECT MIN(stage), 'collective', MIN(name), MIN(phase), MIN(dur) FROM picked
-        WHERE kind = 'collective' AND coll_seq IS NOT NULL GROUP BY coll_group, coll_seq
-        HAVING COUNT(*) >= COALESCE(MAX(coll_ranks), 0)   -- every member sampled
+        SELECT MIN(p.stage), 'collective', MIN(p.name), MIN(p.phase), MIN(p.dur)
+        FROM picked AS p JOIN complete AS c ON c.coll_group IS NOT DISTINCT FROM p.coll_group AND c.coll_seq = p.coll_seq
+        WHERE p.kind = 'collective' GROUP BY p.coll_group, p.coll_seq
     )
     SELECT stage, kind, name, phase, MEDIAN(dur) AS dur, COUNT(*) AS n FROM instances
     GROUP BY stage, kind, name, phase"""
