@@ -158,7 +158,7 @@ def hta_python(venv: Path) -> Path | None:
         return python
     print(f"installing HolisticTraceAnalysis into {venv} ...", flush=True)
     steps = [[sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
-             [str(python), "-m", "pip", "install", "-q", "HolisticTraceAnalysis"]]
+             [str(python), "-m", "pip", "install", "-q", "HolisticTraceAnalysis", "psutil"]]  # HTA imports psutil undeclared
     for step in steps:
         done = subprocess.run(step, capture_output=True, text=True)
         if done.returncode != 0:

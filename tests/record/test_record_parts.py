@@ -84,8 +84,8 @@ def test_a_rank_read_before_its_exec_is_read_again(monkeypatch):
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         reads = iter([None, (1, 2)])  # the child is first seen with its parent's environment
-        monkeypatch.setattr(hostmetrics, "_rank_of",
-                            lambda p: (0, 2) if p.pid == os.getpid() else next(reads, (1, 2)))
+        monkeypatch.setattr(hostmetrics, "_rank_of", lambda p: (0, 2) if p.pid == os.getpid()
+                            else next(reads, (1, 2)) if p.pid == child.pid else None)
         known: dict = {}
         first = hostmetrics.rank_processes(psutil.Process(), known)
         assert sorted(first) == [0] and first[0][1] == []  # no RANK yet: not counted as anyone's
@@ -94,3 +94,16 @@ def test_a_rank_read_before_its_exec_is_read_again(monkeypatch):
     finally:
         child.kill()
         child.wait()
+
+
+def test_the_ranks_are_looked_for_at_every_sample_until_one_is_found(tmp_path, monkeypatch):
+    """torchrun may take seconds (importing torch, meeting its peers) before it starts the ranks:
+    until a process with a RANK is found, the tree is listed at every sample, not every 5 s."""
+    from trnprof.record import hostmetrics
+    listings = []
+    monkeypatch.setattr(hostmetrics, "rank_processes", lambda root, known: listings.append(1) or {})
+    sampler = hostmetrics.Sampler(tmp_path, os.getpid(), 0.05)
+    for sample in range(4):
+        sampler.samples = sample
+        sampler._per_rank()
+    assert len(listings) == 4

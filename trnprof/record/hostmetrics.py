@@ -34,6 +34,8 @@ import psutil
 from trnprof.collectors.host.format import FILE_NAME, HEADER_KEY
 
 TREE_EVERY = 5.0  # seconds between two listings of the command's processes
+SEARCH_S = 120.0  # how long the listing is redone at every sample while no process has a RANK:
+                  # torchrun imports torch and meets its peers before it starts the ranks
 
 
 def _rank_of(process: psutil.Process) -> tuple[int, int] | None:
@@ -111,6 +113,7 @@ class Sampler:
         self._ranks: dict[int, tuple[int, int]] = {}  # pid -> (RANK, LOCAL_WORLD_SIZE), read once found
         self._tree = None                          # rank_processes(), refreshed every TREE_EVERY s
         self._last = None  # (ts, disk counters, net counters)
+        self._started = time.monotonic()
 
     def start(self) -> None:
         header = {HEADER_KEY: 1, "interval_s": self.interval, "host": socket.gethostname(),
@@ -153,11 +156,13 @@ class Sampler:
     def _per_rank(self):
         """The ranks' processes, found again every TREE_EVERY seconds (listing a process tree
         reads every process of the host), when one of them has ended, or at every sample while
-        fewer ranks are found than the node's LOCAL_WORLD_SIZE (torchrun starts them one by one)."""
+        the ranks are still starting: fewer found than the node's LOCAL_WORLD_SIZE (torchrun starts
+        them one by one), or none found yet in the job's first SEARCH_S seconds."""
         if self.root is None:
             return {}
-        stale = (self._tree is None or self.samples % max(1, round(TREE_EVERY / self.interval)) == 0
-                 or len(self._tree) < self._ranks_expected()
+        starting = (len(self._tree or ()) < self._ranks_expected()
+                    or (not self._ranks and time.monotonic() - self._started < SEARCH_S))
+        stale = (starting or self._tree is None or self.samples % max(1, round(TREE_EVERY / self.interval)) == 0
                  or not all(p.is_running() for main, workers in self._tree.values() for p in [main, *workers]))
         if stale:
             self._tree = rank_processes(self.root, self._ranks)
