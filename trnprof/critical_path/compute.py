@@ -52,7 +52,9 @@ def step_batches(counts: pd.DataFrame, limit: int = BATCH_EVENTS) -> list[tuple[
     return batches
 
 
-def _check_step_sizes(counts: pd.DataFrame) -> None:
+def check_step_sizes(counts: pd.DataFrame) -> None:
+    """StepTooLarge when a step (`counts`: step, n work events across its ranks) is more than one
+    step's graph holds."""
     if len(counts) and int(counts["n"].max()) > STEP_EVENTS:
         big = counts.loc[counts["n"].idxmax()]
         raise StepTooLarge(f"critical path: step {int(big['step'])} has {int(big['n']):,} events across its ranks, "
@@ -94,7 +96,7 @@ class Replayer:
         self.reader = E.Reader(run)
         counts = self.reader.step_counts()
         counts = counts[counts["step"].isin(self.steps["step"].unique())]
-        _check_step_sizes(counts)
+        check_step_sizes(counts)
         self.batches = step_batches(counts, limit)
         # keep the graphs only when the whole run fits: keeping part of a bigger run saves a
         # fraction of the rebuilds for memory the next batch needs

@@ -22,7 +22,7 @@ def _bound_line(frame: pd.DataFrame) -> str:
     return "Bound by " + ", ".join(parts) + "."
 
 
-def _check_step_sizes(run) -> None:
+def _refuse_large_steps(run) -> None:
     """StepTooLarge when a step has more work events than one graph holds, from the stored counts
     per rank, step and kind (view event_stats) and with the computation's own message: a run whose
     steps are too large (1,024 ranks) is refused without the scan of its events the computation
@@ -30,7 +30,7 @@ def _check_step_sizes(run) -> None:
     kinds = ", ".join(f"'{kind}'" for kind in WORK_KINDS)
     counts = run.sql(f"SELECT step, SUM(n) AS n FROM event_stats WHERE kind IN ({kinds}) "
                      "AND step IN (SELECT step FROM steps) GROUP BY step ORDER BY step")
-    compute._check_step_sizes(counts)
+    compute.check_step_sizes(counts)
 
 
 def build(run) -> Section:
@@ -42,7 +42,7 @@ def build(run) -> Section:
         section.empty = f"The critical path is computed on the DuckDB engine only; this report ran on {run.engine}."
         return section
     try:
-        _check_step_sizes(run)
+        _refuse_large_steps(run)
         frame = run.sql("SELECT * FROM critical_path_steps ORDER BY step")
     except StepTooLarge as too_large:
         section.empty = f"Not drawn: {too_large}."
