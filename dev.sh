@@ -2,6 +2,7 @@
 # One entry point for a fresh machine with Python 3.11:
 #   bash dev.sh demo   set up .venv and run `trnprof demo`
 #   bash dev.sh test   set up .venv with the test extras (and system packages) and run the suite
+#   bash dev.sh smoke  install the package alone (no extras) into a fresh venv and run every command
 # Extra arguments after `test` go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -51,7 +52,10 @@ case "${1:-}" in
     setup_venv ".[test]"
     exec .venv/bin/python -m pytest "$@"
     ;;
+  smoke)
+    exec bash scripts/plain_install_smoke.sh "$(python_bin)"
+    ;;
   *)
-    echo "usage: bash dev.sh demo | bash dev.sh test [pytest args]" >&2; exit 2
+    echo "usage: bash dev.sh demo | bash dev.sh test [pytest args] | bash dev.sh smoke" >&2; exit 2
     ;;
 esac
