@@ -11,10 +11,15 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/trnprof-smoke.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 trace="$repo/tests/data/kineto/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
 
-echo "smoke: pip install $repo into a fresh venv (no extras)"
+# the files a fresh clone has (tracked, or new and not ignored): no build/ or egg-info left by an
+# earlier build of the checkout can mask a file the package fails to ship
+mkdir "$work/src"
+(cd "$repo" && git ls-files -z --cached --others --exclude-standard |
+                 tar --null --ignore-failed-read -T - -cf - 2>/dev/null) | tar -xf - -C "$work/src"
+echo "smoke: pip install . (a copy of $repo) into a fresh venv (no extras)"
 "$python" -m venv "$work/venv"
-if ! "$work/venv/bin/python" -m pip install -q --disable-pip-version-check "$repo" >"$work/pip.log" 2>&1; then
-  echo "smoke: FAILED: pip install $repo"; tail -n 40 "$work/pip.log"; exit 1
+if ! "$work/venv/bin/python" -m pip install -q --disable-pip-version-check "$work/src" >"$work/pip.log" 2>&1; then
+  echo "smoke: FAILED: pip install ."; tail -n 40 "$work/pip.log"; exit 1
 fi
 echo "smoke: installed in $SECONDS s"
 export TRNPROF_CACHE_DIR="$work/cache" PATH="$work/venv/bin:$PATH"

@@ -12,14 +12,23 @@ run and the next writer of NAME removes. A `--force` commit renames the old run 
 renames leaves the old run aside, which the next writer (or `trnprof check NAME --repair`) puts
 back. The manifest records every Parquet file's rows and bytes (`parts`) for the integrity check
 (`trnprof.integrity`).
+
+trnprof removes only what it made: each such folder carries an owner marker (`.trnprof-owner`:
+its purpose, host, PID and the process's start time, so a recycled PID is not taken for a live
+owner). A folder of those names without the marker (a user's `.run.old-2024` backup) is left
+alone and named in one warning line. A commit never replaces a run that appeared while it was
+written (another writer's) unless the writer was told to overwrite (`--force`).
 """
 
 from __future__ import annotations
 
+import errno
+import glob
 import json
 import os
 import shutil
 import socket
+import sys
 import uuid
 from pathlib import Path
 
@@ -36,7 +45,8 @@ from .schema import EVENT_KINDS, MANIFEST_FILE, PARTITIONED_TABLES, TABLES
 
 MAX_TIME_NS = 1 << 62
 SCRATCH = ".scratch"
-OWNER = ".owner"  # the writer's host name, inside its temporary folder
+OWNER = ".trnprof-owner"  # the owner marker inside a temporary or old-run folder trnprof made
+TMP, OLD = "tmp", "old"    # the marker's purposes, also the folders' name parts (.NAME.tmp-PID-…)
 _PARTITIONING = ds.partitioning(pa.schema([("rank", pa.int32())]), flavor="hive")
 # Events are written in row groups that start where the step changes (runs of consecutive rows of
 # one step, merged up to this many rows): a reader of some steps skips the others' row groups by
@@ -153,20 +163,20 @@ class RunWriter:
         recover(self.path)
         self._check_target()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = self.path.parent / f".{self.path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.tmp = _sibling(self.path, TMP)
         self.tmp.mkdir()
-        (self.tmp / OWNER).write_text(socket.gethostname(), encoding="utf-8")  # see _owner_alive
+        mark_owner(self.tmp, TMP)
         self._parts = {name: 0 for name in PARTITIONED_TABLES}
         self._rows = {name: 0 for name in PARTITIONED_TABLES}
         self._stats = RunStats()
         self._ranks_written = False
         self._files: dict[str, list[int]] = {}  # relative path -> [rows, bytes], for the manifest
 
-    def _check_target(self) -> None:
-        if not self.path.exists():
+    def _check_target(self, why: str = "") -> None:
+        if not (self.path.exists() or self.path.is_symlink()):
             return
         if not self.overwrite:
-            raise TrnprofError(f"output exists: {self.path} (choose another path or pass --force to replace it)")
+            raise TrnprofError(f"output exists: {self.path}{why} (choose another path or pass --force to replace it)")
         read_manifest(self.path, check_files=False, validate=False)  # replace a run (even a damaged one), never another folder
 
     @property
@@ -234,20 +244,34 @@ class RunWriter:
         if not self._ranks_written:
             raise TrnprofError("a run needs its ranks table (write_ranks) before it is complete")
         shutil.rmtree(self.tmp / SCRATCH, ignore_errors=True)
-        (self.tmp / OWNER).unlink(missing_ok=True)
         self.manifest["counts"] = dict(self._rows)
         self.manifest["stats"] = self._stats.as_dict()
         self.manifest["parts"] = dict(sorted(self._files.items()))
         manifest_path = self.tmp / MANIFEST_FILE
         manifest_path.write_text(json.dumps(self.manifest, indent=2, default=str) + "\n", encoding="utf-8")
-        if self.path.exists():
-            old = self.path.parent / f".{self.path.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-            self.path.rename(old)
-            self.tmp.rename(self.path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            self.tmp.rename(self.path)
+        self._place()
+        (self.path / OWNER).unlink(missing_ok=True)  # the marker was the temporary folder's
         return self.path
+
+    def _place(self) -> None:
+        """Rename the finished run into place. A run there now (even one another writer committed
+        while this one wrote) is replaced only when overwriting, through an old copy aside."""
+        appeared = ": another writer committed a run there while this one was written; this run is not kept"
+        self._check_target(appeared)
+        if not self.path.exists():
+            try:
+                os.rename(self.tmp, self.path)  # fails when a (non-empty) folder appeared since the check
+            except OSError as exc:
+                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+                    raise
+                raise TrnprofError(f"output exists: {self.path}{appeared} (choose another path or pass --force "
+                                   "to replace it)") from None
+            return
+        old = _sibling(self.path, OLD)
+        mark_owner(self.path, OLD)  # before the rename: an old copy aside is always marked
+        self.path.rename(old)
+        self.tmp.rename(self.path)
+        shutil.rmtree(old, ignore_errors=True)
 
     def abort(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -274,17 +298,19 @@ def write_run(path: str | Path, manifest: dict, *, overwrite: bool = False) -> R
 def recover(path: str | Path) -> list[str]:
     """Undo what dead writers of `path` left: put back a run an interrupted `--force` commit
     moved aside, remove old runs a finished commit did not get to delete, and remove temporary
-    folders of dead writers (of any run in the folder). Returns what was done, one line each."""
+    folders of dead writers (of any run in the folder). Only folders with trnprof's owner marker
+    are touched; the others are named in one warning line. Returns what was done, one line each."""
     path = Path(path)
     if not path.parent.is_dir():
         return []
-    done = []
-    olds = sorted((p for p in path.parent.glob(f".{path.name}.old-*") if not _owner_alive(p, ".old-")),
+    done, foreign = [], []
+    olds = sorted(_leftovers(path.parent.glob(f".{glob.escape(path.name)}.old-*"), OLD, foreign),
                   key=lambda p: p.stat().st_mtime, reverse=True)
     if not path.exists():
         for old in olds:
             if (old / MANIFEST_FILE).is_file():
                 old.rename(path)
+                (path / OWNER).unlink(missing_ok=True)
                 olds.remove(old)
                 done.append(f"restored {path} from {old.name} (an interrupted --force commit)")
                 break
@@ -296,11 +322,80 @@ def recover(path: str | Path) -> list[str]:
             continue
         shutil.rmtree(leftover, ignore_errors=True)
         done.append(f"removed {leftover.name} (a replaced run a finished commit left behind)")
-    for tmp in path.parent.glob(".*.tmp-*"):
-        if tmp.is_dir() and not _owner_alive(tmp, ".tmp-"):
-            shutil.rmtree(tmp, ignore_errors=True)
-            done.append(f"removed {tmp.name} (the temporary folder of a writer that died)")
+    for tmp in _leftovers(path.parent.glob(".*.tmp-*"), TMP, foreign):
+        shutil.rmtree(tmp, ignore_errors=True)
+        done.append(f"removed {tmp.name} (the temporary folder of a writer that died)")
+    if foreign:
+        names = ", ".join(sorted(p.name for p in foreign)[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        print(f"warning: left {names} in {path.parent} alone: named like trnprof's leftovers, but without "
+              f"its owner marker ({OWNER}), so not made by trnprof", file=sys.stderr)
     return done
+
+
+def _sibling(path: Path, purpose: str) -> Path:
+    return path.parent / f".{path.name}.{purpose}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def _leftovers(candidates, purpose: str, foreign: list[Path]) -> list[Path]:
+    """The folders among `candidates` that trnprof made for `purpose` and whose writer died;
+    folders without the marker go to `foreign`."""
+    dead = []
+    for folder in candidates:
+        if folder.is_symlink() or not folder.is_dir():
+            foreign.append(folder)
+            continue
+        owner = read_owner(folder)
+        if owner is None or owner.get("purpose") != purpose:
+            foreign.append(folder)
+        elif not _owner_alive(owner):
+            dead.append(folder)
+    return dead
+
+
+def _start_time(pid: int) -> float | None:
+    """When process `pid` started (seconds since the epoch), None when there is none."""
+    import psutil  # only writers and recover() need it
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.NoSuchProcess:
+        return None
+    except psutil.Error:
+        return -1.0  # exists, but cannot be inspected: taken as alive
+
+
+def mark_owner(folder: Path, purpose: str, *, pid: int | None = None, started: float | None = None) -> None:
+    """Write the owner marker into `folder`: this process (or `pid` started at `started`)."""
+    pid = os.getpid() if pid is None else pid
+    started = _start_time(pid) if started is None else started
+    marker = {"made_by": "trnprof", "purpose": purpose, "host": socket.gethostname(), "pid": pid,
+              "started": started}
+    (folder / OWNER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
+
+
+def read_owner(folder: Path) -> dict | None:
+    """The owner marker of `folder`, None when it has none (or not a regular, small, valid one)."""
+    marker = folder / OWNER
+    try:
+        if marker.is_symlink() or not marker.is_file() or marker.stat().st_size > 4096:
+            return None
+        owner = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    valid = (isinstance(owner, dict) and owner.get("made_by") == "trnprof" and isinstance(owner.get("pid"), int)
+             and isinstance(owner.get("started"), (int, float, type(None))) and isinstance(owner.get("host"), str))
+    return owner if valid else None
+
+
+def _owner_alive(owner: dict) -> bool:
+    """Whether the process that made a folder may still be running: its PID runs and started when
+    the marker says (a recycled PID did not). A folder made on another host (a shared file
+    system) counts as alive: its PID says nothing here."""
+    if owner["host"] != socket.gethostname():
+        return True
+    started = _start_time(owner["pid"])
+    if started is None:
+        return False
+    return started < 0 or owner["started"] is None or abs(started - owner["started"]) < 0.05
 
 
 def _not_whole(path: Path) -> str | None:
@@ -312,26 +407,3 @@ def _not_whole(path: Path) -> str | None:
     except (TrnprofError, OSError) as exc:
         return f"{path} is not a whole run: {exc}"
     return f"{path} is damaged: {'; '.join(problems)}" if problems else None
-
-
-def _owner_alive(folder: Path, marker: str) -> bool:
-    """Whether the process that made `folder` may still be running. A temporary folder written on
-    another host (a shared file system) counts as alive: its PID says nothing here."""
-    try:
-        host = (folder / OWNER).read_text(encoding="utf-8")
-    except OSError:
-        host = None
-    if host is not None and host != socket.gethostname():
-        return True
-    pid = folder.name.rsplit(marker, 1)[1].split("-", 1)[0]
-    return pid.isdigit() and _process_alive(int(pid))
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -16,7 +16,7 @@ import pytest
 from trnprof.api import open_run
 from trnprof.collectors.synthetic import synthetic_run
 from trnprof.errors import NotARunError
-from trnprof.runstore import recover
+from trnprof.runstore import mark_owner, recover
 from tests.conftest import REPO
 
 
@@ -107,6 +107,7 @@ def test_a_manifest_of_the_wrong_shape_is_one_error(run, cli, change, field):
 def test_an_interrupted_force_commit_is_restored(run, cli, tmp_path):
     aside = tmp_path / ".run.old-999999999-abcd1234"  # a pid no process has
     run.rename(aside)
+    mark_owner(aside, "old", pid=999999999, started=0.0)
     result = cli("info", run)
     assert result.exit_code == 2 and "trnprof check" in result.stderr and "--repair" in result.stderr
     result = cli("check", run, "--repair")
@@ -118,6 +119,7 @@ def test_an_interrupted_force_commit_is_restored(run, cli, tmp_path):
 def test_the_next_writer_restores_an_interrupted_commit_before_anything_else(run, tmp_path):
     aside = tmp_path / ".run.old-999999999-abcd1234"
     run.rename(aside)
+    mark_owner(aside, "old", pid=999999999, started=0.0)
     with pytest.raises(Exception, match="output exists"):  # restored, so not silently replaced
         synthetic_run(run, ranks=2, steps=2, ops_per_step=4)
     assert open_run(run).manifest["world_size"] == 4
@@ -126,15 +128,20 @@ def test_the_next_writer_restores_an_interrupted_commit_before_anything_else(run
 def test_leftovers_of_dead_writers_are_removed(run, tmp_path):
     stale_tmp = tmp_path / ".other.tmp-999999999-abcd1234"
     stale_tmp.mkdir()
+    mark_owner(stale_tmp, "tmp", pid=999999999, started=0.0)
     (stale_tmp / ".scratch").mkdir()
     (stale_tmp / ".scratch" / ".trnprof-spill-x.arrows").write_bytes(b"x" * 10)
     live_tmp = tmp_path / f".other.tmp-{os.getpid()}-abcd1234"
     live_tmp.mkdir()
+    mark_owner(live_tmp, "tmp")
     other_host = tmp_path / ".other.tmp-999999998-abcd1234"
     other_host.mkdir()
-    (other_host / ".owner").write_text("another-host.example")
+    mark_owner(other_host, "tmp", pid=999999998, started=0.0)
+    marker = json.loads((other_host / ".trnprof-owner").read_text())
+    (other_host / ".trnprof-owner").write_text(json.dumps({**marker, "host": "another-host.example"}))
     old = tmp_path / ".run.old-999999999-abcd1234"
     old.mkdir()
+    mark_owner(old, "old", pid=999999999, started=0.0)
     done = recover(run)
     assert not stale_tmp.exists() and not old.exists() and run.exists()
     assert live_tmp.exists() and other_host.exists()  # alive, or not ours to judge

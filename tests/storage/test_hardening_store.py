@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from trnprof import atomic, open_run
 from trnprof.cli import main
 from trnprof.collectors.synthetic import synthetic_run
+from trnprof.runstore import mark_owner
 
 USER_A, USER_B, GROUP = 64101, 64102, 64100  # ids no account uses: set by the test itself
 
@@ -24,6 +25,7 @@ def test_repair_keeps_an_old_copy_beside_a_run_that_is_not_whole(tmp_path, cli):
     rows = open_run(run).sql("SELECT COUNT(*) AS n FROM events")["n"][0]
     aside = tmp_path / ".run.old-999999999-abcd1234"  # a --force commit moved it aside, then died
     run.rename(aside)
+    mark_owner(aside, "old", pid=999999999, started=0.0)
     run.mkdir()  # and something left an empty folder in its place
     result = cli("check", run, "--repair")
     assert result.exit_code == 2 and aside.is_dir()
@@ -38,6 +40,7 @@ def test_repair_removes_an_old_copy_beside_a_whole_run(tmp_path, cli):
     run = synthetic_run(tmp_path / "run", ranks=2, steps=2, ops_per_step=4)
     old = tmp_path / ".run.old-999999999-abcd1234"
     shutil.copytree(run, old)
+    mark_owner(old, "old", pid=999999999, started=0.0)
     result = cli("check", run, "--repair")
     assert result.exit_code == 0 and not old.exists() and "removed .run.old-" in result.stdout
 
