@@ -163,8 +163,9 @@ def _findings(run: Run, findings, analyze_rules: bool, config) -> tuple[Document
 
 
 def report(run: str | Path, out, *, findings=None, analyze: bool = True, png_dir=None, threads: int | None = None,
-           baseline=None, config=None) -> dict:
-    """Write the HTML report of `run` to `out` (`trnprof report`).
+           baseline=None, config=None, overwrite: bool = True) -> dict:
+    """Write the HTML report of `run` to `out` (`trnprof report`); overwrite=False: refuse a file
+    there, before any work and when the page is written.
 
     findings: a saved `trnprof analyze --format json` file to use instead of running the rules;
     analyze=False with no file: no findings (the page says so). png_dir: also write every chart
@@ -174,9 +175,12 @@ def report(run: str | Path, out, *, findings=None, analyze: bool = True, png_dir
     from .diff.document import diff
     from .engines import open_run
     from .report.build import build_report, check_destination
+    from .atomic import check_replaceable
     check_destination(Path(out))
+    check_replaceable(out, overwrite)
     with open_run(run, threads=threads) as opened:
         opened.materialize()  # the views the report and the rules share, computed once
         document, origin = _findings(opened, findings, analyze, config)
         comparison = None if baseline is None else diff(baseline, opened, new_findings=document)
-        return build_report(opened, out, findings=document, origin=origin, comparison=comparison, png_dir=png_dir)
+        return build_report(opened, out, findings=document, origin=origin, comparison=comparison, png_dir=png_dir,
+                            overwrite=overwrite)

@@ -30,10 +30,14 @@ def output_format(*choices: str, default: str | None = None, **kwargs):
                         show_default=True, **kwargs)
 
 
-def document(*formats: str):
-    """`--format` (the first choice by default) and `-o/--output FILE`: every command that
-    produces a document has both, and hands it to `_output.emit` (standard output or the file)."""
+def document(*formats: str, force_option: bool = True):
+    """`--format` (the first choice by default), `-o/--output FILE` and `--force` (replace an
+    existing FILE): every command that produces a document has them, and hands it to
+    `_output.emit` (standard output or the file). force_option=False: the command declares its
+    own `--force`, which then also covers the file."""
     def decorate(fn):
+        if force_option:
+            fn = force("an existing -o file")(fn)
         fn = output("Write the document to this file instead of standard output.")(fn)
         return output_format(*formats)(fn)
     return decorate

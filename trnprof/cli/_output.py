@@ -9,17 +9,19 @@ from typing import Callable
 import click
 import pandas as pd
 
-from ..atomic import write_text
+from ..atomic import check_replaceable, write_text
 from ..errors import TrnprofError
 from ..jsonplain import plain, to_json
 from ..textfmt import terminal
 
 
-def check_destination(out: str | None) -> None:
-    """Fail before any work when `-o FILE` cannot be written."""
-    if out and Path(out).is_dir():
-        raise TrnprofError(f"cannot write {out}: it is a folder")
-    if out and not Path(out).parent.is_dir():
+def check_destination(out: str | None, force: bool = False) -> None:
+    """Fail before any work when `-o FILE` cannot be written: its folder is missing, it is a
+    folder, or it exists and `--force` was not given (the overwrite contract, docs/cli.md)."""
+    if not out:
+        return
+    check_replaceable(out, force)
+    if not Path(out).parent.is_dir():
         raise TrnprofError(f"cannot write {out}: folder {Path(out).parent} does not exist")
 
 

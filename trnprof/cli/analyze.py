@@ -55,14 +55,14 @@ def fails(document: Document, fail_on: str | None) -> bool:
 @options.threads
 @options.engine
 def command(run, select, ignore, assignments, rule_dirs, config, fmt, out, fail_on, timeout, memory_limit, run_dir,
-            threads):
+            threads, force):
     """Find what slows RUN down: a short list of findings, most severe first, then by time lost,
     with the ranks and steps affected, the time lost per step and what to do. RUN is a run
     folder, or a trace (.json, .json.gz, a folder of per-rank traces) ingested first.
 
     Exit codes: 0 clean, 1 a finding at or above --fail-on, 2 usage or input error; with
     --fail-on, also 2 when a rule failed or timed out (listed as a warning)."""
-    check_destination(out)
+    check_destination(out, force)
     options = read_config(config) if config else None
     if options is not None and fail_on is None:
         fail_on = options.fail_on

@@ -22,11 +22,11 @@ from ._output import check_destination, emit
                    "aside (an old copy is removed only beside a whole run), remove temporary folders "
                    "of dead writers and damaged entries or links in the derived/ cache")
 @options.document("text", "json")
-def command(run, repair, fmt, out):
+def command(run, repair, fmt, out, force):
     """Verify RUN in full: every Parquet file listed in its manifest is there, has the recorded
     size and row count and reads back; no file was added; every stored view of its derived/
     cache matches its checksums. Exit 2 when the run or its cache is damaged."""
-    check_destination(out)
+    check_destination(out, force)
     # text: each repair is said as it happens, before anything can fail (a kept copy is named)
     said = (lambda line: click.echo(f"repaired: {line}")) if fmt == "text" else None
     verdict = check(run, repair=repair, on_repair=said)

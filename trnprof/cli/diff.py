@@ -40,7 +40,7 @@ def _check_gateable(document: dict, gates: tuple[str, ...], force: bool) -> None
 @click.command("diff")
 @click.argument("base", type=click.Path(path_type=str))
 @click.argument("new", type=click.Path(path_type=str))
-@options.document("text", "json", "markdown")
+@options.document("text", "json", "markdown", force_option=False)
 @click.option("--fail-if", "gates", multiple=True, metavar="EXPR",
               help='Exit 1 when EXPR holds and the change is significant, e.g. "step_time>+5%", '
                    '"throughput<-3%", "exposed_comm>+10ms", "new_findings>=medium"; repeatable.')
@@ -49,7 +49,8 @@ def _check_gateable(document: dict, gates: tuple[str, ...], force: bool) -> None
               show_default=True, help="Significance level of the Mann-Whitney test over steady-state steps.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
               help="Ops listed as top regressions and improvements.")
-@click.option("--force", is_flag=True, help="Evaluate --fail-if gates even when the runs are not comparable.")
+@click.option("--force", is_flag=True, help="Replace an existing -o file, and evaluate --fail-if gates even when "
+              "the runs are not comparable.")
 @options.config("Rules config (YAML) for the findings of both runs, and the engine settings.")
 @options.threads
 @options.engine
@@ -60,7 +61,7 @@ def command(base, new, fmt, out, gates, strict, alpha, top, force, config, threa
 
     Exit codes: 0 no gate tripped, 1 a --fail-if gate tripped, 2 usage or input error (also
     when gates are given and the runs are not comparable, unless --force)."""
-    check_destination(out)
+    check_destination(out, force)
     for gate in gates:
         parse_gate(gate)  # a bad expression or config fails before any work
     options = {"config": read_config(config)} if config else None

@@ -54,9 +54,9 @@ def _pair(typical: str, effective, spec: str) -> str:
 @options.config("YAML config file: its engine, spark_master and spark keys choose the engine.")
 @options.threads
 @options.engine
-def command(run, fmt, out, config, threads):
+def command(run, fmt, out, config, threads, force):
     """Summarise RUN: world size, steps, step time, throughput, counts, time span."""
-    check_destination(out)
+    check_destination(out, force)
     with open_run(run, threads=threads) as opened:
         info = opened.info()
     emit(render(info, fmt, {"json": to_json, "text": lambda i: terminal(format_info(i))}), out)

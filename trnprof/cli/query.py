@@ -16,7 +16,7 @@ from . import _options as options
 @options.config("YAML config file: its engine, spark_master and spark keys choose the engine.")
 @options.threads
 @options.engine
-def command(run, sql, fmt, out, config, threads):
+def command(run, sql, fmt, out, config, threads, force):
     """Run SQL over RUN's tables (events, counters, ranks), the session tables run_job (the
     manifest's job metadata) and hardware (the Trainium hardware table), and the stdlib views.
 
@@ -24,6 +24,6 @@ def command(run, sql, fmt, out, config, threads):
 
     Example: trnprof query RUN "SELECT rank, AVG(idle) FROM step_breakdown GROUP BY rank"
     """
-    check_destination(out)
+    check_destination(out, force)
     with open_run(run, threads=threads) as opened:
         emit(frame_text(opened.sql(sql), fmt), out)

@@ -28,9 +28,9 @@ def command():
 @command.command("list")
 @options.rules
 @options.document("text", "json")
-def list_(rule_dirs, fmt, out):
+def list_(rule_dirs, fmt, out, force):
     """List every rule: code, name, severity, title."""
-    check_destination(out)
+    check_destination(out, force)
     rules = load_rules(rule_dirs)
     emit(render(rules, fmt, {
         "json": lambda rs: to_json([{"code": r.code, "name": r.name, "pack": r.pack, "severity": r.severity,

@@ -35,14 +35,14 @@ from ._output import check_destination, emit, render
 @options.config("YAML config file: its engine, spark_master and spark keys choose the engine.")
 @options.threads
 @options.engine
-def command(run, job_file, assignments, scales, fmt, out, config, threads):
+def command(run, job_file, assignments, scales, fmt, out, config, threads, force):
     """Fit the execution model's free parameters to RUN's steady-state steps, then predict the
     step time, throughput, MFU and HBM peak of the job with the --set changes, with an
     uncertainty band from the fit's residual.
 
     Exit codes: 0 done, 2 usage or input error (an unknown key, a bad value, a run that is not a
     Trn1 job and no description of one)."""
-    check_destination(out)  # before the work
+    check_destination(out, force)  # before the work
     if scales:
         document, to_text_of = _replay(run, scales, assignments, job_file, threads)
     else:

@@ -128,12 +128,11 @@ def _other_data(run) -> dict:
 def export_chrome(run_path, out: str | Path, *, force: bool = False, threads: int | None = None) -> dict:
     """Write RUN as Chrome trace JSON (`.json` or `.json.gz`); returns counts."""
     out = Path(out)
-    if out.exists() and not force:
-        raise TrnprofError(f"output exists: {out} (choose another path or pass --force to replace it)")
+    atomic.check_replaceable(out, force)
     if out.suffix not in (".json", ".gz"):
         raise TrnprofError(f"output {out}: name it .json or .json.gz")
     counts = {"events": 0, "counters": 0, "skipped_counters": 0, "ranks": 0}
-    with open_run(run_path, threads=threads) as run, atomic.replacing(out) as tmp:
+    with open_run(run_path, threads=threads) as run, atomic.replacing(out, overwrite=force) as tmp:
         opener = gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6) if out.suffix == ".gz" \
             else tmp.open("w", encoding="utf-8")
         with opener as handle:

@@ -36,8 +36,8 @@ def check_destination(path: Path) -> None:
 
 
 def build_report(run, out, *, findings: Document | None, origin: str = "", comparison: dict | None = None,
-                 png_dir=None) -> dict:
-    """Write the HTML report of the open `run` to `out`.
+                 png_dir=None, overwrite: bool = True) -> dict:
+    """Write the HTML report of the open `run` to `out` (overwrite=False: never over a file there).
 
     findings: its findings document (None: the page says findings were not computed), origin: a
     line saying where they came from; comparison: a `trnprof diff` document with `run` as the
@@ -59,7 +59,7 @@ def build_report(run, out, *, findings: Document | None, origin: str = "", compa
     footer = ("Self-contained page: the Vega, Vega-Lite and Vega-Embed libraries are inlined and it makes no "
               "network request. Charts: hover for details; the … menu exports PNG/SVG.")
     page = render(title, subtitle, sections, specs, footer)
-    atomic.write_text(out, page)
+    atomic.write_text(out, page, overwrite=overwrite)
     exported = export.export_charts(specs, png_dir) if png_dir is not None else []
     return {"path": str(out), "bytes": len(page.encode()), "charts": list(specs),
             "empty": {s.id: s.empty for s in sections if s.empty},
