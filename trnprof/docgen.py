@@ -115,7 +115,9 @@ def cli_md() -> str:
     from .cli import main
 
     lines = [HEADER, "# CLI reference", "",
-             "Exit codes: 0 clean, 1 findings at or above `--fail-on`, 2 usage or input error.", ""]
+             "Exit codes: 0 clean, 1 findings at or above `--fail-on`, 2 usage or input error.", "",
+             "Outputs: every `-o` follows one overwrite contract: what is there is replaced only with "
+             "`--force`, and only by its own kind (docs/run-format.md, \"The overwrite contract\").", ""]
     ctx = main.make_context("trnprof", [], resilient_parsing=True, terminal_width=100, max_content_width=100)
     for name in main.list_commands(ctx):
         command = main.get_command(ctx, name)
