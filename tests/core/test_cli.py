@@ -86,7 +86,7 @@ def test_demo_simulates_analyzes_and_writes_the_report(cli, tmp_path):
     closing = lines[[l.startswith("fix first") for l in lines].index(True):]  # the demo ends with what to do
     assert closing[0] == f"fix first   {top['code']} {top['title']}: {top['recommendation']}"
     assert [l.split("trnprof ", 1)[1].split()[0] for l in closing[1:]] == ["analyze", "report", "record"]
-    assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == ["analyze.json", "report.html", "run"]
+    assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == [".trnprof-demo", "analyze.json", "report.html", "run"]
     again = cli("demo", "-o", tmp_path / "demo")  # an earlier demo run is replaced
     assert again.exit_code == 0
 

@@ -5,6 +5,7 @@ earlier demo's outputs."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -78,3 +79,12 @@ def test_demo_replaces_an_earlier_demo_only_and_writes_whole_files(tmp_path, cli
     assert (out / "notes.txt").read_text() == "mine"
     assert sorted(p.name for p in out.iterdir()) == [".trnprof-demo", "analyze.json", "notes.txt", "report.html", "run"]
     open_run(out / "run").close()
+
+
+def test_record_refuses_an_existing_report_file_before_the_job_runs(tmp_path, cli):
+    mine, ran = tmp_path / "r.html", tmp_path / "ran"
+    mine.write_text("my report")
+    result = cli("record", "-o", tmp_path / "run", "--report", mine, "--", sys.executable, "-c",
+                 f"open({str(ran)!r}, 'w')")
+    assert result.exit_code == 2 and "output exists" in result.stderr
+    assert not ran.exists() and mine.read_text() == "my report"

@@ -43,7 +43,7 @@ def _default_output() -> str:
 @click.option("--keep-capture", is_flag=True, help="Keep the capture folder beside the run instead of removing it.")
 @click.option("--analyze", is_flag=True, help="Print the findings of the run afterwards.")
 @click.option("--report", "report_path", type=click.Path(path_type=str), help="Write the HTML report to this file.")
-@options.force("an existing run at the output path")
+@options.force("an existing run at the output path, and an existing --report file")
 def command(command, out, wait, warmup, active, shapes, memory, stack, interval, max_mb, neuron_mode, capture,
             keep_capture, analyze, report_path, force):
     """Run COMMAND (put `--` before it) and profile it: every Python process of it that steps a
@@ -54,11 +54,14 @@ def command(command, out, wait, warmup, active, shapes, memory, stack, interval,
     captured."""
     from pathlib import Path
 
+    from ..atomic import check_replaceable
     from ..record.recorder import check_output, record
     from ..record.runtime import Settings
 
     out = out or _default_output()
     check_output(Path(out), force)  # before the job runs, and before a word about it
+    if report_path:
+        check_replaceable(report_path, force)
     settings = Settings(capture="", wait=wait, warmup=warmup, active=active, shapes=shapes, memory=memory,
                         stack=stack, max_bytes=int(max_mb * 1e6) if max_mb else None)
     click.echo(f"recording: {shlex.join(command)}  (steps: wait {wait}, warm-up {warmup}, active {active}; "
@@ -83,7 +86,7 @@ def command(command, out, wait, warmup, active, shapes, memory, stack, interval,
     if analyze:
         _analyze(summary["run"])
     if report_path:
-        written = api.report(summary["run"], report_path)
+        written = api.report(summary["run"], report_path, overwrite=force)
         click.echo(f"wrote {written['path']}")
     sys.exit(captured.returncode)
 
