@@ -171,3 +171,15 @@ def test_a_concurrent_analyze_of_the_same_trace_keeps_the_first_run_and_its_read
     readers[0].close()
     assert [p.name for p in (tmp_path / "cache" / "runs").iterdir()] == [traced.path.name]
 
+
+
+@pytest.mark.parametrize("command", [["simulate", "--preset", "tiny", "--steps", "2"], ["ingest", str(TRACE)]])
+def test_a_command_writing_a_run_leaves_a_foreign_hidden_folder_alone(tmp_path, cli, command):
+    foreign = _folder_with_a_file(tmp_path / ".cache.tmp-1")
+    backup = _folder_with_a_file(tmp_path / ".run.old-2024")
+    result = cli(*command, "-o", tmp_path / "run")
+    assert result.exit_code == 0, result.stderr
+    assert (foreign / "notes.txt").is_file() and (backup / "notes.txt").is_file()
+    assert [line for line in result.stderr.splitlines() if "alone" in line] == [
+        f"warning: left .cache.tmp-1, .run.old-2024 in {tmp_path} alone: named like trnprof's leftovers, "
+        "but without its owner marker (.trnprof-owner), so not made by trnprof"]
