@@ -177,6 +177,9 @@ class RunWriter:
             return
         if not self.overwrite:
             raise TrnprofError(f"output exists: {self.path}{why} (choose another path or pass --force to replace it)")
+        if self.path.is_symlink():
+            raise TrnprofError(f"output {self.path} is a symbolic link: --force replaces only a run folder "
+                               "(remove the link or choose another path)")
         read_manifest(self.path, check_files=False, validate=False)  # replace a run (even a damaged one), never another folder
 
     @property
@@ -268,7 +271,11 @@ class RunWriter:
                                    "to replace it)") from None
             return
         old = _sibling(self.path, OLD)
-        mark_owner(self.path, OLD)  # before the rename: an old copy aside is always marked
+        try:
+            mark_owner(self.path, OLD)  # before the rename: an old copy aside is always marked
+        except OSError as exc:
+            raise TrnprofError(f"cannot replace {self.path}: cannot write into it ({exc.strerror or exc}); "
+                               "this run is not kept") from None
         self.path.rename(old)
         self.tmp.rename(self.path)
         shutil.rmtree(old, ignore_errors=True)

@@ -183,3 +183,12 @@ def test_a_command_writing_a_run_leaves_a_foreign_hidden_folder_alone(tmp_path, 
     assert [line for line in result.stderr.splitlines() if "alone" in line] == [
         f"warning: left .cache.tmp-1, .run.old-2024 in {tmp_path} alone: named like trnprof's leftovers, "
         "but without its owner marker (.trnprof-owner), so not made by trnprof"]
+
+
+def test_force_never_replaces_through_a_symbolic_link(tmp_path):
+    real = _tiny(tmp_path / "real")
+    (tmp_path / "run").symlink_to(real)
+    with pytest.raises(TrnprofError, match="symbolic link"):
+        _tiny(tmp_path / "run", overwrite=True)
+    assert (tmp_path / "run").is_symlink() and not (real / OWNER).exists()
+    open_run(real).close()
