@@ -14,8 +14,12 @@ trace="$repo/tests/data/kineto/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.js
 # the files a fresh clone has (tracked, or new and not ignored): no build/ or egg-info left by an
 # earlier build of the checkout can mask a file the package fails to ship
 mkdir "$work/src"
-(cd "$repo" && git ls-files -z --cached --others --exclude-standard |
-                 tar --null --ignore-failed-read -T - -cf - 2>/dev/null) | tar -xf - -C "$work/src"
+if git -C "$repo" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  (cd "$repo" && git ls-files -z --cached --others --exclude-standard |
+                   tar --null --ignore-failed-read -T - -cf - 2>/dev/null) | tar -xf - -C "$work/src"
+else  # not a git checkout (an unpacked archive): all but the build outputs
+  tar -C "$repo" --exclude=./.venv --exclude=./build --exclude='*.egg-info' -cf - . | tar -xf - -C "$work/src"
+fi
 echo "smoke: pip install . (a copy of $repo) into a fresh venv (no extras)"
 "$python" -m venv "$work/venv"
 if ! "$work/venv/bin/python" -m pip install -q --disable-pip-version-check "$work/src" >"$work/pip.log" 2>&1; then
