@@ -59,11 +59,11 @@ def mutate(document, data) -> None:
             continue
         action = data.draw(st.sampled_from(["replace", "remove", "add"]))
         if action == "replace":
-            node[key] = data.draw(HOSTILE)
+            node[key] = copy.deepcopy(data.draw(HOSTILE))  # sampled_from shares its [] and {}
         elif action == "remove" and isinstance(node, dict):
             del node[key]
         elif isinstance(node, dict):
-            node[data.draw(KEYS)] = data.draw(HOSTILE)
+            node[data.draw(KEYS)] = copy.deepcopy(data.draw(HOSTILE))
         return
     return
 
