@@ -88,3 +88,14 @@ def test_record_refuses_an_existing_report_file_before_the_job_runs(tmp_path, cl
                  f"open({str(ran)!r}, 'w')")
     assert result.exit_code == 2 and "output exists" in result.stderr
     assert not ran.exists() and mine.read_text() == "my report"
+
+
+def test_rules_docs_replaces_only_pages_it_wrote(tmp_path, cli):
+    mine = tmp_path / "index.md"
+    mine.write_text("# my own index\n")
+    refused = cli("rules", "docs", "-o", tmp_path)
+    assert refused.exit_code == 2 and "output exists" in refused.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["index.md"] and mine.read_text() == "# my own index\n"
+    assert cli("rules", "docs", "-o", tmp_path, "--force").exit_code == 0
+    assert cli("rules", "docs", "-o", tmp_path).exit_code == 0  # its own pages: replaced
+    assert cli("rules", "docs", "--check", "-o", tmp_path).exit_code == 0

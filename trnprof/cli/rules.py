@@ -100,7 +100,8 @@ def new(name, folder, code):
 @command.command("docs")
 @options.output("Folder of the rule reference pages.", default=DOCS_DIR, show_default=True)
 @click.option("--check", is_flag=True, help="Do not write; exit 1 when the pages differ from the rules.")
-def docs(out, check):
+@options.force("pages of the same names that `trnprof rules docs` did not write")
+def docs(out, check, force):
     """Generate the rule reference (index and one page per pack) from the built-in rules."""
     rules = load_rules()
     if check:
@@ -110,5 +111,5 @@ def docs(out, check):
             sys.exit(Exit.FAILED)
         click.echo(f"{out} is up to date")
         return
-    for path in rule_docs.write(Path(out), rules):
+    for path in rule_docs.write(Path(out), rules, force=force):
         click.echo(f"wrote {path}")

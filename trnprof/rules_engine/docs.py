@@ -10,7 +10,7 @@ from pathlib import Path
 from trnprof.breakdown import CATEGORIES
 from trnprof.schema import TABLE_COLUMNS
 from trnprof.session_tables import RUN_JOB_COLUMNS, RUN_JOB_DOC
-from trnprof import yamlio
+from trnprof import atomic, yamlio
 from trnprof.textfmt import markdown_table
 
 from .catalog import signal_names, stdlib_views
@@ -222,13 +222,23 @@ def render_all(rules: list[Rule]) -> dict[str, str]:
     return pages
 
 
-def write(folder: Path, rules: list[Rule]) -> list[Path]:
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in render_all(rules).items():
-        (folder / name).write_text(text, encoding="utf-8")
-        written.append(folder / name)
-    return written
+def _generated(page: Path) -> bool:
+    """Whether `page` is a page this command wrote (a regular file opening with HEADER)."""
+    try:
+        with page.open("rb") as handle:
+            return not page.is_symlink() and page.is_file() and handle.read(len(HEADER.encode())) == HEADER.encode()
+    except OSError:
+        return False
+
+
+def write(folder: Path, rules: list[Rule], *, force: bool = False) -> list[Path]:
+    """Write every page into `folder`, each whole; a page of the same name that this command did
+    not write is refused first (nothing written) unless `force` (the overwrite contract)."""
+    pages = render_all(rules)
+    for name in pages:
+        if (folder / name).exists() and not _generated(folder / name):
+            atomic.check_replaceable(folder / name, force)
+    return [atomic.write_text(folder / name, text) for name, text in pages.items()]
 
 
 def drifted(folder: Path, rules: list[Rule]) -> list[str]:
