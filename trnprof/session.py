@@ -8,6 +8,8 @@ when the run folder can be written, so a later session of the same run reads the
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import shutil
 import tempfile
@@ -143,21 +145,42 @@ def is_stored(con: duckdb.DuckDBPyConnection, view: str, schema: str = "main") -
 def prepare(con: duckdb.DuckDBPyConnection, query: str) -> None:
     """Compute and store the stdlib views `query` reads, so it runs within the memory budget."""
     state = _session(con)
-    try:
-        tables = duckdb.get_table_names(query, qualified=True)
-    except duckdb.Error:
-        return  # the query itself reports the error
+    schemas = {schema.lower(): schema for schema in state.runs}
     wanted: dict[str, set[str]] = {}
-    for table in tables:
-        parts = [p.strip('"') for p in table.split(".")]
-        schema, name = (parts[-2], parts[-1]) if len(parts) >= 2 else ("main", parts[-1])
-        if schema in state.runs:
-            wanted.setdefault(schema, set()).add(name)
+    for schema, name in tables_read(query):
+        schema = schemas.get((schema or "main").lower())
+        if schema is not None:
+            wanted.setdefault(schema, set()).add(name.lower())
     for schema, names in wanted.items():
         materialize(con, names, schema)
         if names & set(_critical_path_tables()):
             from .critical_path import tables
             tables.attach(con, schema)
+
+
+@functools.cache
+def _parser() -> duckdb.DuckDBPyConnection:
+    """An empty connection that only parses: no files, no extensions."""
+    return duckdb.connect(":memory:", config={"enable_external_access": False, "autoload_known_extensions": False,
+                                              "autoinstall_known_extensions": False, "lock_configuration": True})
+
+
+def tables_read(query: str) -> set[tuple[str | None, str]]:
+    """(schema or None, name) of every table `query` names (CTE names included), from DuckDB's
+    own parse tree: any alias, case, join or nesting. Empty when it does not parse (running it
+    reports the error). `duckdb.get_table_names` binds, so it fails on a `USING` join over
+    tables it does not know, and writes an aliased table as 'name AS alias'."""
+    tree = json.loads(_parser().execute("SELECT json_serialize_sql(?::VARCHAR)", [query]).fetchone()[0])
+    found, todo = set(), [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, list):
+            todo += node
+        elif isinstance(node, dict):
+            if node.get("type") == "BASE_TABLE":
+                found.add((node.get("schema_name") or None, node["table_name"]))
+            todo += node.values()
+    return found
 
 
 def _critical_path_tables() -> tuple[str, ...]:
