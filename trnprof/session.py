@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,6 +137,19 @@ def materialize(con: duckdb.DuckDBPyConnection, names=MATERIALIZABLE, schema: st
     batches.materialize(con, attached, names, memory_limit=state.memory_limit, progress=progress.progress_shown())
 
 
+def readable_files(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str]]:
+    """(folders, files) the session's views read: each attached run's table files and folders,
+    its stored views and the spill folder. A locked session may read only these
+    (`rules_engine.sandbox.lock_down`)."""
+    state = _session(con)
+    folders, files = [f"{state.scratch / 'spill'}/"], []
+    for attached in state.runs.values():
+        folders += [f"{attached.run_dir / table}/" for table in TABLE_COLUMNS if (attached.run_dir / table).is_dir()]
+        files += [str(path) for path in data_files(attached.run_dir)]
+        folders.append(f"{attached.store.root}/")
+    return folders, files
+
+
 def is_stored(con: duckdb.DuckDBPyConnection, view: str, schema: str = "main") -> bool:
     """Whether `view` of `schema` is stored (computed in this session or an earlier one)."""
     attached = _session(con).runs.get(schema)
@@ -158,6 +172,9 @@ def prepare(con: duckdb.DuckDBPyConnection, query: str) -> None:
             tables.attach(con, schema)
 
 
+_PARSING = threading.Lock()
+
+
 @functools.cache
 def _parser() -> duckdb.DuckDBPyConnection:
     """An empty connection that only parses: no files, no extensions."""
@@ -170,7 +187,8 @@ def tables_read(query: str) -> set[tuple[str | None, str]]:
     own parse tree: any alias, case, join or nesting. Empty when it does not parse (running it
     reports the error). `duckdb.get_table_names` binds, so it fails on a `USING` join over
     tables it does not know, and writes an aliased table as 'name AS alias'."""
-    tree = json.loads(_parser().execute("SELECT json_serialize_sql(?::VARCHAR)", [query]).fetchone()[0])
+    with _PARSING:  # one call at a time on a connection (diff reads its runs in threads)
+        tree = json.loads(_parser().execute("SELECT json_serialize_sql(?::VARCHAR)", [query]).fetchone()[0])
     found, todo = set(), [tree]
     while todo:
         node = todo.pop()
