@@ -3,7 +3,7 @@
 else `~/.cache/trnprof`. Deleting the folder is always safe.
 
 Whoever can write the folder (a shared cache, a CI cache restored from another branch) must not
-change what trnprof does (docs/hardening.md, "Caches"):
+change what trnprof does (docs/design-notes.md, "Caches"):
 - every entry is read with `read_entry`: a regular file (no link, FIFO or device) of at most a
   bound the caller names, opened without blocking; anything else is skipped with one warning;
 - an entry that trnprof would use as it is (the report's JavaScript bundle) carries an HMAC made

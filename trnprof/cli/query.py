@@ -31,7 +31,7 @@ def command(run, sql, fmt, out, config, timeout, unsafe, threads):
     SQL is DuckDB's dialect on every engine (--engine spark transpiles it). It runs in the rule
     sandbox: one SELECT, reading only the run (no file, URL, ATTACH, COPY, SET, PRAGMA, INSTALL or
     LOAD), at most 1,000,000 rows, within --timeout; Ctrl-C stops it (exit 130). --unsafe lifts
-    all of this (docs/rules/index.md, "The sandbox").
+    all of this (docs/rules/index.md, "trnprof query in the sandbox").
 
     Example: trnprof query RUN "SELECT rank, AVG(idle) FROM step_breakdown GROUP BY rank"
     """
