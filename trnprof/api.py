@@ -40,7 +40,7 @@ _EXPORTS = {
 }
 
 __all__ = ["Document", "Run", "RunSet", "analyze", "check", "diff", "ingest", "load_config", "open_run", "open_runs",
-           "priced", "report", "run_or_traces", "run_plan", "simulate", "whatif"]
+           "priced", "query", "report", "run_or_traces", "run_plan", "simulate", "whatif"]
 
 
 def __getattr__(name: str):
@@ -87,6 +87,33 @@ def _repair_cache(run: Path) -> list[str]:
         derived.remove(path)
         done.append(f"removed {path.relative_to(run)} from the cache: {problem}")
     return done
+
+
+def query(run: str | Path, sql: str, *, unsafe: bool = False, timeout: float | None = None,
+          threads: int | None = None):
+    """The result of `sql` over the run at `run` as a DataFrame (`trnprof query`): in the rule
+    sandbox (one SELECT over the run's tables and views, no file, setting or extension, at most
+    `timeout` seconds, default the rules' 60; Ctrl-C stops it). unsafe: any SQL on the run's
+    session, limited only by `timeout` when given."""
+    from .engines import open_run
+    from .rules_engine.engine import DEFAULT_TIMEOUT_S
+    from .rules_engine.sandbox import SandboxError, interruptible, query_run
+    with open_run(run, threads=threads) as opened:
+        try:
+            limit = DEFAULT_TIMEOUT_S if timeout is None else timeout
+            if not unsafe and opened.engine == "spark":
+                from .rules_engine.catalog import readable_tables
+                from .rules_engine.spark_sandbox import SparkSandbox  # the optional extra
+                return SparkSandbox(opened, set(readable_tables()), cache=[]).query(sql, timeout=limit)
+            if not unsafe:
+                return query_run(opened, sql, timeout=limit)
+            if opened.engine == "duckdb":
+                return interruptible(opened.con, lambda: opened.sql(sql), timeout)
+            return opened.sql(sql)
+        except SandboxError as exc:
+            refused = str(exc).startswith("refused") or "Permission Error" in str(exc) or "locked" in str(exc)
+            raise TrnprofError(f"query failed: {exc}" + (" (trnprof query runs one SELECT over the run in the "
+                                                         "sandbox; --unsafe lifts it)" if refused else "")) from None
 
 
 def whatif(run: str | Path | Run, overrides=(), *, job=None, threads: int | None = None) -> dict:

@@ -16,6 +16,10 @@ Safety (docs/hardening.md):
 - Every session holds a shared lock (`flock`) on its key's `.lock` file; entries of other keys
   are swept only under an exclusive lock, so a process (of any trnprof version) never loses the
   folder it reads. Only folders named like keys inside the real `derived/` are ever removed.
+- Nothing there is opened so that it could block or read without bound: a `.lock` is opened
+  without blocking and used only when it is a regular file (a FIFO or device planted there means
+  working without the cache, with one warning); `_checksums.json` is read as a regular file of
+  at most MAX_CHECKSUMS_BYTES, and a part is hashed only when it is a regular file.
 - When the run folder cannot be written (read-only media, a shipped sample, a full disk, a
   quota), or TRNPROF_CACHE=off, views are stored in the session's private temporary folder
   instead and vanish with it; a failed write says so in one warning line.
@@ -29,12 +33,14 @@ import json
 import os
 import re
 import shutil
+import stat
 import sys
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
 from . import atomic
+from .cachedir import NotRegular, read_regular
 from ._version import __version__
 from .schema import MANIFEST_FILE, PARTITIONED_TABLES, TABLE_COLUMNS
 
@@ -43,6 +49,7 @@ FOLDER = "derived"
 CACHE_ENV = "TRNPROF_CACHE"  # "off" disables the cache in the run folder
 CHECKSUMS = "_checksums.json"
 LOCK = ".lock"
+MAX_CHECKSUMS_BYTES = 16 * 2**20  # a part's line is ~100 bytes: room for 100,000 parts
 KEY_NAME = re.compile(r"^v\d+-[0-9a-f]{16}-[0-9a-f]{16}$")  # the only folders ever swept
 _LOCK_TRIES = 8
 
@@ -117,8 +124,10 @@ def _lock(root: Path, mode: int) -> int:
     | LOCK_NB). Retried when the file was removed between open and lock (a sweep won the race),
     so the lock held is always the one on the file in place."""
     for _ in range(_LOCK_TRIES):
-        fd = os.open(root / LOCK, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+        fd = os.open(root / LOCK, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO would block a reader; not ours
+                raise NotRegular(f"{root / LOCK} is not a regular file")
             fcntl.flock(fd, mode)
             if os.fstat(fd).st_ino == os.stat(root / LOCK, follow_symlinks=False).st_ino:
                 return fd
@@ -164,16 +173,21 @@ def entry_problem(folder: Path) -> str | None:
     if not is_real_folder(folder):
         return "a symbolic link, not a folder trnprof wrote"
     try:
-        listed = json.loads((folder / CHECKSUMS).read_text(encoding="utf-8"))["parts"]
+        text = read_regular(folder / CHECKSUMS, MAX_CHECKSUMS_BYTES)
+        if text is None:
+            raise FileNotFoundError(folder / CHECKSUMS)
+        listed = json.loads(text.decode("utf-8"))["parts"]
         found = {p.name for p in folder.iterdir() if p.name.endswith(".parquet")}
         if not isinstance(listed, dict) or found != set(listed):
             return "its parts differ from its checksum list"
         for name, (size, digest) in listed.items():
-            part = folder / name
-            if part.is_symlink() or part.stat().st_size != size or _digest(part) != digest:
+            part = (folder / name).lstat()
+            if not stat.S_ISREG(part.st_mode) or part.st_size != size or _digest(folder / name) != digest:
                 return f"{name} does not match its checksum"
     except PermissionError:
         raise  # not damaged: another user's entry this one cannot read
+    except NotRegular:
+        return f"{CHECKSUMS} is not a regular file of at most {MAX_CHECKSUMS_BYTES:,} bytes"
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return f"no valid checksum list ({type(exc).__name__})"
     return None
@@ -224,7 +238,9 @@ class Store:
                 return None
             self._fd = _lock(root, fcntl.LOCK_SH)
             atomic.temp_folder(root, ".probe-").rmdir()
-        except OSError:
+        except OSError as exc:
+            if isinstance(exc, NotRegular):
+                warn(f"{exc}: trnprof does not use it and works without the cache (`trnprof check --repair` removes it)")
             self.release()
             return None
         sweep(folder, keep=self.key)
@@ -301,9 +317,19 @@ def _links(folder: Path):
             yield from (view for view in sorted(entry.iterdir()) if view.is_symlink())
 
 
+def _odd_locks(folder: Path):
+    """`.lock` files of key folders that are not regular files (a FIFO, a device, a folder)."""
+    for entry in sorted(folder.iterdir()):
+        lock = entry / LOCK
+        if KEY_NAME.match(entry.name) and is_real_folder(entry) and (lock.exists() or lock.is_symlink()) \
+                and not stat.S_ISREG(lock.lstat().st_mode):
+            yield lock
+
+
 def cache_problems(run_dir: Path) -> list[tuple[str, Path]]:
     """What is wrong with the run's cache (`trnprof check`), each with the path to remove: a
-    symbolic link where trnprof keeps the cache, or a stored view whose parts fail their checksums."""
+    symbolic link where trnprof keeps the cache, a lock that is not a regular file, or a stored
+    view whose parts fail their checksums."""
     folder = run_dir / FOLDER
     if folder.is_symlink():
         return [(f"{FOLDER} is a symbolic link to {os.readlink(folder)} (trnprof does not use it)", folder)]
@@ -311,6 +337,8 @@ def cache_problems(run_dir: Path) -> list[tuple[str, Path]]:
         return []
     found = [(f"{entry.relative_to(run_dir)} is a symbolic link to {os.readlink(entry)}", entry)
              for entry in _links(folder)]
+    found += [(f"{lock.relative_to(run_dir)} is not a regular file", lock) for lock in _odd_locks(folder)
+              if not lock.is_symlink()]  # a link is listed above
     for key, view, path in entries(run_dir):
         if not key.startswith(f"v{FORMAT}-"):
             continue  # an older format's entry: never read, swept on the next open

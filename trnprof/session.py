@@ -8,9 +8,12 @@ when the run folder can be written, so a later session of the same run reads the
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import shutil
 import tempfile
+import threading
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,6 +137,19 @@ def materialize(con: duckdb.DuckDBPyConnection, names=MATERIALIZABLE, schema: st
     batches.materialize(con, attached, names, memory_limit=state.memory_limit, progress=progress.progress_shown())
 
 
+def readable_files(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str]]:
+    """(folders, files) the session's views read: each attached run's table files and folders,
+    its stored views and the spill folder. A locked session may read only these
+    (`rules_engine.sandbox.lock_down`)."""
+    state = _session(con)
+    folders, files = [f"{state.scratch / 'spill'}/"], []
+    for attached in state.runs.values():
+        folders += [f"{attached.run_dir / table}/" for table in TABLE_COLUMNS if (attached.run_dir / table).is_dir()]
+        files += [str(path) for path in data_files(attached.run_dir)]
+        folders.append(f"{attached.store.root}/")
+    return folders, files
+
+
 def is_stored(con: duckdb.DuckDBPyConnection, view: str, schema: str = "main") -> bool:
     """Whether `view` of `schema` is stored (computed in this session or an earlier one)."""
     attached = _session(con).runs.get(schema)
@@ -143,21 +159,46 @@ def is_stored(con: duckdb.DuckDBPyConnection, view: str, schema: str = "main") -
 def prepare(con: duckdb.DuckDBPyConnection, query: str) -> None:
     """Compute and store the stdlib views `query` reads, so it runs within the memory budget."""
     state = _session(con)
-    try:
-        tables = duckdb.get_table_names(query, qualified=True)
-    except duckdb.Error:
-        return  # the query itself reports the error
+    schemas = {schema.lower(): schema for schema in state.runs}
     wanted: dict[str, set[str]] = {}
-    for table in tables:
-        parts = [p.strip('"') for p in table.split(".")]
-        schema, name = (parts[-2], parts[-1]) if len(parts) >= 2 else ("main", parts[-1])
-        if schema in state.runs:
-            wanted.setdefault(schema, set()).add(name)
+    for schema, name in tables_read(query):
+        schema = schemas.get((schema or "main").lower())
+        if schema is not None:
+            wanted.setdefault(schema, set()).add(name.lower())
     for schema, names in wanted.items():
         materialize(con, names, schema)
         if names & set(_critical_path_tables()):
             from .critical_path import tables
             tables.attach(con, schema)
+
+
+_PARSING = threading.Lock()
+
+
+@functools.cache
+def _parser() -> duckdb.DuckDBPyConnection:
+    """An empty connection that only parses: no files, no extensions."""
+    return duckdb.connect(":memory:", config={"enable_external_access": False, "autoload_known_extensions": False,
+                                              "autoinstall_known_extensions": False, "lock_configuration": True})
+
+
+def tables_read(query: str) -> set[tuple[str | None, str]]:
+    """(schema or None, name) of every table `query` names (CTE names included), from DuckDB's
+    own parse tree: any alias, case, join or nesting. Empty when it does not parse (running it
+    reports the error). `duckdb.get_table_names` binds, so it fails on a `USING` join over
+    tables it does not know, and writes an aliased table as 'name AS alias'."""
+    with _PARSING:  # one call at a time on a connection (diff reads its runs in threads)
+        tree = json.loads(_parser().execute("SELECT json_serialize_sql(?::VARCHAR)", [query]).fetchone()[0])
+    found, todo = set(), [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, list):
+            todo += node
+        elif isinstance(node, dict):
+            if node.get("type") == "BASE_TABLE":
+                found.add((node.get("schema_name") or None, node["table_name"]))
+            todo += node.values()
+    return found
 
 
 def _critical_path_tables() -> tuple[str, ...]:

@@ -7,6 +7,7 @@ import altair as alt
 import pytest
 import vl_convert
 
+from trnprof import cachedir
 from trnprof.errors import TrnprofError
 from trnprof.report import vega
 
@@ -24,9 +25,10 @@ def fresh(monkeypatch, tmp_path):
 def test_bundle_is_cached_per_version(fresh, monkeypatch):
     bundle = vega.javascript_bundle()
     assert "vegaEmbed" in bundle and "</script" not in bundle.lower()
-    cached = list((fresh / "trnprof").iterdir())
-    assert [p.name for p in cached] == [f"vega-bundle-vlconvert{vl_convert.__version__}-vl{vega.vegalite_version()}.js"]
-    assert cached[0].read_text(encoding="utf-8") == bundle
+    cached = sorted((fresh / "trnprof").iterdir())
+    assert [p.name for p in cached] == [cachedir.SECRET_FILE,
+                                        f"vega-bundle-signed-vlconvert{vl_convert.__version__}-vl{vega.vegalite_version()}.js"]
+    assert cached[1].read_bytes()[32:] == bundle.encode()  # after its HMAC
     vega.javascript_bundle.cache_clear()
     monkeypatch.setattr(vl_convert, "javascript_bundle", lambda **_: pytest.fail("bundled again"))
     assert vega.javascript_bundle() == bundle

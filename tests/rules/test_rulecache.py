@@ -1,13 +1,14 @@
-"""Rule packs compiled once (`rules_engine.rulecache`): a second load reads the cache and gives
-the same rules; an edited rule, a corrupt entry or an unwritable cache folder never changes what
-is loaded, and a broken rule is reported from its file every time."""
+"""The SQL checks of rule packs done once (`rules_engine.rulecache`): a second load parses no SQL
+and gives the same rules; an edited rule, a corrupt or tampered entry or an unwritable cache
+folder never changes what is loaded, and a broken rule is reported from its file every time."""
 
 from __future__ import annotations
 
 import pytest
 
-from trnprof import yamlio
-from trnprof.rules_engine import rulecache
+import msgspec
+
+from trnprof.rules_engine import loader, rulecache
 from trnprof.rules_engine.loader import RuleError, builtin_dir, load_folder
 from tests.rules.test_rules_loader import rule_dict, write_rule
 
@@ -19,18 +20,29 @@ def cache(tmp_path, monkeypatch):
     return folder
 
 
-def _no_yaml(monkeypatch):
-    def refuse(text):
-        raise AssertionError("the rule file was decoded again")
-    monkeypatch.setattr(yamlio, "load", refuse)
+def _no_sql_parse(monkeypatch):
+    def refuse():
+        raise AssertionError("a rule's SQL was parsed again")
+    monkeypatch.setattr(loader, "parser", refuse)
 
 
-def test_the_builtin_packs_load_from_the_cache_the_second_time(cache, monkeypatch):
+def test_the_builtin_packs_parse_no_sql_the_second_time(cache, monkeypatch):
     first = load_folder(builtin_dir())
     assert list((cache / "rules").iterdir()), "no cache entry was written"
-    _no_yaml(monkeypatch)
+    _no_sql_parse(monkeypatch)
     second = load_folder(builtin_dir())
     assert second == first and len(second) >= 20
+
+
+def test_a_tampered_entry_changes_no_rule(cache, tmp_path):
+    """The entry holds no rule, and a table list naming what rules may not read is not used."""
+    write_rule(tmp_path / "rules", rule_dict())
+    expected = load_folder(tmp_path / "rules")
+    entry = rulecache.entry_path(tmp_path / "rules")
+    held = msgspec.msgpack.decode(entry.read_bytes())
+    held["tables"] = {digest: ["events; DROP TABLE x", "/etc/passwd"] for digest in held["tables"]}
+    entry.write_bytes(msgspec.msgpack.encode(held))
+    assert load_folder(tmp_path / "rules") == expected
 
 
 def test_an_edited_rule_is_read_again(cache, tmp_path):

@@ -6,8 +6,10 @@ import json
 import os
 import statistics
 import subprocess
+import threading
 from pathlib import Path
 
+import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -217,3 +219,171 @@ def test_a_full_disk_during_the_cache_write_falls_back_with_one_warning(tmp_path
         assert json.loads(result.stdout)["findings"] == json.loads(expected.stdout)["findings"]
     finally:
         subprocess.run(["umount", str(disk)], check=True)
+
+
+# Issue 34: every cache read is a bounded regular file, locks never open a FIFO, and a cache entry
+# whoever can write the cache folder plants cannot change what trnprof does.
+
+def finishes(work, fifos, seconds: float = 60):
+    """work()'s result; fails when it is still running after `seconds` (blocked on one of `fifos`,
+    which are then opened for writing so that the blocked reader returns and the test ends)."""
+    outcome = {}
+    worker = threading.Thread(target=lambda: outcome.setdefault("value", work()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        for fifo in fifos:
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass
+        worker.join(30)
+        pytest.fail(f"still running after {seconds} s: blocked on a FIFO")
+    return outcome["value"]
+
+
+def fifo(path: Path) -> Path:
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)
+    return path
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    folder = tmp_path / "user-cache"
+    monkeypatch.setenv("TRNPROF_CACHE_DIR", str(folder))
+    return folder
+
+
+@pytest.fixture
+def findings_run(tmp_path, monkeypatch):
+    """A run on which the built-in rules find something (rank 2 is slow)."""
+    monkeypatch.delenv("TRNPROF_CACHE", raising=False)
+    return synthetic_run(tmp_path / "runs" / "slow", ranks=4, steps=3, ops_per_step=10, slow_rank=2, seed=1)
+
+
+def _tampered(value, fake_sql: str):
+    """`value` with every `sql` text replaced by `fake_sql` and every list of names emptied."""
+    if isinstance(value, dict):
+        return {k: fake_sql if k == "sql" and isinstance(v, str) else _tampered(v, fake_sql) for k, v in value.items()}
+    if isinstance(value, list):
+        return [] if value and all(isinstance(v, str) for v in value) else [_tampered(v, fake_sql) for v in value]
+    return value
+
+
+def _analyze_json(cli, run):
+    result = cli("analyze", run, "--fail-on", "low", "--format", "json")
+    return result, json.loads(result.stdout)
+
+
+def test_a_tampered_rules_cache_does_not_silence_the_builtin_rules(findings_run, cli, cache):
+    result, clean = _analyze_json(cli, findings_run)
+    assert result.exit_code == 1 and clean["findings"]
+    entries = list((cache / "rules").iterdir())
+    assert entries
+    for entry in entries:  # what the issue did: every rule's SQL a query that returns nothing
+        held = msgspec.msgpack.decode(entry.read_bytes())
+        entry.write_bytes(msgspec.msgpack.encode(_tampered(held, "SELECT 1 AS x WHERE false")))
+    result, tampered = _analyze_json(cli, findings_run)
+    assert result.exit_code != 0, "the tampered cache silenced the rules"
+    if result.exit_code == 1:
+        assert [f["name"] for f in tampered["findings"]] == [f["name"] for f in clean["findings"]]
+    else:  # a table list emptied: the rules fail loudly, each named
+        assert result.exit_code == 2 and tampered["errors"] and "rule(s) failed" in result.stderr
+
+
+def test_the_rules_cache_entry_cannot_replace_a_rule(findings_run, cli, cache):
+    """The issue's attack on the cache as it stands: it holds no rule text to replace."""
+    _analyze_json(cli, findings_run)
+    for entry in (cache / "rules").iterdir():
+        held = msgspec.msgpack.decode(entry.read_bytes())
+        entry.write_bytes(msgspec.msgpack.encode(_tampered(held, "SELECT 1 AS x WHERE false") | {"tables": held["tables"]}))
+    result, tampered = _analyze_json(cli, findings_run)
+    assert result.exit_code == 1 and tampered["findings"] and not tampered["errors"]
+
+
+def test_a_fifo_rules_cache_entry_does_not_hang_analyze(findings_run, cli, cache):
+    _analyze_json(cli, findings_run)
+    planted = [fifo(entry) for entry in (cache / "rules").iterdir()]
+    result = finishes(lambda: cli("analyze", findings_run, "--fail-on", "low"), planted)
+    assert result.exit_code == 1
+    assert [line for line in result.stderr.splitlines() if "cache entry" in line] == \
+        [f"warning: cache entry {entry} is not a regular file: not used" for entry in planted]
+
+
+def test_a_rules_cache_entry_larger_than_its_bound_is_not_read(cache, tmp_path):
+    from trnprof.rules_engine import loader, rulecache
+    expected = loader.load_folder(loader.builtin_dir())
+    entry = rulecache.entry_path(loader.builtin_dir())
+    with open(entry, "r+b") as handle:  # sparse: no disk used
+        handle.truncate(rulecache.MAX_ENTRY_BYTES + 1)
+    assert loader.load_folder(loader.builtin_dir()) == expected
+    assert entry.stat().st_size < rulecache.MAX_ENTRY_BYTES  # made again
+
+
+def test_cache_reads_follow_no_link_and_read_no_device(tmp_path, capsys):
+    from trnprof import cachedir
+    zero = tmp_path / "entry"
+    zero.symlink_to("/dev/zero")
+    assert cachedir.read_entry(zero, 1024) is None
+    assert capsys.readouterr().err == f"warning: cache entry {zero} is a symbolic link: not used\n"
+    with pytest.raises(cachedir.NotRegular, match="symbolic link"):
+        cachedir.read_regular(zero, 1024)
+    with pytest.raises(cachedir.NotRegular, match="not a regular file"):
+        cachedir.read_regular(Path("/dev/zero"), 1024)
+    assert finishes(lambda: cachedir.read_entry(fifo(tmp_path / "fifo"), 1024), [tmp_path / "fifo"]) is None
+    assert cachedir.read_entry(tmp_path / "missing", 1024) is None
+
+
+def test_a_planted_or_fifo_chart_bundle_is_never_put_in_a_report(cache):
+    from trnprof import cachedir
+    from trnprof.report import vega
+    path = cache / "vega-bundle-signed-test.js"
+    assert vega._cached(path, lambda: "made") == "made"
+    assert vega._cached(path, lambda: pytest.fail("made again")) == "made"  # signed: used
+    path.write_bytes(b"\0" * 32 + b"window.evil = 1")  # planted: no valid HMAC
+    assert vega._cached(path, lambda: "made") == "made"
+    fifo(path)
+    assert finishes(lambda: vega._cached(path, lambda: "made"), [path]) == "made"
+    path.unlink()
+    path.symlink_to("/dev/zero")
+    assert vega._cached(path, lambda: "made") == "made"
+    assert (cache / cachedir.SECRET_FILE).stat().st_mode & 0o777 == 0o600
+
+
+def test_a_secret_others_can_read_or_replace_signs_nothing(cache, capsys):
+    from trnprof import cachedir
+    assert cachedir.sign("entry", b"x") is not None
+    secret = cache / cachedir.SECRET_FILE
+    secret.chmod(0o644)
+    assert cachedir.sign("entry", b"x") is None and cachedir.verified("entry", b"\0" * 33) is None
+    secret.unlink()
+    secret.symlink_to(cache / "elsewhere")
+    assert cachedir.sign("entry", b"x") is None
+    assert "mode 0600" in capsys.readouterr().err
+
+
+def test_a_fifo_lock_in_the_run_cache_hangs_no_command(run_path, cli):
+    info(cli, run_path)
+    ours = fifo(key_folder(run_path) / derived.LOCK)
+    foreign = run_path / FOLDER / f"v{derived.FORMAT}-{'0' * 16}-{'1' * 16}"  # swept by the next open
+    foreign.mkdir()
+    theirs = fifo(foreign / derived.LOCK)
+    data, stderr = finishes(lambda: info(cli, run_path), [ours, theirs])
+    assert data["step_time_s"]["median"] == pytest.approx(raw_median_step_s(run_path))
+    assert stderr.splitlines() == [f"warning: {ours} is not a regular file: trnprof does not use it and works "
+                                   "without the cache (`trnprof check --repair` removes it)"]
+    result = finishes(lambda: cli("check", run_path), [ours, theirs])
+    assert result.exit_code == 2 and f"{ours.relative_to(run_path)} is not a regular file" in result.stderr
+    result = finishes(lambda: cli("check", run_path, "--repair"), [ours, theirs])
+    assert result.exit_code == 0 and not ours.exists() and not theirs.exists()
+    assert info(cli, run_path)[1] == ""
+
+
+def test_a_fifo_checksum_list_is_a_damaged_entry(run_path, cli):
+    info(cli, run_path)
+    view = next(p for p in key_folder(run_path).iterdir() if p.is_dir())
+    planted = fifo(view / derived.CHECKSUMS)
+    data, stderr = finishes(lambda: info(cli, run_path), [planted])
+    assert data["step_time_s"]["median"] == pytest.approx(raw_median_step_s(run_path))
+    assert f"stored view {view.name} of" in stderr and "not a regular file" in stderr

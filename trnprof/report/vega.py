@@ -3,7 +3,10 @@
 needs no npm. The same package renders the PNG/SVG exports (`export.py`).
 
 Bundling takes ~1.3 s, so the bundle is kept in the user's cache folder, one file per
-vl-convert and Vega-Lite version (written atomically; an unwritable cache is just skipped)."""
+vl-convert and Vega-Lite version (written atomically; an unwritable cache is just skipped). The
+page inlines it, so an entry is used only when it is a regular file of at most MAX_BUNDLE_BYTES
+that carries this installation's HMAC (`cachedir.sign`): a bundle planted by whoever can write
+the cache folder is made again, never put in a report."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ import altair as alt
 import vl_convert
 
 from .. import atomic
-from ..cachedir import cache_dir
+from .. import cachedir
 from ..errors import TrnprofError
 
 
@@ -29,14 +32,22 @@ def vegalite_version() -> str:
     return wanted
 
 
+MAX_BUNDLE_BYTES = 16 * 2**20  # the bundle of vl-convert 1.9 is 0.9 MB
+
+
 def _cached(path: Path, make) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError:
-        pass
+    signed = cachedir.read_entry(path, MAX_BUNDLE_BYTES)
+    content = cachedir.verified(path.name, signed) if signed is not None else None
+    if content is not None:
+        try:
+            return content.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
     text = make()
+    entry = cachedir.sign(path.name, text.encode("utf-8"))
     try:
-        atomic.write_text(path, text)
+        if entry is not None:
+            atomic.write_bytes(path, entry)
     except TrnprofError:
         pass  # a cache: the next run makes it again
     return text
@@ -46,7 +57,7 @@ def _cached(path: Path, make) -> str:
 def javascript_bundle() -> str:
     """One script defining window.vegaEmbed, window.vegaLite and window.vega."""
     version = vegalite_version()
-    path = cache_dir() / f"vega-bundle-vlconvert{vl_convert.__version__}-vl{version}.js"
+    path = cachedir.cache_dir() / f"vega-bundle-signed-vlconvert{vl_convert.__version__}-vl{version}.js"
     bundle = _cached(path, lambda: vl_convert.javascript_bundle(vl_version=version))
     # inlined in <script>: the text must not close the element early
     if re.search(r"</script", bundle, re.IGNORECASE):

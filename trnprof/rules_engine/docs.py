@@ -122,10 +122,12 @@ def index_md(rules: list[Rule]) -> str:
              "most severe first, then by time lost. Each rule is one YAML file in `rules/<pack>/`: metadata, parameters with the "
              "source of each default, one SQL query over the stdlib views, a message template, a "
              "recommendation, docs and test cases. Add your own packs with `--rules DIR` "
-             "([tutorial](../tutorial-first-rule.md)). A pack folder's rules, once validated, are kept compiled in "
-             "the user's cache folder (`rules/` under `$TRNPROF_CACHE_DIR`, else `~/.cache/trnprof`) and used "
-             "while the folder's files and trnprof are unchanged; a broken rule is reported from its file "
-             "every time, and a cache that cannot be written is skipped.", "",
+             "([tutorial](../tutorial-first-rule.md)). Every rule is read from its file on every load; what "
+             "the check of its SQL found (the tables it reads) is kept in the user's cache folder (`rules/` "
+             "under `$TRNPROF_CACHE_DIR`, else `~/.cache/trnprof`), so the SQL is parsed once. The cache holds "
+             "no rule, so whoever can write that folder cannot change or silence one (docs/design-notes.md, "
+             "\"Caches\"); a broken rule is reported from its file every time, and a cache that cannot be "
+             "written is skipped.", "",
              "## Rules", ""]
     lines += _table([(r.code, f"[`{r.name}`]({r.pack}.md#{r.code.lower()}-{r.name.replace('.', '')})",
                       r.severity, r.spec.title) for r in rules], ("code", "name", "max severity", "detects"))
@@ -141,9 +143,22 @@ def index_md(rules: list[Rule]) -> str:
               "own temporary folder and may return at most 1,000,000 rows. Rule files are checked when loaded "
               "on a connection locked the same way, so no rule can make trnprof install or load an extension, "
               "read a file or reach the network. A failing, slow or oversized rule is reported under "
-              "`errors`; the others still run, and `trnprof analyze --fail-on` exits 2 (the run was not fully judged). Parameters are bound as `$name`.",
+              "`errors`; the others still run, and `trnprof analyze --fail-on` exits 2 (the run was not fully judged). Parameters are bound as `$name`. "
+              "`trnprof query` runs in the same sandbox (below).",
               "3. **Findings.** Rows become one finding per rule and `pattern`, listing the ranks and steps "
               f"affected and the {EVIDENCE_ROWS} worst rows as evidence.", ""]
+    lines += ["### `trnprof query` in the sandbox", "",
+              "`trnprof query RUN SQL` (and `api.query`) runs its SQL under the rules' sandbox rules, on the run's "
+              "own session instead of a copy: the views it names are computed first, then the session is "
+              "locked. It may run one SELECT over the run's tables, session tables, stdlib views and the "
+              "`critical_path` tables; DuckDB may read only the run's table files and stored views (what the "
+              "views read), so `read_text`, `read_csv`, `glob` or `read_parquet` of any other file, `COPY`, "
+              "`ATTACH`, `EXPORT`, `INSTALL`/`LOAD`, `SET`/`PRAGMA`, DDL and a second statement are refused in "
+              "one line. It returns at most 1,000,000 rows, stops at `--timeout` (default 60 s, the views it "
+              "computes first included) and on Ctrl-C (exit 130). `trnprof query --unsafe` lifts all of this: "
+              "any SQL DuckDB runs, with the files, settings and extensions of the user, no time limit unless "
+              "`--timeout` is given (Ctrl-C still stops it). On `--engine spark` the query is checked as a "
+              "rule's is (`rules_engine/spark_sandbox.py`).", ""]
     lines += _table([
         ("`rank`, `step`", "where the row happened; a row without a step holds for every step"),
         ("`lost_ns`", "time the row costs in its step, ns"),

@@ -90,8 +90,10 @@ def rule_files(folder: Path) -> list[Path]:
             for p in files(pack)]
 
 
-def _check_sql(path: Path, field: str, sql: str) -> frozenset[str]:
-    """One SELECT over readable tables; returns the names it reads."""
+def _check_sql(path: Path, field: str, sql: str, checks: rulecache.Checks | None = None) -> frozenset[str]:
+    """One SELECT over readable tables; returns the names it reads (kept in `checks`)."""
+    if checks is not None:
+        return checks.tables(sql, lambda text: _check_sql(path, field, text))
     try:
         statements = parser().extract_statements(sql)
     except duckdb.Error as exc:
@@ -169,8 +171,9 @@ def _check_bands(path: Path, spec: RuleFile) -> None:
                   "name a parameter the rule declares: " + (", ".join(spec.params) or "none"))
 
 
-def validate(path: Path, spec: RuleFile, pack: str | None) -> Rule:
-    """Cross-field checks msgspec cannot do; returns the engine's view of the rule."""
+def validate(path: Path, spec: RuleFile, pack: str | None, checks: rulecache.Checks | None = None) -> Rule:
+    """Cross-field checks msgspec cannot do; returns the engine's view of the rule. `checks`:
+    the SQL checks of earlier loads (`rulecache`)."""
     if not CODE.match(spec.code):
         _fail(path, "code", f"{spec.code!r} is not a rule code", "two or three capitals and three digits, e.g. IN001")
     if not NAME.match(spec.name):
@@ -188,7 +191,7 @@ def validate(path: Path, spec: RuleFile, pack: str | None) -> Rule:
     for name in spec.params:
         if not IDENT.match(name):
             _fail(path, f"params.{name}", "not a valid parameter name", "letters, digits and _")
-    tables = set(_check_sql(path, "sql", spec.sql))
+    tables = set(_check_sql(path, "sql", spec.sql, checks))
     used = tuple(sorted(set(SQL_PARAM.findall(spec.sql))))
     undeclared = sorted(set(used) - set(spec.params))
     if undeclared:
@@ -200,7 +203,7 @@ def validate(path: Path, spec: RuleFile, pack: str | None) -> Rule:
     signals = signal_names()
     for i, need in enumerate(spec.requires):
         if isinstance(need, Probe):
-            tables |= _check_sql(path, f"requires[{i}].sql", need.sql)
+            tables |= _check_sql(path, f"requires[{i}].sql", need.sql, checks)
             if SQL_PARAM.search(need.sql):
                 _fail(path, f"requires[{i}].sql", "probes take no parameters", "write the probe without $names")
         elif need not in signals:
@@ -236,7 +239,7 @@ def _param_problem(path: Path, raw: dict) -> None:
                   f"a parameter has exactly {', '.join(Param.__struct_fields__)}")
 
 
-def load_rule_file(path: Path, pack: str | None = None) -> Rule:
+def load_rule_file(path: Path, pack: str | None = None, checks: rulecache.Checks | None = None) -> Rule:
     try:
         raw = yamlio.load(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -254,24 +257,17 @@ def load_rule_file(path: Path, pack: str | None = None) -> Rule:
         if where == ["params"]:
             _param_problem(path, raw)
         raise RuleError(f"{path}: {dotted(where) or 'file'}: {problem} (see the rule format in docs/rules/index.md)") from None
-    return validate(path, spec, pack)
+    return validate(path, spec, pack, checks)
 
 
 def load_folder(folder: Path) -> list[Rule]:
-    """The rules of a pack folder or of a folder of packs, compiled once (`rulecache`)."""
+    """The rules of a pack folder or of a folder of packs, decoded from their files; their SQL
+    checks are done once (`rulecache`)."""
     files = rule_files(folder)
-    context = "\0".join(readable_tables() + list(signal_names()))
-    try:
-        wanted = rulecache.key(folder, files, context)
-    except OSError:  # a file it cannot read: the loader says which
-        wanted = None
-    cached = rulecache.load(folder, wanted) if wanted else None
-    if cached is not None:
-        return [Rule(c.spec, folder / c.file, frozenset(c.tables), tuple(c.sql_params)) for c in cached]
-    rules = [load_rule_file(path, path.parent.name) for path in files]
-    if wanted:
-        rulecache.store(folder, wanted, [rulecache.Compiled(str(r.path.relative_to(folder)), r.spec, sorted(r.tables),
-                                                            list(r.sql_params)) for r in rules])
+    readable = readable_tables()
+    checks = rulecache.Checks(folder, "\0".join(readable + list(signal_names())), set(readable))
+    rules = [load_rule_file(path, path.parent.name, checks) for path in files]
+    checks.save()
     return rules
 
 

@@ -7,7 +7,13 @@ Defence in depth, each layer enough on its own for the usual escapes:
    install), Python replacement scans are off (no reading the host's DataFrames by name),
    extension autoloading is off, and the configuration is locked so no setting can be changed;
 3. each query runs in a transaction that is rolled back.
-A query that runs past its time limit is interrupted from a timer (`connection.interrupt()`).
+A query runs in a worker thread (`interruptible`): past its time limit, or when the user presses
+Ctrl-C, the waiting thread interrupts DuckDB (`connection.interrupt()`) and the query stops.
+
+`trnprof query` runs in this sandbox too (`query_run`), over the run's own session instead of a
+copy: the views it reads are computed first, then the session is locked the same way (`lock_down`),
+DuckDB being allowed to read only the run's table files and its stored views (the files the
+session's views read; `allowed_directories`/`allowed_paths`), then the query runs with `select`.
 Memory: the tables live in a database file in the sandbox's private temporary folder, so DuckDB
 reads them through its buffer pool instead of holding them (an in-memory copy of `collectives`,
 8M rows at 1,024 ranks x 30 steps, peaked at 3.4 GB of RSS while it was made). The sandbox has a
@@ -29,6 +35,8 @@ import re
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 import duckdb
 import pandas as pd
@@ -88,15 +96,93 @@ def parser() -> duckdb.DuckDBPyConnection:
     return con
 
 
-def check_select(sql: str) -> None:
-    """Refuse anything but exactly one SELECT statement."""
+def check_select(sql: str, what: str = "rule SQL") -> None:
+    """Refuse anything but exactly one SELECT statement (`what` names the SQL in the refusal)."""
     try:
         statements = parser().extract_statements(sql)
     except duckdb.Error as exc:
         raise SandboxError(f"SQL does not parse: {_first_line(exc)}") from None
     if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
         kinds = ", ".join(s.type.name for s in statements) or "nothing"
-        raise SandboxError(f"refused: rule SQL must be one SELECT statement, got {kinds}")
+        raise SandboxError(f"refused: {what} must be one SELECT statement, got {kinds}")
+
+
+def lock_down(con: duckdb.DuckDBPyConnection, readable: tuple[list[str], list[str]] = ([], [])) -> None:
+    """Lock `con` for good: no file, network, extension or replacement scan, no setting changed.
+    readable: (folders, files) DuckDB may still read, for views over files made before."""
+    folders, files = readable
+    if folders:
+        con.execute("SET allowed_directories = ?", [folders])
+    if files:
+        con.execute("SET allowed_paths = ?", [files])
+    con.execute("SET python_enable_replacements = false")
+    for statement in LOCKDOWN:
+        con.execute(statement)
+
+
+_T = TypeVar("_T")
+
+
+def interruptible(con: duckdb.DuckDBPyConnection, work: Callable[[], _T], timeout: float | None = None) -> _T:
+    """`work()` (DuckDB calls on `con`) in a worker thread, so that the time limit and Ctrl-C (a
+    KeyboardInterrupt in this thread) stop it: DuckDB is interrupted until the worker ends."""
+    outcome: dict = {}
+    done = threading.Event()  # not Thread.join: a join cut by Ctrl-C marks a running thread ended
+
+    def run():
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # handed to the waiting thread
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="trnprof-sql", daemon=True).start()
+    try:
+        finished = done.wait(timeout)
+    except KeyboardInterrupt:
+        _stop(con, done)
+        raise
+    if not finished:
+        _stop(con, done)
+        if "value" not in outcome:
+            raise SandboxError(f"timed out after {timeout:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _stop(con: duckdb.DuckDBPyConnection, done: threading.Event) -> None:
+    """Interrupt DuckDB until the worker is `done` (it may be between two queries when first asked)."""
+    while not done.is_set():
+        con.interrupt()
+        done.wait(0.05)
+
+
+def select(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None = None, *,
+           timeout: float | None = None) -> pd.DataFrame:
+    """One SELECT on a locked connection, in a transaction rolled back after, with a time limit."""
+    check_select(sql)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        return interruptible(con, lambda: Sandbox._fetch(con.execute(sql, params or None)), timeout)
+    except duckdb.InterruptException:
+        raise SandboxError(f"timed out after {timeout:g} s") from None
+    except duckdb.Error as exc:
+        raise SandboxError(_first_line(exc)) from None
+    finally:
+        con.execute("ROLLBACK")
+
+
+def query_run(run, sql: str, *, timeout: float | None = None) -> pd.DataFrame:
+    """`trnprof query` in the sandbox: one SELECT over an open run's tables and views (computed
+    first, within the time limit), no file, setting or extension. Locks the run's session for
+    good: open a run for this query alone. DuckDB runs only (Spark's: `spark_sandbox`)."""
+    from trnprof import session
+    check_select(sql, "the query")
+    interruptible(run.con, lambda: session.prepare(run.con, sql), timeout)
+    lock_down(run.con, session.readable_files(run.con))
+    return select(run.con, sql, timeout=timeout)
 
 
 def _first_line(exc: Exception) -> str:
@@ -122,28 +208,11 @@ class Sandbox:
         # what the buffer pool holds of the tables now (cached blocks): each rule gets `budget` on top
         held = self.con.execute("SELECT SUM(memory_usage_bytes) FROM duckdb_memory()").fetchone()[0] or 0
         self.con.execute(f"SET memory_limit = '{int(held) + budget}B'")
-        for statement in LOCKDOWN:
-            self.con.execute(statement)
+        lock_down(self.con)
         self.tables = tuple(tables)
 
     def query(self, sql: str, params: dict | None = None, *, timeout: float | None = None) -> pd.DataFrame:
-        check_select(sql)
-        timer = threading.Timer(timeout, self.con.interrupt) if timeout else None
-        self.con.execute("BEGIN TRANSACTION")
-        try:
-            if timer:
-                timer.start()
-            result = self._fetch(self.con.execute(sql, params or None))
-        except duckdb.InterruptException:
-            raise SandboxError(f"timed out after {timeout:g} s") from None
-        except duckdb.Error as exc:
-            raise SandboxError(_first_line(exc)) from None
-        finally:
-            if timer:
-                timer.cancel()
-                timer.join()
-            self.con.execute("ROLLBACK")
-        return result
+        return select(self.con, sql, params, timeout=timeout)
 
     @staticmethod
     def _fetch(cursor) -> pd.DataFrame:
