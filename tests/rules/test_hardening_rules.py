@@ -114,7 +114,8 @@ def test_memory_limit_sizes(text, size):
     assert parse_size(text) == size
 
 
-@pytest.mark.parametrize("text", ["lots", "2 parsecs", "-1GB", "1KB", ""])
+@pytest.mark.parametrize("text", ["lots", "2 parsecs", "-1GB", "1KB", "", "2PiB", "99999999999999999999TB",
+                                  2**60])
 def test_bad_memory_limits_are_one_error(text, cli, sample_run):
     with pytest.raises(TrnprofError, match="memory limit"):
         parse_size(text)
@@ -134,3 +135,41 @@ def test_the_sandbox_refuses_urls_and_files_and_installs_nothing(sql):
         box.close()
     assert "\n" not in str(caught.value)
     assert (sorted(extensions.rglob("*")) if extensions.exists() else []) == before
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-5", "1e308", "86401"])
+def test_a_timeout_that_is_not_a_time_limit_is_one_error_line(value, cli, sample_run):
+    result = cli("analyze", sample_run, f"--timeout={value}")
+    assert result.exit_code == 2 and result.stderr.strip().splitlines() == \
+        [f"error: --timeout {value}: not a number >= 0.001 and <= 86400 (seconds)"]
+    with pytest.raises(TrnprofError, match="timeout"):
+        analyze(sample_run, timeout=float(value), select=["IN001"])
+
+
+@pytest.mark.parametrize("text", ["0", "-5", ".nan", ".inf", "-.inf", "1e9"])
+def test_a_config_timeout_that_is_not_a_time_limit_is_one_error_line(text, tmp_path, cli, sample_run):
+    config = tmp_path / "config.yaml"
+    config.write_text(f"timeout: {text}\n")
+    result = cli("analyze", sample_run, "--config", config)
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert f"config {config}: timeout" in result.stderr and "<= 86400" in result.stderr
+
+
+def test_a_config_memory_limit_out_of_range_is_one_error_line(tmp_path, cli, sample_run):
+    config = tmp_path / "config.yaml"
+    config.write_text("memory_limit: 99999999999999999999\n")
+    result = cli("analyze", sample_run, "--config", config)
+    assert result.exit_code == 2 and result.stderr.strip().splitlines() == \
+        [f"error: config {config}: memory limit 99999999999999999999: at most 1PiB"]
+
+
+@pytest.mark.parametrize("value", ["0", "nan", "1.5", "99999999999"])
+def test_threads_out_of_range_are_one_error_line(value, cli, sample_run):
+    result = cli("info", sample_run, "--threads", value)
+    assert result.exit_code == 2 and result.stderr.strip().splitlines() == \
+        [f"error: --threads {value}: not an integer >= 1 and <= 1024 (threads)"]
+
+
+def test_rules_test_refuses_an_infinite_timeout(cli):
+    result = cli("rules", "test", "--timeout", "inf")
+    assert result.exit_code == 2 and "--timeout inf: not a number" in result.stderr

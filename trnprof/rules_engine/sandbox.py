@@ -35,6 +35,7 @@ import pandas as pd
 import pyarrow as pa
 
 from trnprof.errors import TrnprofError
+from trnprof.validation import MEMORY_BYTES
 
 DEFAULT_MEMORY_LIMIT = "2GB"
 MAX_RESULT_ROWS = 1_000_000
@@ -65,8 +66,10 @@ def parse_size(text: str | int) -> int:
             raise TrnprofError(f"memory limit {text!r}: write a size such as 2GB, 512MB or 1.5GiB")
         number, unit = float(match.group(1)), match.group(2).upper()
     size = int(number * _UNITS[unit])
-    if size < 16 * 2**20:
-        raise TrnprofError(f"memory limit {text!r}: at least 16MB (DuckDB needs some to run a query)")
+    if size < MEMORY_BYTES.low:
+        raise TrnprofError(f"memory limit {text!r}: at least 16MiB (DuckDB needs some to run a query)")
+    if not MEMORY_BYTES.contains(size):
+        raise TrnprofError(f"memory limit {text!r}: at most 1PiB")
     return size
 
 
