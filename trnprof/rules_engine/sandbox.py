@@ -12,8 +12,8 @@ Memory: the tables live in a database file in the sandbox's private temporary fo
 reads them through its buffer pool instead of holding them (an in-memory copy of `collectives`,
 8M rows at 1,024 ranks x 30 steps, peaked at 3.4 GB of RSS while it was made). The sandbox has a
 memory limit (default 2 GB, `--memory-limit`), the same folder for what DuckDB spills (removed on
-close, capped at twice the limit) and a cap on the rows
-a rule may return (the result is fetched in batches, so a huge result fails the rule before it
+close, capped at twice the limit) and a cap on the rows and the bytes a rule may return
+(`fetch.py`: the result is fetched a vector at a time, so a huge result fails the rule before it
 fills memory). Rules run one at a time, so the limit is per rule; one that exceeds it fails
 alone with DuckDB's one-line "Out of Memory" error.
 The load-time checks (parsing a rule's SQL, listing the tables it reads) run on `parser()`, a
@@ -37,8 +37,10 @@ import pyarrow as pa
 from trnprof.errors import TrnprofError
 from trnprof.validation import MEMORY_BYTES
 
+from . import fetch
+from .fetch import MAX_RESULT_ROWS  # noqa: F401  (the row cap, read by the Spark sandbox and the tests)
+
 DEFAULT_MEMORY_LIMIT = "2GB"
-MAX_RESULT_ROWS = 1_000_000
 # set when a connection is made, before anything runs on it
 NO_EXTENSIONS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
                  "allow_community_extensions": False, "python_enable_replacements": False}
@@ -78,8 +80,7 @@ class SandboxError(Exception):
 
 
 def too_many_rows() -> SandboxError:
-    return SandboxError(f"returned more than {MAX_RESULT_ROWS:,} rows (a rule returns findings, not data: "
-                        "aggregate in SQL)")
+    return SandboxError(str(fetch.too_many_rows()))
 
 
 @functools.cache
@@ -113,6 +114,7 @@ class Sandbox:
     def __init__(self, tables: dict[str, pa.Table], *, threads: int | None = None,
                  memory_limit: str | int = DEFAULT_MEMORY_LIMIT):
         budget = parse_size(memory_limit)
+        self.result_bytes = fetch.result_bytes(budget)
         self.temp = tempfile.mkdtemp(prefix="trnprof-sandbox-")
         config = dict(NO_EXTENSIONS, temp_directory=self.temp, max_temp_directory_size=f"{2 * budget}B")
         if threads:
@@ -136,7 +138,7 @@ class Sandbox:
         try:
             if timer:
                 timer.start()
-            result = self._fetch(self.con.execute(sql, params or None))
+            result = self._fetch(sql, params)
         except duckdb.InterruptException:
             raise SandboxError(f"timed out after {timeout:g} s") from None
         except duckdb.Error as exc:
@@ -148,21 +150,12 @@ class Sandbox:
             self.con.execute("ROLLBACK")
         return result
 
-    @staticmethod
-    def _fetch(cursor) -> pd.DataFrame:
-        """The result in chunks, refused past MAX_RESULT_ROWS before it fills memory."""
-        chunks, rows = [], 0
-        while True:
-            chunk = cursor.fetch_df_chunk(32)  # 32 vectors of 2,048 rows
-            if chunks and chunk.empty:
-                break
-            rows += len(chunk)
-            if rows > MAX_RESULT_ROWS:
-                raise too_many_rows()
-            chunks.append(chunk)
-            if chunk.empty:
-                break
-        return chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
+    def _fetch(self, sql: str, params: dict | None) -> pd.DataFrame:
+        """The result in batches, refused past its rows or bytes (`fetch.bounded`) before it fills memory."""
+        try:
+            return fetch.bounded(self.con, sql, params, self.result_bytes)
+        except fetch.ResultError as exc:
+            raise SandboxError(str(exc)) from None
 
     def close(self) -> None:
         self.con.close()
