@@ -39,3 +39,37 @@ def test_explain_names_the_field_and_the_problem(data, path, problem):
         msgspec.convert(data, Outer)
     where, text = explain(error.value)
     assert dotted(where) == path and text == problem
+
+
+# ---- numbers: finite and in their documented range, or one error line
+
+from trnprof.errors import TrnprofError  # noqa: E402
+from trnprof.validation import MEMORY_BYTES, SCALE_FACTOR, THREADS, TIMEOUT_S  # noqa: E402
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", float("nan"), float("inf"), 0, -5, "1e308", 86_401,
+                                   "abc", "", True, None, 10**400])
+def test_a_timeout_out_of_range_is_one_error_line(value):
+    with pytest.raises(TrnprofError) as error:
+        TIMEOUT_S.check(value, "--timeout")
+    assert str(error.value).startswith("--timeout ") and "\n" not in str(error.value)
+    assert ">= 0.001 and <= 86400" in str(error.value)
+
+
+@pytest.mark.parametrize("value, number", [("60", 60.0), (0.001, 0.001), (86_400, 86_400.0), (" 2.5 ", 2.5)])
+def test_a_timeout_in_range_is_its_number(value, number):
+    assert TIMEOUT_S.check(value, "--timeout") == number
+
+
+def test_integer_ranges_refuse_fractions_and_nan():
+    assert THREADS.check("4", "--threads") == 4
+    for value in ("1.5", "nan", "0", "1025", "99999999999"):
+        with pytest.raises(TrnprofError, match="not an integer >= 1 and <= 1024"):
+            THREADS.check(value, "--threads")
+
+
+def test_the_ranges_are_finite():
+    for allowed in (TIMEOUT_S, THREADS, MEMORY_BYTES, SCALE_FACTOR):
+        assert not allowed.contains(float("nan")) and not allowed.contains(float("inf"))
+        assert allowed.contains(allowed.low) and allowed.contains(allowed.high)
+        assert not allowed.contains(allowed.high * 1.001 + 1)

@@ -54,7 +54,17 @@ def test_straggler_finding_is_priced_by_replay_against_the_balanced_job(ddp):
 
 @pytest.mark.parametrize("args, says", [
     (["--scale", "bogus=0"], "unknown selector"),
-    (["--scale", "collective=-1"], "factor must be"),
+    (["--scale", "collective=-1"], "factor -1: not a number >= 0 and <= 1000"),
+    (["--scale", "compute=1e308"], "factor 1e308: not a number >= 0 and <= 1000"),
+    (["--scale", "compute=nan"], "factor nan: not a number"),
+    (["--scale", "compute=inf"], "factor inf: not a number"),
+    (["--scale", "compute=1001"], "<= 1000"),
+    (["--scale", "compute=100", "--scale", "name:*=100"], "multiply to more than 1000"),
+    (["--scale", "rank:-1=peers"], "rank -1 is not a rank of this run (ranks 0-1)"),
+    (["--scale", "rank:2=peers"], "rank 2 is not a rank of this run"),
+    (["--scale", "compile=0"], "matches no work event of this run"),
+    (["--scale", "name:no-such-op*=0"], "matches no work event of this run"),
+    (["--scale", "size:large,rank:0=0"], "matches no work event of this run"),
     (["--scale", "compute=peers"], "needs a rank"),
     (["--scale", "size:huge=0"], "size"),
     (["--scale", "collective=0", "--set", "tp=2"], "one or the other"),

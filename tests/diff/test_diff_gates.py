@@ -42,6 +42,7 @@ def test_gates_parse(text, kind, threshold):
 @pytest.mark.parametrize("text,says", [
     ("step_time=5%", "METRIC OP VALUE"), ("latency>5%", "unknown metric"), ("step_time>5", "give a unit"),
     ("throughput>5ms", "not a time"), ("new_findings>=severe", "severity"), ("step_time>fast", "cannot read"),
+    ("step_time>+" + "9" * 400 + "%", "not a finite number"), ("exposed_comm>" + "9" * 400 + "ms", "not a finite number"),
 ])
 def test_bad_gates_say_what_is_wrong(text, says):
     with pytest.raises(TrnprofError, match=says):

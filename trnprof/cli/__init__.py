@@ -14,6 +14,7 @@ each command's one-line help from its source (`_listing`) instead of importing i
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
@@ -38,6 +39,20 @@ def _fail(message: str, code: Exit) -> None:
     sys.exit(code)
 
 
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _escaped(text) -> str:
+    """A surrogate-escaped name with its undecodable bytes shown as \\xNN, at most 200 characters."""
+    text = os.fsencode(text).decode("utf-8", "backslashreplace") if isinstance(text, str) else repr(text)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
 class _Group(click.Group):
     """Loads commands lazily and turns user errors into one line and exit code 2."""
 
@@ -56,11 +71,23 @@ class _Group(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl([(name, _listing.short_help(name, limit)) for name in names])
 
+    def parse_args(self, ctx, args):
+        for arg in args:   # a name with bytes that are not UTF-8 (b'\xff') arrives surrogate-escaped
+            if not _is_utf8(arg):
+                _fail(f"argument '{_escaped(arg)}' is not UTF-8 text: trnprof reads and writes UTF-8 names only "
+                      "(rename the file or folder)", Exit.USAGE)
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except TrnprofError as exc:
             _fail(str(exc), Exit.USAGE)
+        except UnicodeEncodeError as exc:   # a name found inside an input folder, not on the command line
+            if "surrogates not allowed" not in str(exc):
+                raise
+            _fail(f"a name is not UTF-8 text ('{_escaped(exc.object)}'): trnprof reads and writes UTF-8 names "
+                  "only (rename the file or folder)", Exit.USAGE)
         except _duckdb_error() as exc:  # unreadable run data met in the middle of a query
             _fail(f"reading the run failed: {first_line(exc)}", Exit.USAGE)
         except OSError as exc:  # e.g. an output folder that is missing or not writable

@@ -6,6 +6,8 @@ import functools
 
 import click
 
+from ..validation import THREADS, Range
+
 
 def output(help: str, **kwargs):
     """`-o/--output PATH`: the file or folder a command writes (the `out` parameter)."""
@@ -16,7 +18,20 @@ def output(help: str, **kwargs):
 rules = click.option("--rules", "rule_dirs", multiple=True, type=click.Path(path_type=str),
                      help="Add a rule pack folder (or a folder of packs).")
 
-threads = click.option("--threads", type=click.IntRange(min=1), help="DuckDB threads.")
+class Number(click.ParamType):
+    """A number in its documented range (`trnprof.validation.Range`); anything else, nan and
+    inf included, is one error line (a TrnprofError, which the group prints as one line)."""
+
+    def __init__(self, allowed: Range):
+        self.allowed = allowed
+        self.name = "integer" if allowed.integer else "float"
+
+    def convert(self, value, param, ctx):
+        what = param.opts[0] if param is not None and param.opts else "value"
+        return self.allowed.check(value, what)
+
+
+threads = click.option("--threads", type=Number(THREADS), help="DuckDB threads (1 to 1024).")
 
 
 def force(what: str):

@@ -23,6 +23,7 @@ from ..rules_engine.render import to_markdown, to_text
 from ..rules_engine.sarif import to_sarif
 from ..rules_engine.spec import SEVERITIES, severity_rank
 from ..exitcodes import Exit
+from ..validation import TIMEOUT_S
 from ._output import check_destination, emit, render
 
 
@@ -47,7 +48,8 @@ def fails(document: Document, fail_on: str | None) -> bool:
 @options.document("text", "json", "sarif", "markdown")
 @click.option("--fail-on", type=click.Choice(SEVERITIES),
               help="Exit 1 when a finding is at or above this severity, 2 when a rule failed or timed out.")
-@click.option("--timeout", type=click.FloatRange(min=0.001), help="Time limit per rule query, seconds [default: 60].")
+@click.option("--timeout", type=options.Number(TIMEOUT_S),
+              help="Time limit per rule query, seconds, 0.001 to 86400 [default: 60].")
 @click.option("--memory-limit", help="Memory limit per rule query, e.g. 2GB, 512MB [default: 2GB].")
 @click.option("--run-dir", type=click.Path(path_type=str), metavar="DIR",
               help="When RUN is a trace: ingest it into this run folder (kept; used again for the same trace) "

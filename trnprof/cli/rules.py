@@ -14,6 +14,7 @@ from ..rules_engine.scaffold import new_rule
 from ..rules_engine.testing import test_rules
 from ..jsonplain import to_json
 from ..exitcodes import Exit
+from ..validation import TIMEOUT_S
 from . import _options as options
 from ._output import check_destination, emit, render
 
@@ -53,8 +54,8 @@ def show(name, rule_dirs):
 
 @command.command("test")
 @click.argument("path", required=False, type=click.Path(path_type=str))
-@click.option("--timeout", type=click.FloatRange(min=0.001), default=60.0, show_default=True,
-              help="Time limit per rule query, seconds.")
+@click.option("--timeout", type=options.Number(TIMEOUT_S), default=60.0, show_default=True,
+              help="Time limit per rule query, seconds (0.001 to 86400).")
 @options.config("YAML config file: its engine, spark_master and spark keys choose the engine.")
 @options.engine
 def test(path, timeout, config):

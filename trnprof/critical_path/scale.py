@@ -8,9 +8,12 @@ SELECTOR is one term or several joined by `,` (all must match):
     rank:N                one rank
     size:CLASS            collectives by message size: small (< 1 MiB), medium (< 64 MiB), large
     gap                   the time between recorded work (untraced host work, launch latency)
-FACTOR is a number >= 0 (0 removes the time) or `peers` with a rank term: the rank's matching
+FACTOR is a number from 0 to 1000 (0 removes the time; the factors that meet on one node multiply,
+and their product is bounded the same) or `peers` with a rank term: the rank's matching
 work of each category but communication per step scaled to the median of the other ranks' of
 its pipeline stage (bring a straggler to its peers' pace; stages do different work).
+A selector that matches no work event of the run (a rank it does not have, a category none of
+its events is, a name no event has) is an error, not a change of 0 %: `check_matches`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from trnprof.errors import TrnprofError
+from trnprof.validation import SCALE_FACTOR
 
 from .graph import CATEGORY_OF_KIND
 
@@ -75,13 +79,7 @@ def parse(spec: str) -> Scale:
         if not any(f == "rank" for f, _ in terms):
             raise TrnprofError(f"--scale {spec}: 'peers' needs a rank:N term (whose work to bring to its peers' pace)")
         return Scale(terms, None, spec)
-    try:
-        factor = float(value)
-    except ValueError:
-        raise TrnprofError(f"--scale {spec}: factor {value!r} is not a number or 'peers'") from None
-    if not math.isfinite(factor) or factor < 0:
-        raise TrnprofError(f"--scale {spec}: factor must be a finite number >= 0")
-    return Scale(terms, factor, spec)
+    return Scale(terms, SCALE_FACTOR.check(value.strip(), f"--scale {spec}: factor"), spec)
 
 
 def _matches(nodes: pd.DataFrame, terms, skip_rank: bool = False) -> np.ndarray:
@@ -131,6 +129,7 @@ def factors(nodes: pd.DataFrame, work: np.ndarray, scales, stages: dict | None =
     """(work factor per node, gap factor per node): the scales applied in order, multiplied;
     `stages` (rank -> pipeline stage) chooses the peers of `peers`."""
     work_f, gap_f = np.ones(len(nodes)), np.ones(len(nodes))
+    given = np.ones(len(nodes))   # the product of the factors the user gave (not `peers`' measured ones)
     for scale in scales:
         if any(f == "gap" for f, _ in scale.terms):
             hit = _matches(nodes, [t for t in scale.terms if t[0] != "gap"])
@@ -139,4 +138,58 @@ def factors(nodes: pd.DataFrame, work: np.ndarray, scales, stages: dict | None =
         hit = _matches(nodes, scale.terms)
         factor = _peer_factor(nodes, work, scale, stages) if scale.factor is None else scale.factor
         work_f[hit] *= factor[hit] if isinstance(factor, np.ndarray) else factor
+        given[hit] *= scale.factor if scale.factor is not None else 1.0
+    if len(nodes) and max(given.max(), gap_f.max()) > SCALE_FACTOR.high:
+        raise TrnprofError(f"--scale {', '.join(s.text for s in scales)}: the factors multiply to more than "
+                           f"{SCALE_FACTOR.high:g} on some work (the replay's range)")
     return work_f, gap_f
+
+
+def _where(terms) -> str:
+    """SQL over the run's events: the work events the terms other than name and gap select."""
+    kinds = ", ".join(f"'{k}'" for k in KINDS)
+    parts = ["step IS NOT NULL", "dur >= 0", f"kind IN ({kinds})"]
+    for field, value in terms:   # values checked by parse: known kinds, categories, classes; integers
+        if field == "kind":
+            parts.append(f"kind = '{value}'")
+        elif field == "category":
+            parts.append("kind IN (" + ", ".join(f"'{k}'" for k, c in CATEGORY_OF_KIND.items() if c == value) + ")")
+        elif field == "rank":
+            parts.append(f"rank = {int(value)}")
+        elif field == "other_rank":
+            parts.append(f"rank <> {int(value)}")
+        elif field == "size":
+            low, high = SIZE_CLASSES[value]
+            communication = ", ".join(f"'{k}'" for k, c in CATEGORY_OF_KIND.items() if c == "communication")
+            parts.append(f"kind IN ({communication}) AND bytes >= {low}" + (f" AND bytes < {high}" if high < math.inf else ""))
+    return " AND ".join(parts)
+
+
+def _any(run, terms) -> bool:
+    """Whether some work event of `run` matches every term (name globs matched in Python, as the
+    replay does, over the distinct names the other terms leave)."""
+    globs = [value for field, value in terms if field == "name"]
+    if not globs:
+        return len(run.sql(f"SELECT 1 AS hit FROM events WHERE {_where(terms)} LIMIT 1")) > 0
+    names = run.sql(f"SELECT DISTINCT name FROM events WHERE {_where(terms)} AND name IS NOT NULL")["name"]
+    return any(all(fnmatch.fnmatchcase(str(name), glob) for glob in globs) for name in names)
+
+
+def check_matches(run, scales) -> None:
+    """One error line for the first scale whose selector matches no work event of `run` (or, for
+    `peers`, whose rank has no peer doing such work): it would change nothing, silently."""
+    for scale in scales:
+        terms = [t for t in scale.terms if t[0] != "gap"]
+        rank = next((int(v) for f, v in terms if f == "rank"), None)
+        if rank is not None:
+            known = run.sql("SELECT MIN(rank) AS low, MAX(rank) AS high, COUNT(*) AS n FROM ranks "
+                            f"WHERE rank = {rank}")
+            if int(known["n"].iloc[0]) == 0:
+                world = run.sql("SELECT MIN(rank) AS low, MAX(rank) AS high FROM ranks").iloc[0]
+                raise TrnprofError(f"--scale {scale.text}: rank {rank} is not a rank of this run "
+                                   f"(ranks {world['low']}-{world['high']})")
+        if not _any(run, terms):
+            raise TrnprofError(f"--scale {scale.text}: matches no work event of this run, so it would change nothing")
+        if scale.factor is None and not _any(run, [t for t in terms if t[0] != "rank"] + [("other_rank", str(rank))]):
+            raise TrnprofError(f"--scale {scale.text}: no other rank does such work, so rank {rank} has no peers "
+                               "to be paced by")

@@ -72,6 +72,7 @@ class Priced:
 def document(run, specs, started: float) -> dict:
     """The whatif document of `run` replayed with the `--scale` specs."""
     scales = [S.parse(s) for s in specs]
+    S.check_matches(run, scales)
     priced = Priced(run)
     predicted, breakdown = priced.predict(scales)
     job = run.sql("SELECT * FROM run_job").iloc[0].to_dict()

@@ -18,6 +18,7 @@ any significant increase. new_findings gates do not depend on significance.
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 from dataclasses import dataclass
@@ -67,6 +68,8 @@ def parse_gate(text: str) -> Gate:
     if not number:
         raise _error(text, f"cannot read the value {value!r}")
     amount, unit = float(number.group(1)), number.group(2)
+    if not math.isfinite(amount):
+        raise _error(text, f"the value {value[:20]}... is not a finite number")
     if unit == "%":
         return Gate(text, metric, op, "relative", amount / 100.0)
     if unit is None:

@@ -8,8 +8,9 @@ import msgspec
 
 from trnprof import yamlio
 from trnprof.errors import TrnprofError
-from trnprof.validation import dotted, explain
+from trnprof.validation import TIMEOUT_S, dotted, explain
 
+from .sandbox import parse_size
 from .spec import ConfigFile
 
 
@@ -29,5 +30,12 @@ def read_config(path: str | Path | ConfigFile) -> ConfigFile:
         where, problem = explain(exc)
         raise TrnprofError(f"config {path}: {dotted(where) or 'file'}: {problem} "
                            "(keys: rules, select, ignore, set, timeout, memory_limit, fail_on, engine, spark_master, spark)") from None
+    if config.timeout is not None:
+        config.timeout = TIMEOUT_S.check(config.timeout, f"config {path}: timeout")
+    if config.memory_limit is not None:
+        try:
+            parse_size(config.memory_limit)
+        except TrnprofError as exc:
+            raise TrnprofError(f"config {path}: {exc}") from None
     config.rules = [str((path.parent / folder).resolve()) for folder in config.rules]
     return config

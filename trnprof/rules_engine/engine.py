@@ -10,6 +10,7 @@ from pathlib import Path
 from trnprof.engines import open_run
 from trnprof.run import Run
 from trnprof import stdlib
+from trnprof.validation import TIMEOUT_S
 
 from . import claims
 from . import findings as findings_mod
@@ -184,9 +185,9 @@ def plan(*, select=(), ignore=(), set=None, rules=(), config: str | Path | Confi
     all_rules = load_rules(rules, builtin=builtin)
     params = resolve(all_rules, assignments)
     memory_limit = DEFAULT_MEMORY_LIMIT if memory_limit is None else memory_limit
-    parse_size(memory_limit)  # a bad size is a usage error before any work
-    return Plan(choose(all_rules, select, ignore), params, DEFAULT_TIMEOUT_S if timeout is None else float(timeout),
-                memory_limit)
+    parse_size(memory_limit)  # a bad size or time limit is a usage error before any work
+    timeout = TIMEOUT_S.check(DEFAULT_TIMEOUT_S if timeout is None else timeout, "timeout")
+    return Plan(choose(all_rules, select, ignore), params, timeout, memory_limit)
 
 
 def run_plan(run: str | Path | Run, chosen: Plan, *, threads: int | None = None) -> Document:

@@ -18,8 +18,8 @@ Memory: the tables live in a database file in the sandbox's private temporary fo
 reads them through its buffer pool instead of holding them (an in-memory copy of `collectives`,
 8M rows at 1,024 ranks x 30 steps, peaked at 3.4 GB of RSS while it was made). The sandbox has a
 memory limit (default 2 GB, `--memory-limit`), the same folder for what DuckDB spills (removed on
-close, capped at twice the limit) and a cap on the rows
-a rule may return (the result is fetched in batches, so a huge result fails the rule before it
+close, capped at twice the limit) and a cap on the rows and the bytes a rule may return
+(`fetch.py`: the result is fetched a vector at a time, so a huge result fails the rule before it
 fills memory). Rules run one at a time, so the limit is per rule; one that exceeds it fails
 alone with DuckDB's one-line "Out of Memory" error.
 The load-time checks (parsing a rule's SQL, listing the tables it reads) run on `parser()`, a
@@ -43,9 +43,12 @@ import pandas as pd
 import pyarrow as pa
 
 from trnprof.errors import TrnprofError
+from trnprof.validation import MEMORY_BYTES
+
+from . import fetch
+from .fetch import MAX_RESULT_ROWS  # noqa: F401  (the row cap, read by the Spark sandbox and the tests)
 
 DEFAULT_MEMORY_LIMIT = "2GB"
-MAX_RESULT_ROWS = 1_000_000
 # set when a connection is made, before anything runs on it
 NO_EXTENSIONS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
                  "allow_community_extensions": False, "python_enable_replacements": False}
@@ -73,8 +76,10 @@ def parse_size(text: str | int) -> int:
             raise TrnprofError(f"memory limit {text!r}: write a size such as 2GB, 512MB or 1.5GiB")
         number, unit = float(match.group(1)), match.group(2).upper()
     size = int(number * _UNITS[unit])
-    if size < 16 * 2**20:
-        raise TrnprofError(f"memory limit {text!r}: at least 16MB (DuckDB needs some to run a query)")
+    if size < MEMORY_BYTES.low:
+        raise TrnprofError(f"memory limit {text!r}: at least 16MiB (DuckDB needs some to run a query)")
+    if not MEMORY_BYTES.contains(size):
+        raise TrnprofError(f"memory limit {text!r}: at most 1PiB")
     return size
 
 
@@ -83,8 +88,7 @@ class SandboxError(Exception):
 
 
 def too_many_rows() -> SandboxError:
-    return SandboxError(f"returned more than {MAX_RESULT_ROWS:,} rows (a rule returns findings, not data: "
-                        "aggregate in SQL)")
+    return SandboxError(str(fetch.too_many_rows()))
 
 
 @functools.cache
@@ -160,18 +164,28 @@ def _stop(con: duckdb.DuckDBPyConnection, done: threading.Event) -> None:
 
 
 def select(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None = None, *,
-           timeout: float | None = None) -> pd.DataFrame:
-    """One SELECT on a locked connection, in a transaction rolled back after, with a time limit."""
+           timeout: float | None = None, budget: int | None = None) -> pd.DataFrame:
+    """One SELECT on a locked connection, in a transaction rolled back after, with a time limit;
+    its result within `budget` bytes (default: a quarter of the default memory limit) and
+    MAX_RESULT_ROWS rows (`fetch.bounded`)."""
     check_select(sql)
+    budget = budget or fetch.result_bytes(parse_size(DEFAULT_MEMORY_LIMIT))
     con.execute("BEGIN TRANSACTION")
     try:
-        return interruptible(con, lambda: Sandbox._fetch(con.execute(sql, params or None)), timeout)
+        return interruptible(con, lambda: _bounded(con, sql, params, budget), timeout)
     except duckdb.InterruptException:
         raise SandboxError(f"timed out after {timeout:g} s") from None
     except duckdb.Error as exc:
         raise SandboxError(_first_line(exc)) from None
     finally:
         con.execute("ROLLBACK")
+
+
+def _bounded(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None, budget: int) -> pd.DataFrame:
+    try:
+        return fetch.bounded(con, sql, params, budget)
+    except fetch.ResultError as exc:
+        raise SandboxError(str(exc)) from None
 
 
 def query_run(run, sql: str, *, timeout: float | None = None) -> pd.DataFrame:
@@ -196,6 +210,7 @@ class Sandbox:
     def __init__(self, tables: dict[str, pa.Table], *, threads: int | None = None,
                  memory_limit: str | int = DEFAULT_MEMORY_LIMIT):
         budget = parse_size(memory_limit)
+        self.result_bytes = fetch.result_bytes(budget)
         self.temp = tempfile.mkdtemp(prefix="trnprof-sandbox-")
         config = dict(NO_EXTENSIONS, temp_directory=self.temp, max_temp_directory_size=f"{2 * budget}B")
         if threads:
@@ -212,23 +227,8 @@ class Sandbox:
         self.tables = tuple(tables)
 
     def query(self, sql: str, params: dict | None = None, *, timeout: float | None = None) -> pd.DataFrame:
-        return select(self.con, sql, params, timeout=timeout)
+        return select(self.con, sql, params, timeout=timeout, budget=self.result_bytes)
 
-    @staticmethod
-    def _fetch(cursor) -> pd.DataFrame:
-        """The result in chunks, refused past MAX_RESULT_ROWS before it fills memory."""
-        chunks, rows = [], 0
-        while True:
-            chunk = cursor.fetch_df_chunk(32)  # 32 vectors of 2,048 rows
-            if chunks and chunk.empty:
-                break
-            rows += len(chunk)
-            if rows > MAX_RESULT_ROWS:
-                raise too_many_rows()
-            chunks.append(chunk)
-            if chunk.empty:
-                break
-        return chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
 
     def close(self) -> None:
         self.con.close()
