@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-import gzip
 import os
 import shutil
 import uuid
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,36 +65,27 @@ def record(command: list[str], out: str | Path, settings: Settings, *, force: bo
     return Recorded(capture=captured, summary=summary, error=error, kept=folder if keep else None)
 
 
-def _whole(path: Path) -> bool:
-    """A gzip file reads to its end (a trace whose writer was killed mid-write does not)."""
-    if not path.name.endswith(".gz"):
-        return True
-    try:
-        with gzip.open(path) as handle:
-            while handle.read(1 << 20):
-                pass
-    except (OSError, EOFError, zlib.error):
-        return False
-    return True
-
-
 def _ingest(captured: Capture, out: Path, force: bool) -> tuple[dict | None, str | None, list[Path]]:
-    """(summary, why no run, inputs left out). An input that cannot be read (a trace cut short)
-    is left out and the rest ingested: host metrics and the other ranks are kept."""
+    """(summary, why no run, inputs left out). An input the ingest refuses (a trace cut short by a
+    kill while it was written) is left out and the rest ingested: host metrics and the other ranks
+    are kept."""
     from trnprof.collectors.ingest import ingest
     from trnprof.collectors.ingest.detect import detect
 
-    inputs = captured.inputs
-    if not inputs:
+    remaining, dropped = list(captured.inputs), []
+    if not remaining:
         return None, "nothing was captured", []
-    try:
-        return ingest([], out, force=force, inputs=[(p, detect(p)) for p in inputs]), None, []
-    except TrnprofError as exc:
-        whole = [p for p in inputs if _whole(p)]
-        if len(whole) == len(inputs) or not whole:
-            return None, str(exc), []
-        dropped = [p for p in inputs if p not in whole]
+    while True:
         try:
-            return ingest([], out, force=force, inputs=[(p, detect(p)) for p in whole]), None, dropped
-        except TrnprofError as again:
-            return None, str(again), []
+            return ingest([], out, force=force, inputs=[(p, detect(p)) for p in remaining]), None, dropped
+        except TrnprofError as exc:
+            culprit = _named_in(str(exc), remaining)
+            if culprit is None or len(remaining) == 1:
+                return None, str(exc), dropped
+            remaining.remove(culprit)
+            dropped.append(culprit)
+
+
+def _named_in(message: str, paths: list[Path]) -> Path | None:
+    """The input an ingest error is about (its messages start with the file)."""
+    return next((p for p in paths if str(p) in message), None) or next((p for p in paths if p.name in message), None)
