@@ -145,3 +145,16 @@ def test_a_trace_cut_short_is_left_out_and_the_rest_ingested(tmp_path):
     assert error is None and dropped == [cut]
     with open_run(tmp_path / "run") as run:
         assert run.sql("SELECT COUNT(*) AS n FROM counters")["n"][0] == 1
+
+
+def test_a_stop_during_the_ingest_keeps_the_capture_and_says_where(tmp_path, trnprof_record, monkeypatch):
+    from trnprof.record import recorder
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(recorder, "_ingest", interrupted)
+    result = trnprof_record("--interval", "0.05", "-o", "run", "--", sys.executable, "-c", "import time; time.sleep(0.3)")
+    assert result.exit_code == 130 and "interrupted" in result.stderr
+    kept = [p for p in tmp_path.iterdir() if p.name.startswith(".run.capture-")]
+    assert len(kept) == 1 and (kept[0] / "host_metrics.jsonl").is_file()
+    assert f"the capture is kept in {kept[0].name}" in result.stderr

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,7 +56,13 @@ def record(command: list[str], out: str | Path, settings: Settings, *, force: bo
         if given is None:
             shutil.rmtree(folder, ignore_errors=True)
         raise
-    summary, error, dropped = _ingest(captured, out, force)
+    try:
+        with _stops_interrupt():
+            summary, error, dropped = _ingest(captured, out, force)
+    except KeyboardInterrupt:
+        note(f"stopped while ingesting: no run written; the capture is kept in {folder} "
+             f"(`trnprof ingest {folder} -o {out}` ingests it)")
+        raise
     captured.dropped = dropped
     inspect = folder / neuron.INSPECT_FOLDER
     worth_keeping = (error is not None and captured.inputs) or dropped or captured.apart or (
@@ -63,6 +71,19 @@ def record(command: list[str], out: str | Path, settings: Settings, *, force: bo
     if not keep:
         shutil.rmtree(folder)  # ours, and nothing in it the run lacks
     return Recorded(capture=captured, summary=summary, error=error, kept=folder if keep else None)
+
+
+@contextmanager
+def _stops_interrupt():
+    """SIGTERM and SIGHUP stop the ingest as Ctrl-C does (with what was kept said), not silently."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _ingest(captured: Capture, out: Path, force: bool) -> tuple[dict | None, str | None, list[Path]]:
