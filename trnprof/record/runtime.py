@@ -100,9 +100,11 @@ def _rss_reader():
 
 class JobLog:
     """The job's own memory at step ends over the whole job (not only in the profiler window):
-    (time, steps done, RSS) at most every `MARK_GAP_NS` (one /proc read), thinned to every
-    other mark past `MAX_MARKS`, and the profiler's window (start; end once its trace is written)."""
+    (time, steps done, RSS) at every step for the first `DENSE_MARKS` steps (a short job still
+    gets a trend), then at most every `MARK_GAP_NS` (one /proc read each), thinned to every other
+    mark past `MAX_MARKS`; and the profiler's window (start; end once its trace is written)."""
 
+    DENSE_MARKS = 256
     MARK_GAP_NS = 20_000_000
     MAX_MARKS = 20_000
 
@@ -119,7 +121,7 @@ class JobLog:
     def step(self) -> None:
         self.steps += 1
         now = time.time_ns()
-        if self.read_rss is None or now - self.last < self.gap:
+        if self.read_rss is None or (now - self.last < self.gap and self.steps > self.DENSE_MARKS):
             return
         self.last = now
         self.marks.append((now, self.steps, self.read_rss()))
@@ -206,7 +208,7 @@ class Session:
         _stop_on_sigterm(self)
 
     def step(self) -> None:
-        if self.log is not None and self.started:
+        if self.log is not None and self.started and _current is self:  # a replaced session's steps are not counted twice
             self.log.step()
         if self.closed:
             return
