@@ -81,23 +81,25 @@ def test_the_timeline_of_a_recorded_step_is_scaled_to_the_step(healthy):
     assert "slowest" not in section.intro and "rank 0;" in section.intro  # one rank: no role among others
 
 
-def test_ctrl_c_while_the_trace_is_written_keeps_the_whole_window(tmp_path):
+@pytest.mark.parametrize("sig, target", [(signal.SIGINT, "process"), (signal.SIGTERM, "group")])
+def test_a_stop_while_the_trace_is_written_keeps_the_whole_window(tmp_path, sig, target):
     """The signal lands while the rank writes its trace (the partial file exists): the write
     finishes, the job stops, and the run holds every profiled step and the host metrics."""
     capture = tmp_path / "capture"
     process = subprocess.Popen(record_cmd(["-o", "run", "--capture", capture, "--wait", 0, "--warmup", 0,
                                            "--active", 20, "--shapes", "--stack", "--interval", 0.1],
                                           [sys.executable, LEAK, "--steps", 400, "--leak-mib", 0]),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                               start_new_session=True)
     partial = capture / ".trace_rank0.partial.json.gz"
     deadline = time.monotonic() + TIMEOUT
     while not partial.exists() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.001)
     assert partial.exists(), "the trace was not being written when looked for"
-    os.kill(process.pid, signal.SIGINT)
+    (os.killpg if target == "group" else os.kill)(process.pid, sig)
     out, err = process.communicate(timeout=TIMEOUT)
-    assert process.returncode == 128 + signal.SIGINT, err
-    assert "stopped by SIGINT: kept 1 trace(s)" in err and "in the run run" in err, err
+    assert process.returncode == 128 + sig, err
+    assert f"stopped by {signal.Signals(sig).name}: kept 1 trace(s)" in err and "in the run run" in err, err
     with open_run(tmp_path / "run") as run:
         steps = run.sql("SELECT COUNT(*) AS n FROM steps")["n"][0]
         names = set(run.sql("SELECT DISTINCT name FROM counters")["name"])
