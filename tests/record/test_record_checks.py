@@ -158,3 +158,24 @@ def test_a_stop_during_the_ingest_keeps_the_capture_and_says_where(tmp_path, trn
     kept = [p for p in tmp_path.iterdir() if p.name.startswith(".run.capture-")]
     assert len(kept) == 1 and (kept[0] / "host_metrics.jsonl").is_file()
     assert f"the capture is kept in {kept[0].name}" in result.stderr
+
+
+KILLED_WHILE_WRITING = """
+import json, os, signal, time
+capture = json.loads(os.environ["TRNPROF_RECORD"])["capture"]
+open(os.path.join(capture, "trace_rank0.json.gz"), "wb").close()  # claimed, as the runtime does
+open(os.path.join(capture, ".trace_rank0.partial.json.gz"), "wb").write(b"half a trace")
+time.sleep(0.3)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_rank_killed_while_writing_its_trace_is_said_and_the_rest_kept(tmp_path, trnprof_record):
+    result = trnprof_record("--interval", "0.05", "-o", "run", "--", sys.executable, "-c", KILLED_WHILE_WRITING)
+    assert result.exit_code == 128 + 9, result.stderr
+    kept = [p for p in tmp_path.iterdir() if p.name.startswith(".run.capture-")]
+    assert len(kept) == 1 and (kept[0] / ".trace_rank0.partial.json.gz").read_bytes() == b"half a trace"
+    assert "trace_rank0.json.gz was not finished" in result.stderr and kept[0].name in result.stderr
+    assert "no step seen" not in result.stderr
+    with open_run(tmp_path / "run") as run:  # the host metrics still make a run
+        assert run.sql("SELECT COUNT(*) AS n FROM counters WHERE name = 'host.memory.used'")["n"][0] >= 1

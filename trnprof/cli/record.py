@@ -114,10 +114,14 @@ def endings(done) -> list[str]:
     for path in captured.dropped:
         lines.append(f"note: {path.name} was cut short (its process was stopped while writing it): left out of "
                      f"the run, kept in {done.kept}")
-    if not captured.traces and not captured.stopped_by:
+    for path in captured.unfinished:
+        lines.append(f"note: {path.name.lstrip('.').replace('.partial', '')} was not finished (its process was "
+                     f"killed while writing it): not in the run; what was written is kept in {done.kept}")
+    if not captured.traces and not captured.stopped_by and not captured.unfinished:
         lines.append("note: no step seen: no Python process of the command stepped a torch optimizer "
                      "(torch.optim) or called trnprof.step() after its first step"
-                     + (f" ({captured.steps_seen} step(s) counted, fewer than --wait + 1)" if captured.steps_seen else "")
+                     + (f" often enough: {captured.steps_seen} step(s) counted after the first, too few to reach "
+                        f"the profiler's window (lower --wait or --warmup)" if captured.steps_seen else "")
                      + ". Try: a command that trains in Python with torch.optim (a shell wrapper is fine), "
                        "more steps or --wait 0, or trnprof.step() at the end of each step of your own loop")
     ranks: dict[str, list[str]] = {}

@@ -39,6 +39,7 @@ class Capture:
     steps_seen: int = 0                                # steps the job logs counted, all ranks together
     lingering: bool = False                            # processes of the command still ran after it ended
     dropped: list[Path] = field(default_factory=list)  # inputs that could not be read (cut short), left out
+    unfinished: list[Path] = field(default_factory=list)  # traces whose writer was killed before it finished
 
 
 _PER_RANK = re.compile(r"(trace|job)_rank(\d+)(\.pid\d+)?\.(json\.gz|jsonl)$")
@@ -186,4 +187,5 @@ def run_captured(command: list[str], settings: Settings, *, neuron_mode: str = "
     return Capture(folder=folder, returncode=128 - code if code < 0 else code, stopped_by=stopped,
                    host_samples=sampler.samples, monitor_reports=monitor.reports if monitor else 0,
                    traces=traces, inputs=inputs, bytes=folder_bytes(folder), apart=apart,
-                   steps_seen=_steps_seen(inputs), lingering=_lingering(child.pid))
+                   steps_seen=_steps_seen(inputs), lingering=_lingering(child.pid),
+                   unfinished=sorted(folder.glob(".trace_rank*.partial.json.gz")))

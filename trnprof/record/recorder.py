@@ -65,7 +65,7 @@ def record(command: list[str], out: str | Path, settings: Settings, *, force: bo
         raise
     captured.dropped = dropped
     inspect = folder / neuron.INSPECT_FOLDER
-    worth_keeping = (error is not None and captured.inputs) or dropped or captured.apart or (
+    worth_keeping = (error is not None and captured.inputs) or dropped or captured.apart or captured.unfinished or (
         inspect.is_dir() and any(inspect.iterdir()))
     keep = keep or given is not None or bool(worth_keeping)
     if not keep:
