@@ -33,9 +33,11 @@ class Capture:
     host_samples: int = 0
     monitor_reports: int = 0
     traces: list[Path] = field(default_factory=list)   # one per rank that wrote its window
-    inputs: list[Path] = field(default_factory=list)   # what the ingest reads: traces, job logs, host metrics, neuron-monitor
+    inputs: list[Path] = field(default_factory=list)   # what the ingest reads: traces, job logs, host
+                                                       # metrics, neuron-monitor
     bytes: int = 0                                     # size of the capture folder
-    apart: list[Path] = field(default_factory=list)    # files of a second process with an already-seen RANK, not ingested
+    apart: list[Path] = field(default_factory=list)    # a second process's files of an already-seen
+                                                       # RANK, not ingested
     steps_seen: int = 0                                # steps the job logs counted, all ranks together
     lingering: bool = False                            # processes of the command still ran after it ended
     dropped: list[Path] = field(default_factory=list)  # inputs that could not be read (cut short), left out

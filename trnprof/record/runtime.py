@@ -66,7 +66,8 @@ def claim(path: Path) -> Path:
     """`path`, created empty for this process; when another process of the same rank has it
     already (two processes with one RANK), `<name>.pid<PID><suffixes>` beside it: never overwritten."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    mine = path if f".pid{os.getpid()}." in path.name else path.with_name(path.name.replace(".", f".pid{os.getpid()}.", 1))
+    tag = f".pid{os.getpid()}."
+    mine = path if tag in path.name else path.with_name(path.name.replace(".", tag, 1))
     for candidate in (path, mine):
         try:
             os.close(os.open(candidate, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
@@ -208,8 +209,8 @@ class Session:
         _stop_on_sigterm(self)
 
     def step(self) -> None:
-        if self.log is not None and self.started and _current is self:  # a replaced session's steps are not counted twice
-            self.log.step()
+        if self.log is not None and self.started and _current is self:  # a replaced session's steps
+            self.log.step()                                               # are not counted twice
         if self.closed:
             return
         if not self.started:
