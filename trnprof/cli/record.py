@@ -75,6 +75,9 @@ def command(command, out, wait, warmup, active, shapes, memory, stack, interval,
     out = out or _default_output()
     # everything checkable before the job runs, and before a word about it
     check_all(Path(out), force, Path(capture) if capture else None, Path(report_path) if report_path else None)
+    if report_path:
+        from ..report.build import check_destination
+        check_destination(Path(report_path))  # the page can be made (its JavaScript is at hand)
     settings = Settings(capture="", wait=wait, warmup=warmup, active=active, shapes=shapes, memory=memory,
                         stack=stack, max_bytes=int(max_mb * 1e6) if max_mb else None)
     click.echo(f"recording: {shlex.join(command)}  (steps: wait {wait}, warm-up {warmup}, active {active}; "
