@@ -73,19 +73,55 @@ def _fastest(fn, reps: int, batches: int = 20) -> float:
     return best
 
 
+def _trace_writing(folder: Path, steps: int = 5, width: int = 512) -> None:
+    """Seconds one rank spends writing its window's trace (once per rank, at the window's end),
+    plain and with --stack, for the JOB's model: the fastest of three."""
+    import time
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    model = torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.ReLU(), torch.nn.Linear(width, width))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(64, width)
+    for stack in (False, True):
+        best, size = float("inf"), 0
+        for _ in range(3):
+            with profile(activities=[ProfilerActivity.CPU], with_stack=stack) as prof:
+                for _ in range(steps):
+                    model(x).square().mean().backward()
+                    optimizer.step()
+                    optimizer.zero_grad()
+            path = folder / "trace.json.gz"
+            start = time.perf_counter()
+            prof.export_chrome_trace(str(path))
+            best, size = min(best, time.perf_counter() - start), path.stat().st_size
+        import gzip
+        import json
+        with gzip.open(path) as handle:
+            events = len(json.load(handle)["traceEvents"])
+        print(f"trace writing, {steps} steps{' with --stack' if stack else ''}: {best:.3f} s for {events:,} events "
+              f"({best / events * 1e6:.0f} us per event), {size / 1e3:.0f} KB")
+
+
 def parts(folder: Path) -> None:
     import os
 
     import torch
 
     from trnprof.record.hostmetrics import Sampler
-    from trnprof.record.runtime import Session, Settings
+    from trnprof.record.runtime import JobLog, Session, Settings
     model = torch.nn.Linear(8, 8)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     session = Session(Settings(capture=str(folder), wait=10**9, warmup=0, active=1), manual=False)
     session.on_optimizer_step(optimizer)  # the first step starts the profiler: it waits from here
     hook = _fastest(lambda: session.on_optimizer_step(optimizer), 200)
     session.stop()
+    log = JobLog(str(folder))
+    log.gap = 0  # a reading at every step: the most the job's memory log costs a step
+    rss = _fastest(log.step, 200)
+    print(f"job memory log: {rss * 1e6:.2f} us per reading (one /proc/self/statm read), at most one per "
+          f"{JobLog.MARK_GAP_NS / 1e6:.0f} ms: {100 * rss / (JobLog.MARK_GAP_NS / 1e9):.3f} % at most")
+    _trace_writing(folder)
     sampler = Sampler(folder, os.getpid(), 0.5)
     sampler.start()
     sampler.stop()

@@ -112,15 +112,23 @@ def test_profile_api_slow_loader_against_the_same_job_without_it(tmp_path):
     _profile_job(tmp_path / "fast", 0.0)
     _profile_job(tmp_path / "slow", 60.0)
     assert not any(".capture" in p.name for p in tmp_path.iterdir())  # profile()'s temp folders, removed
-    waits = {}
+    waits, loads = {}, {}
     for name in ("fast", "slow"):
         with open_run(tmp_path / name) as r:
             waits[name] = float(r.sql("SELECT AVG(input_wait) AS w FROM steady_breakdown")["w"][0]) / 1e6
+            loads[name] = float(r.sql("SELECT SUM(e.dur) / COUNT(DISTINCT b.step) AS l FROM steady_breakdown b "
+                                      "JOIN steps s ON s.rank = b.rank AND s.step = b.step JOIN events e ON "
+                                      "e.rank = b.rank AND e.kind = 'input' AND e.ts >= s.ts AND e.ts < s.end_ts")
+                                ["l"][0]) / 1e6
         share = steady_input_share(tmp_path / name)
         assert share <= loader_share(_steps_only(tmp_path / name)) + 0.01  # waiting happens inside the loader
         found = findings(tmp_path / name).get("input.starvation")
         assert (found.severity if found else None) == _verdict(share)
-    assert 0.95 * 60 <= waits["slow"] - waits["fast"] <= 1.5 * 60  # ms per step: the sleep (a loaded box oversleeps)
+    # ms per step: at least the injected sleep (a sleep never ends early), and no more than what
+    # the loader itself took in the same runs (the same-run baseline: a loaded box oversleeps,
+    # by however much, in both)
+    grown = waits["slow"] - waits["fast"]
+    assert 0.95 * 60 <= grown <= 1.05 * (loads["slow"] - loads["fast"]) + 1.0, (waits, loads)
 
 
 def _steps_only(run: Path) -> list[dict]:
@@ -134,7 +142,7 @@ def test_exit_code_of_the_command_is_passed_through(tmp_path):
     result = record(tmp_path, ["-o", "run", "--interval", 0.1],
                     [sys.executable, "-c", "import sys, time; time.sleep(0.5); sys.exit(3)"])
     assert result.returncode == 3
-    assert "no PyTorch trace" in result.stderr  # a run of host metrics only, said so
+    assert "no step seen" in result.stderr  # a run of host metrics only, said so, and why
     assert (tmp_path / "run" / "trnprof.json").is_file()
 
 

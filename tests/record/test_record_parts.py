@@ -107,3 +107,26 @@ def test_the_ranks_are_looked_for_at_every_sample_until_one_is_found(tmp_path, m
         sampler.samples = sample
         sampler._per_rank()
     assert len(listings) == 4
+
+
+def test_the_job_memory_log_reads_every_early_step_then_thins(tmp_path):
+    """A short job of fast steps still gets a reading per step (a trend needs several); a long
+    one is read at most every MARK_GAP_NS and thinned past MAX_MARKS, so the log stays bounded."""
+    from trnprof.record.runtime import JobLog
+    log = JobLog(str(tmp_path))
+    for _ in range(30):
+        log.step()  # microseconds apart
+    assert [n for _, n, _ in log.marks] == list(range(1, 31)) and all(rss > 0 for _, _, rss in log.marks)
+    log.MAX_MARKS, log.steps, log.last = 40, 10**6, 0
+    for _ in range(12):
+        log.last = 0  # as if MARK_GAP_NS had passed each time
+        log.step()
+    assert len(log.marks) <= 40 and log.gap == 2 * JobLog.MARK_GAP_NS
+    log.profiling(True)
+    log.profiling(False)
+    written = log.write()
+    assert written == tmp_path / "job_rank0.jsonl"
+    lines = [json.loads(line) for line in written.read_text().splitlines()]
+    assert lines[0]["trnprof_host_metrics"] == 1
+    names = [name for line in lines[1:] for _, name, _, _ in line["samples"]]
+    assert names.count("job.profiler") == 2 and names.count("job.rss") == len(log.marks)

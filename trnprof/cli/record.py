@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import shlex
 import sys
 import time
@@ -19,20 +20,33 @@ def _default_output() -> str:
     return time.strftime("trnprof-record-%Y%m%d-%H%M%S")
 
 
+class Finite(click.FloatRange):
+    """A float range that refuses nan (a range check alone lets it through)."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        return number
+
+
+MAX_STEPS = 1_000_000_000
+
+
 @click.command("record", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @options.output("Run folder to write [default: trnprof-record-<date>-<time>].")
-@click.option("--wait", type=click.IntRange(min=0), default=1, show_default=True,
+@click.option("--wait", type=click.IntRange(min=0, max=MAX_STEPS), default=1, show_default=True,
               help="Steps to skip after the first one before the profiler warms up.")
-@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
+@click.option("--warmup", type=click.IntRange(min=0, max=MAX_STEPS), default=1, show_default=True,
               help="Steps recorded and thrown away (the profiler's own start-up cost).")
-@click.option("--active", type=click.IntRange(min=1), default=5, show_default=True, help="Steps kept in the trace.")
+@click.option("--active", type=click.IntRange(min=1, max=MAX_STEPS), default=5, show_default=True, help="Steps kept in the trace.")
 @click.option("--shapes", is_flag=True, help="Record input shapes of ops (record_shapes).")
 @click.option("--memory", is_flag=True, help="Record allocator events (profile_memory): hbm.* / host.* counters.")
 @click.option("--stack", is_flag=True, help="Record Python stacks of ops (with_stack; larger traces).")
-@click.option("--interval", type=click.FloatRange(min=0.05), default=0.5, show_default=True,
+@click.option("--interval", type=Finite(min=0.05, max=3600), default=0.5, show_default=True,
               help="Seconds between host-metric samples (neuron-monitor: whole seconds, 1 at least).")
-@click.option("--max-size", "max_mb", type=click.FloatRange(min=0.001), metavar="MB",
+@click.option("--max-size", "max_mb", type=Finite(min=0.001, max=1e9), metavar="MB",
               help="Cap of the capture folder: host metrics and neuron-monitor stop writing at it, and a "
                    "rank starts no trace once it is reached.")
 @click.option("--neuron", "neuron_mode", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
@@ -43,7 +57,7 @@ def _default_output() -> str:
 @click.option("--keep-capture", is_flag=True, help="Keep the capture folder beside the run instead of removing it.")
 @click.option("--analyze", is_flag=True, help="Print the findings of the run afterwards.")
 @click.option("--report", "report_path", type=click.Path(path_type=str), help="Write the HTML report to this file.")
-@options.force("an existing run at the output path, and an existing --report file")
+@options.force("an existing run at the output path, and an existing HTML page at --report")
 def command(command, out, wait, warmup, active, shapes, memory, stack, interval, max_mb, neuron_mode, capture,
             keep_capture, analyze, report_path, force):
     """Run COMMAND (put `--` before it) and profile it: every Python process of it that steps a
@@ -54,14 +68,16 @@ def command(command, out, wait, warmup, active, shapes, memory, stack, interval,
     captured."""
     from pathlib import Path
 
-    from ..atomic import check_replaceable
-    from ..record.recorder import check_output, record
+    from ..record.preflight import check_all
+    from ..record.recorder import record
     from ..record.runtime import Settings
 
     out = out or _default_output()
-    check_output(Path(out), force)  # before the job runs, and before a word about it
+    # everything checkable before the job runs, and before a word about it
+    check_all(Path(out), force, Path(capture) if capture else None, Path(report_path) if report_path else None)
     if report_path:
-        check_replaceable(report_path, force)
+        from ..report.build import check_destination
+        check_destination(Path(report_path))  # the page can be made (its JavaScript is at hand)
     settings = Settings(capture="", wait=wait, warmup=warmup, active=active, shapes=shapes, memory=memory,
                         stack=stack, max_bytes=int(max_mb * 1e6) if max_mb else None)
     click.echo(f"recording: {shlex.join(command)}  (steps: wait {wait}, warm-up {warmup}, active {active}; "
@@ -69,26 +85,58 @@ def command(command, out, wait, warmup, active, shapes, memory, stack, interval,
     done = record(list(command), out, settings, force=force, capture=capture, keep=keep_capture,
                   neuron_mode=neuron_mode, interval=interval, note=lambda text: click.echo(f"note: {text}", err=True))
     captured = done.capture
-    if captured.stopped_by:
-        click.echo(f"stopped by {captured.stopped_by}: kept what was captured", err=True)
     click.echo(f"captured {len(captured.traces)} trace(s), {captured.host_samples} host-metric sample(s), "
                f"{captured.monitor_reports} neuron-monitor report(s): {fmt_size(captured.bytes)}"
                + (f" in {done.kept}" if done.kept else ""))
+    for line in endings(done):
+        click.echo(line, err=True)
     if done.error:
         click.echo(f"error: no run written: {done.error}", err=True)
-        sys.exit(captured.returncode or 2)
+        sys.exit(captured.returncode)  # the command's own code: trnprof's failure is said above
     summary = done.summary
     click.echo(f"{summary['run']}: {summary['events']:,} events, {summary['counters']:,} counters, "
                f"{summary['ranks']} rank(s)")
-    if not captured.traces:
-        click.echo("note: no PyTorch trace: no process stepped a torch optimizer or called trnprof.step() "
-                   "after its first step", err=True)
     if analyze:
         _analyze(summary["run"])
     if report_path:
         written = api.report(summary["run"], report_path, overwrite=force)
         click.echo(f"wrote {written['path']}")
     sys.exit(captured.returncode)
+
+
+def endings(done) -> list[str]:
+    """What the user must know about how the recording ended: a stop, what was kept and where,
+    no step seen (why, what to try), processes sharing a RANK, processes left running."""
+    captured, lines = done.capture, []
+    run = done.summary["run"] if done.summary else None
+    if captured.stopped_by:
+        kept = [f"{len(captured.traces)} trace(s)"] + ([f"{captured.host_samples} host-metric sample(s)"]
+                                                      if captured.host_samples else [])
+        where = f"in the run {run}" if run else f"in {done.kept}" if done.kept else "nowhere: nothing was captured"
+        lines.append(f"stopped by {captured.stopped_by}: kept {', '.join(kept)} {where}")
+    for path in captured.dropped:
+        lines.append(f"note: {path.name} was cut short (its process was stopped while writing it): left out of "
+                     f"the run, kept in {done.kept}")
+    for path in captured.unfinished:
+        lines.append(f"note: {path.name.lstrip('.').replace('.partial', '')} was not finished (its process was "
+                     f"killed while writing it): not in the run; what was written is kept in {done.kept}")
+    if not captured.traces and not captured.stopped_by and not captured.unfinished:
+        lines.append("note: no step seen: no Python process of the command stepped a torch optimizer "
+                     "(torch.optim) or called trnprof.step() after its first step"
+                     + (f" often enough: {captured.steps_seen} step(s) counted after the first, too few to reach "
+                        f"the profiler's window (lower --wait or --warmup)" if captured.steps_seen else "")
+                     + ". Try: a command that trains in Python with torch.optim (a shell wrapper is fine), "
+                       "more steps or --wait 0, or trnprof.step() at the end of each step of your own loop")
+    ranks: dict[str, list[str]] = {}
+    for path in captured.apart:
+        ranks.setdefault(path.name.split(".")[0].replace("job_", "").replace("trace_", ""), []).append(path.name)
+    for rank, names in sorted(ranks.items()):
+        lines.append(f"note: two or more processes ran with the same RANK ({rank.replace('rank', 'rank ')}): the first "
+                     f"one's files are in the run, the others' kept apart in {done.kept}: {', '.join(names)}")
+    if captured.lingering:
+        lines.append("note: processes of the command still run after it ended (detached): what they "
+                     "record later is not in the run")
+    return lines
 
 
 def _analyze(run: str) -> None:

@@ -10,6 +10,7 @@ process group), and trnprof stays alive to ingest what was captured.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 from dataclasses import dataclass, field
@@ -32,14 +33,64 @@ class Capture:
     host_samples: int = 0
     monitor_reports: int = 0
     traces: list[Path] = field(default_factory=list)   # one per rank that wrote its window
-    inputs: list[Path] = field(default_factory=list)   # what the ingest reads: traces, host metrics, neuron-monitor
+    inputs: list[Path] = field(default_factory=list)   # what the ingest reads: traces, job logs, host
+                                                       # metrics, neuron-monitor
     bytes: int = 0                                     # size of the capture folder
+    apart: list[Path] = field(default_factory=list)    # a second process's files of an already-seen
+                                                       # RANK, not ingested
+    steps_seen: int = 0                                # steps the job logs counted, all ranks together
+    lingering: bool = False                            # processes of the command still ran after it ended
+    dropped: list[Path] = field(default_factory=list)  # inputs that could not be read (cut short), left out
+    unfinished: list[Path] = field(default_factory=list)  # traces whose writer was killed before it finished
 
 
-def _found(folder: Path) -> tuple[list[Path], list[Path]]:
-    traces = sorted(folder.glob("trace_rank*.json.gz"))
+_PER_RANK = re.compile(r"(trace|job)_rank(\d+)(\.pid\d+)?\.(json\.gz|jsonl)$")
+
+
+def _found(folder: Path) -> tuple[list[Path], list[Path], list[Path]]:
+    """(traces, inputs, apart). Each rank's first trace and job log are ingested; those of a
+    second process with the same RANK (named `.pid<PID>`) are kept apart. A trace file that is
+    empty (its process was killed while it wrote) is left out."""
+    chosen: dict[tuple[str, int], Path] = {}
+    apart = []
+    for path in sorted(folder.iterdir(), key=lambda p: (len(p.name), p.name)):  # unsuffixed names first
+        match = _PER_RANK.match(path.name)
+        if match is None or not path.is_file() or path.stat().st_size == 0:
+            continue
+        key = (match[1], int(match[2]))
+        if key in chosen:
+            apart.append(path)
+        else:
+            chosen[key] = path
+    traces = sorted(p for (kind, _), p in chosen.items() if kind == "trace")
+    logs = sorted(p for (kind, _), p in chosen.items() if kind == "job")
     extra = [folder / HOST_FILE, folder / neuron.MONITOR_FILE]
-    return traces, traces + [p for p in extra if p.is_file() and p.stat().st_size > 0]
+    return traces, traces + logs + [p for p in extra if p.is_file() and p.stat().st_size > 0], sorted(apart)
+
+
+def _steps_seen(inputs: list[Path]) -> int:
+    """Steps counted by the job logs (their last `job.step` per rank, summed)."""
+    import json
+    total = 0
+    for path in inputs:
+        if not path.name.startswith("job_rank"):
+            continue
+        last = 0
+        for line in path.read_text().splitlines()[1:]:
+            try:
+                last = max([last] + [int(v) for _, name, v, _ in json.loads(line)["samples"] if name == "job.step"])
+            except (ValueError, KeyError, TypeError):
+                continue
+        total += last
+    return total
+
+
+def _lingering(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 def child_env(settings: Settings, with_neuron: bool) -> dict[str, str]:
@@ -132,7 +183,11 @@ def run_captured(command: list[str], settings: Settings, *, neuron_mode: str = "
     stopped = signal.Signals(forwarder.received).name if forwarder.received else None
     if sampler.full:
         note("host metrics stopped at the size cap")
-    traces, inputs = _found(folder)
+    traces, inputs, apart = _found(folder)
+    if not sampler.samples:  # a header alone: nothing to ingest
+        inputs = [p for p in inputs if p.name != HOST_FILE]
     return Capture(folder=folder, returncode=128 - code if code < 0 else code, stopped_by=stopped,
                    host_samples=sampler.samples, monitor_reports=monitor.reports if monitor else 0,
-                   traces=traces, inputs=inputs, bytes=folder_bytes(folder))
+                   traces=traces, inputs=inputs, bytes=folder_bytes(folder), apart=apart,
+                   steps_seen=_steps_seen(inputs), lingering=_lingering(child.pid),
+                   unfinished=sorted(folder.glob(".trace_rank*.partial.json.gz")))

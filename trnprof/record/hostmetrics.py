@@ -10,7 +10,7 @@ share its RANK) to that rank.
 | counter | unit | what |
 |---|---|---|
 | `host.cpu.<i>.util` | percent | each logical CPU, busy share since the last sample |
-| `host.memory.used` | bytes | the host's used memory (psutil `virtual_memory().used`) |
+| `host.memory.used` | bytes | the host's used memory (psutil `virtual_memory().used`): every process's, context only |
 | `host.process.rss` | bytes | resident memory of the rank's main process |
 | `host.process.cpu` | percent | CPU of the main process (100 = one core) |
 | `host.loader_workers.rss` | bytes | resident memory of its data-loader workers together |

@@ -6,6 +6,11 @@ for `warmup` and `active` steps (one window: one trace per rank). Steps come fro
 `trnprof.step()`), or, in automatic mode, from the step hook of the first optimizer that steps
 (a GAN's second optimizer does not count twice). The window's trace is written when it closes,
 or when the process ends early: normal exit, an exception, Ctrl-C, SIGTERM.
+
+Under `trnprof record` the session also keeps the job's own memory over the whole job (`JobLog`):
+the process's resident memory at step ends, every step before, during and after the window, and
+the profiler's window itself, written as `job_rank<RANK>.jsonl` (the host-metrics format) when
+the process ends. The memory rule judges growth outside the window from it.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import atexit
 import os
 import signal
 import sys
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -56,6 +62,98 @@ def trace_path(capture: str | Path, rank: int) -> Path:
     return Path(capture) / f"trace_rank{rank}.json.gz"
 
 
+def claim(path: Path) -> Path:
+    """`path`, created empty for this process; when another process of the same rank has it
+    already (two processes with one RANK), `<name>.pid<PID><suffixes>` beside it: never overwritten."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tag = f".pid{os.getpid()}."
+    mine = path if tag in path.name else path.with_name(path.name.replace(".", tag, 1))
+    for candidate in (path, mine):
+        try:
+            os.close(os.open(candidate, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            return candidate
+        except FileExistsError:
+            continue
+    return candidate  # this process's own pid-named file: its own to replace
+
+
+def job_log_path(capture: str | Path, rank: int) -> Path:
+    return Path(capture) / f"job_rank{rank}.jsonl"
+
+
+def _rss_reader():
+    """A function returning this process's resident memory in bytes (Linux /proc), or None."""
+    try:
+        page = os.sysconf("SC_PAGE_SIZE")
+        handle = open("/proc/self/statm", "rb", buffering=0)
+    except (OSError, ValueError, AttributeError):
+        return None
+
+    def read() -> int:
+        handle.seek(0)
+        return int(handle.read(64).split()[1]) * page
+    try:
+        read()
+    except (OSError, ValueError, IndexError):
+        return None
+    return read
+
+
+class JobLog:
+    """The job's own memory at step ends over the whole job (not only in the profiler window):
+    (time, steps done, RSS) at every step for the first `DENSE_MARKS` steps (a short job still
+    gets a trend), then at most every `MARK_GAP_NS` (one /proc read each), thinned to every other
+    mark past `MAX_MARKS`; and the profiler's window (start; end once its trace is written)."""
+
+    DENSE_MARKS = 256
+    MARK_GAP_NS = 20_000_000
+    MAX_MARKS = 20_000
+
+    def __init__(self, capture: str):
+        self.capture = capture
+        self.read_rss = _rss_reader()
+        self.steps = 0
+        self.gap = self.MARK_GAP_NS
+        self.last = 0
+        self.marks: list[tuple[int, int, int]] = []
+        self.window: list[tuple[int, int]] = []   # (time, 1 profiling / 0 done)
+        self.written = False
+
+    def step(self) -> None:
+        self.steps += 1
+        now = time.time_ns()
+        if self.read_rss is None or (now - self.last < self.gap and self.steps > self.DENSE_MARKS):
+            return
+        self.last = now
+        self.marks.append((now, self.steps, self.read_rss()))
+        if len(self.marks) > self.MAX_MARKS:
+            del self.marks[1::2]
+            self.gap *= 2
+
+    def profiling(self, on: bool) -> None:
+        self.window.append((time.time_ns(), int(on)))
+
+    def write(self, trace: Path | None = None) -> Path | None:
+        """`job_rank<R>.jsonl` in the host-metrics format, named like this process's `trace`
+        (`job_rank0.pid<PID>.jsonl` beside `trace_rank0.pid<PID>.json.gz`); once, at the end."""
+        if self.written or not (self.marks or self.window):
+            return None
+        self.written = True
+        import json
+        import socket
+        rank = rank_identity()["rank"]
+        lines = [{"trnprof_host_metrics": 1, "source": "trnprof record runtime", "pid": os.getpid(),
+                  "host": socket.gethostname()}]
+        rows = [(ts, [[rank, "job.step", float(n), "count"], [rank, "job.rss", float(rss), "bytes"]])
+                for ts, n, rss in self.marks]
+        rows += [(ts, [[rank, "job.profiler", float(on), "state"]]) for ts, on in self.window]
+        lines += [{"ts": ts, "samples": samples} for ts, samples in sorted(rows, key=lambda r: r[0])]
+        path = claim(trace.with_name(trace.name.replace("trace_rank", "job_rank", 1).replace(".json.gz", ".jsonl"))
+                     if trace is not None else job_log_path(self.capture, rank))
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        return path
+
+
 def folder_bytes(folder: str | Path) -> int:
     return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())
 
@@ -64,9 +162,11 @@ class Session:
     """Steps counted from `start()`: `wait` steps with no profiler at all (the cost outside the
     window is one Python call per step), then torch.profiler for `warmup` + `active` steps."""
 
-    def __init__(self, settings: Settings, *, manual: bool):
+    def __init__(self, settings: Settings, *, manual: bool, log: JobLog | None = None):
         self.settings = settings
         self.manual = manual
+        self.log = log            # the job's memory over the whole job (under `trnprof record`)
+        self.pid = os.getpid()
         self.profiler = None
         self.stepper = None       # id of the optimizer whose steps count (automatic mode)
         self.started = False      # counting steps
@@ -103,10 +203,14 @@ class Session:
                                     with_stack=s.stack, on_trace_ready=self._write,
                                     schedule=schedule(wait=0, warmup=s.warmup, active=s.active, repeat=1))
         self.profiler.start()
-        atexit.register(self.stop)
+        if self.log is not None:
+            self.log.profiling(True)
+        atexit.register(self.finish)
         _stop_on_sigterm(self)
 
     def step(self) -> None:
+        if self.log is not None and self.started and _current is self:  # a replaced session's steps
+            self.log.step()                                               # are not counted twice
         if self.closed:
             return
         if not self.started:
@@ -127,18 +231,33 @@ class Session:
             self.closed = True
             return
         self.closed = True
-        quiet = {sig: signal.signal(sig, signal.SIG_IGN) for sig in _STOP_SIGNALS if _main_thread()}
-        try:
-            self.profiler.stop()
-        finally:
-            for sig, handler in quiet.items():
-                signal.signal(sig, handler)
+        with _signals_deferred():
+            try:
+                self.profiler.stop()
+            finally:
+                if self.log is not None:
+                    self.log.profiling(False)  # the window ends once its trace is written
 
     def _write(self, prof) -> None:
-        path = trace_path(self.settings.capture, rank_identity()["rank"])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        prof.export_chrome_trace(str(path))
-        self.written = path
+        """The window's trace, whole or not at all: a signal that arrives while it is written
+        waits until it is (then acts as it would have), and the file appears complete (rename)."""
+        with _signals_deferred():
+            path = claim(trace_path(self.settings.capture, rank_identity()["rank"]))
+            partial = path.with_name("." + path.name.replace(".json.gz", ".partial.json.gz"))
+            prof.export_chrome_trace(str(partial))
+            os.replace(partial, path)
+            self.written = path
+
+    def finish(self) -> None:
+        """At the process's end: the window is written, then the job's memory log (only in the
+        process that made the session, not in a forked child that inherited it)."""
+        if os.getpid() != self.pid:
+            return
+        try:
+            self.stop()
+        finally:
+            if self.log is not None:
+                self.log.write(self.written)
 
     def on_optimizer_step(self, optimizer) -> None:
         if self.manual:
@@ -166,14 +285,34 @@ def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+class _signals_deferred:
+    """SIGINT and SIGTERM held while a trace is written (main thread only), then delivered
+    again to this process: a Ctrl-C that lands in the write stops the job after the write."""
+
+    def __enter__(self):
+        self.held: list[int] = []
+        self.previous = {}
+        if _main_thread():
+            for sig in _STOP_SIGNALS:
+                self.previous[sig] = signal.signal(sig, lambda signum, frame: self.held.append(signum))
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(self.held):
+            os.kill(os.getpid(), sig)
+
+
 def _stop_on_sigterm(session: Session) -> None:
-    """SIGTERM (torchrun's and `trnprof record`'s stop) writes the window, then ends the process
-    as SIGTERM would have. A handler the program installed itself is left alone."""
+    """SIGTERM (torchrun's and `trnprof record`'s stop) writes the window and the job's memory
+    log, then ends the process as SIGTERM would have. A handler the program installed itself is
+    left alone."""
     if not _main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         return
 
     def handler(signum, frame):
-        session.stop()
+        (_current or session).finish()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
 
@@ -191,9 +330,11 @@ def begin(settings: Settings, *, manual: bool) -> Session:
         _current.profiler is not None or (_current.manual and _current.started))
     if busy:
         raise RuntimeError("trnprof: a profile is already being recorded in this process")
+    log = None
     if _current is not None:
         _current.closed = True  # an automatic session that had not started yet stands down
-    _current = Session(settings, manual=manual)
+        log = _current.log      # the job's memory log goes on
+    _current = Session(settings, manual=manual, log=log)
     if manual:
         _current.start()
     return _current
@@ -214,4 +355,7 @@ def install_auto(settings: Settings) -> None:
     """Automatic mode: count the steps of the first optimizer that steps."""
     from torch.optim.optimizer import register_optimizer_step_post_hook
     session = begin(settings, manual=False)
+    session.log = JobLog(settings.capture)
+    atexit.register(lambda: _current is not None and _current.finish())
+    _stop_on_sigterm(session)
     register_optimizer_step_post_hook(lambda optimizer, args, kwargs: session.on_optimizer_step(optimizer))
