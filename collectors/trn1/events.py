@@ -195,5 +195,5 @@ def _add_oom(out: EventBatch, b: _Batch, oom) -> None:
     step, ts_peak, peak = oom
     at = np.moveaxis(ts_peak[:, b.dp_index], 1, 0)[:, step:step + 1, None]
     out.add(ts=at, dur=0, kind="memory", name="oom_risk", lane="hbm", nbytes=peak, step=np.array([[[step]]]),
-            args=json.dumps({"peak_bytes": int(peak), "capacity_bytes": capacity(),
+            args=json.dumps({"peak_bytes": int(peak), "capacity_bytes": capacity(b.layout.job.instance),
                              "message": "HBM residency exceeds the NeuronCore's capacity"}))

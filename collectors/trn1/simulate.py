@@ -85,7 +85,7 @@ def _oom(job: Job, tl, fx) -> dict:
     out = {}
     for s in range(job.pp):
         peaks = residency(job, s).peak + fx.leak_bytes_per_step * np.arange(tl.steps)
-        over = np.flatnonzero(peaks > capacity())
+        over = np.flatnonzero(peaks > capacity(job.instance))
         if len(over):
             first_b = next(k for k, (typ, _) in enumerate(tl.seqs[s]) if typ == "B")
             out[s] = (int(over[0]), tl.stages[s].body[:, first_b, :], float(peaks[over[0]]))

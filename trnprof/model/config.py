@@ -36,8 +36,12 @@ class _Section(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class Cluster(_Section):
-    instance: Literal["trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge"] = "trn1.32xlarge"
+    instance: Literal["trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge",
+                      "trn2u.48xlarge"] = "trn1.32xlarge"
     nodes: Annotated[int, msgspec.Meta(ge=1, le=4096)] = 1
+    # Logical NeuronCore Configuration: physical NeuronCores per rank (Trn2: 1 or 2); unset: the
+    # chip's default (1 on Trn1, 2 on Trn2). trn2u.48xlarge nodes form UltraServers of 4.
+    lnc: Literal[1, 2] | None = None
 
 
 class ModelSpec(_Section):

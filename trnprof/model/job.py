@@ -133,6 +133,11 @@ def resolve_arch(spec: ModelSpec) -> Arch:
 def resolve(config: Config) -> Job:
     arch = resolve_arch(config.model)
     instance = INSTANCES[config.cluster.instance]
+    lnc = config.cluster.lnc
+    if lnc is not None and lnc not in instance.chip.lncs:
+        raise TrnprofError(f"config cluster.lnc: {lnc} is not a Logical NeuronCore Configuration of "
+                           f"{instance.name} ({instance.chip.name}: {', '.join(map(str, instance.chip.lncs))})")
+    instance = instance.with_lnc(lnc)
     nodes = config.cluster.nodes
     world = nodes * instance.cores
     par = config.parallel
