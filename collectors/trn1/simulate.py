@@ -67,6 +67,7 @@ def job_metadata(job: Job) -> dict:
         "global_batch": job.global_batch, "micro_batch": job.micro,
         "precision": job.dtypes.matmul,   # the dtype the compiler runs matmuls in
         "precision_settings": manifest_precision(cfg.precision),
+        "neuron_sdk": cfg.precision.neuron_sdk, "framework": cfg.precision.framework,
         "activation_checkpointing": job.checkpointing,
     }
 

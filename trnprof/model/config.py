@@ -88,7 +88,12 @@ class Precision(_Section):
     # for `neuron_sdk` (matmult before Neuron 2.27, none from 2.27: precision.py);
     # --auto-cast-type: to what. Only acts when compute is fp32.
     auto_cast: Literal["default", "none", "matmult", "all"] = "default"
-    neuron_sdk: SdkVersion = "2.27.0"  # the Neuron SDK release the job is compiled with
+    # the Neuron SDK release the job is compiled with; unset: 2.27.0 on Trn1 (the calibrated
+    # default), 2.33.0 on Trn2 (the release of the public TorchTitan Neuron recipes)
+    neuron_sdk: SdkVersion | None = None
+    # the training framework; unset: torch-xla before Neuron 2.30, torchneuron (native PyTorch on
+    # Neuron) from 2.30 on, which ended PyTorch/XLA support for training (precision.py)
+    framework: Literal["torch-xla", "torchneuron", "torchtitan", "jax"] | None = None
     auto_cast_type: Literal["bf16", "fp16", "tf32", "fp8"] = "bf16"
     optimizer_state: Literal["fp32", "bf16"] = "fp32"
     stochastic_rounding: bool = True

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
+
 from trnprof.errors import TrnprofError
 
 from .config import Config, ModelSpec, model_presets
 from .faults import check_faults
 from .hardware import DTYPE_BYTES, INSTANCES, Instance
-from .precision import Compiled, compiled
+from .precision import Compiled, compiled, resolve_stack
 
 _TEXT_FIELDS = ("vocab", "seq_len")
 _VIT_FIELDS = ("image_size", "patch_size", "classes")
@@ -138,6 +140,7 @@ def resolve(config: Config) -> Job:
         raise TrnprofError(f"config cluster.lnc: {lnc} is not a Logical NeuronCore Configuration of "
                            f"{instance.name} ({instance.chip.name}: {', '.join(map(str, instance.chip.lncs))})")
     instance = instance.with_lnc(lnc)
+    config = msgspec.structs.replace(config, precision=resolve_stack(config.precision, instance.chip.name))
     nodes = config.cluster.nodes
     world = nodes * instance.cores
     par = config.parallel
