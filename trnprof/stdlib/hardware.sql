@@ -138,7 +138,7 @@ SELECT device_kind, device_model,
                                 WHEN 'torchneuron' THEN 'TorchNeuron (native PyTorch on Neuron)'
                                 WHEN 'torchtitan' THEN 'TorchTitan on TorchNeuron'
                                 ELSE 'JAX' END
-                 || COALESCE(' on Neuron ' || neuron_sdk, '')
+                 || ' on Neuron' || COALESCE(' ' || neuron_sdk, '')
                  || CASE WHEN stack_assumed AND framework = 'torchneuron'
                          THEN ' (assumed: the run records neither the Neuron SDK nor the framework, and '
                               || 'Trainium2 trains on TorchNeuron since Neuron 2.30)'
