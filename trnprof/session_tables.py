@@ -27,6 +27,9 @@ RUN_JOB_COLUMNS = [
     ("device_kind", pa.string(), ("device_kind",),
      "platform the trace ran on as its collector recorded it: cuda, rocm, mtia, xpu, hpu, cpu; null when not recorded"),
     ("device_model", pa.string(), ("device_model",), "device name, e.g. Tesla V100-SXM2-32GB; null when unknown"),
+    ("neuron_sdk", pa.string(), ("neuron_sdk",), "Neuron SDK release the job ran with, e.g. 2.30.0; null when not recorded"),
+    ("framework", pa.string(), ("framework",),
+     "training framework as recorded: torch-xla, torchneuron (native PyTorch on Neuron), torchtitan, jax; null when not recorded"),
 ]
 RUN_JOB_DOC = "One row: the job metadata of the run's manifest (`job` keys), null where unknown."
 

@@ -104,8 +104,14 @@ def _add_input_and_launch(out: EventBatch, b: _Batch) -> None:
         out.add(ts=device_ready, dur=got - device_ready, kind="input", name="dataloader.next", lane="nc/wait",
                 keep=got - device_ready >= 1e-9)
         out.add(ts=got, dur=plan.h2d, kind="transfer", name="h2d.batch", lane="dma/h2d", nbytes=plan.h2d_bytes)
-    out.add(ts=b.per_block(b.times.launch, fwd_blocks), dur=plan.launch, kind="host", name="xla.execute",
-            lane="host/main")
+    name = LAUNCH_EVENT[plan.job.config.precision.framework or "torch-xla"]
+    out.add(ts=b.per_block(b.times.launch, fwd_blocks), dur=plan.launch, kind="host", name=name, lane="host/main")
+
+
+# The host event of one graph launch, by framework: torch-xla's execute call; for the other stacks
+# the simulator's own names (their traces' launch events are not modelled event for event).
+LAUNCH_EVENT = {"torch-xla": "xla.execute", "torchneuron": "neuron.execute", "torchtitan": "neuron.execute",
+                "jax": "jax.execute"}
 
 
 def _add_pipeline_p2p(out: EventBatch, b: _Batch, vocab: Vocabulary) -> None:
@@ -195,5 +201,5 @@ def _add_oom(out: EventBatch, b: _Batch, oom) -> None:
     step, ts_peak, peak = oom
     at = np.moveaxis(ts_peak[:, b.dp_index], 1, 0)[:, step:step + 1, None]
     out.add(ts=at, dur=0, kind="memory", name="oom_risk", lane="hbm", nbytes=peak, step=np.array([[[step]]]),
-            args=json.dumps({"peak_bytes": int(peak), "capacity_bytes": capacity(),
+            args=json.dumps({"peak_bytes": int(peak), "capacity_bytes": capacity(b.layout.job.instance),
                              "message": "HBM residency exceeds the NeuronCore's capacity"}))

@@ -67,6 +67,7 @@ def job_metadata(job: Job) -> dict:
         "global_batch": job.global_batch, "micro_batch": job.micro,
         "precision": job.dtypes.matmul,   # the dtype the compiler runs matmuls in
         "precision_settings": manifest_precision(cfg.precision),
+        "neuron_sdk": cfg.precision.neuron_sdk, "framework": cfg.precision.framework,
         "activation_checkpointing": job.checkpointing,
     }
 
@@ -85,7 +86,7 @@ def _oom(job: Job, tl, fx) -> dict:
     out = {}
     for s in range(job.pp):
         peaks = residency(job, s).peak + fx.leak_bytes_per_step * np.arange(tl.steps)
-        over = np.flatnonzero(peaks > capacity())
+        over = np.flatnonzero(peaks > capacity(job.instance))
         if len(over):
             first_b = next(k for k, (typ, _) in enumerate(tl.seqs[s]) if typ == "B")
             out[s] = (int(over[0]), tl.stages[s].body[:, first_b, :], float(peaks[over[0]]))

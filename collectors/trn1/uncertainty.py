@@ -12,7 +12,8 @@ parameters. For a job:
              or of the leave-one-out and validation rows (a job outside it)
     band   = prediction x exp(-w) .. prediction x exp(+w),  w = sqrt(scale^2 + spread^2)
 
-A job is outside the evidence when its model size, parallel layout (tensor- and pipeline-parallel
+A job is outside the evidence when its chip generation (every fit row is a Trainium1 job: no Trn2
+training throughput is published), model size, parallel layout (tensor- and pipeline-parallel
 degree, node count, ZeRO-1, activation checkpointing), matmul or elementwise dtype or model kind
 lies outside what the fit rows span.
 """
@@ -60,6 +61,7 @@ class Range:
     kinds: frozenset
     zero1: frozenset            # ZeRO-1 on / off
     checkpointing: frozenset    # activation checkpointing modes
+    chips: frozenset = frozenset({"Trainium1"})  # chip generations of the fit rows
 
 
 def evidence_range(jobs: list[Job]) -> Range:
@@ -69,7 +71,8 @@ def evidence_range(jobs: list[Job]) -> Range:
                  nodes=(min(j.nodes for j in jobs), max(j.nodes for j in jobs)),
                  matmul_dtypes=frozenset(j.dtypes.matmul for j in jobs),
                  vector_dtypes=frozenset(j.dtypes.vector for j in jobs), kinds=frozenset(j.arch.kind for j in jobs),
-                 zero1=frozenset(j.zero1 for j in jobs), checkpointing=frozenset(j.checkpointing for j in jobs))
+                 zero1=frozenset(j.zero1 for j in jobs), checkpointing=frozenset(j.checkpointing for j in jobs),
+                 chips=frozenset(j.instance.chip.name for j in jobs))
 
 
 @lru_cache(maxsize=1)
@@ -85,6 +88,10 @@ def outside(job: Job, span: Range | None = None) -> list[str]:
     """Why the job lies outside the calibration evidence (empty when inside)."""
     span = span or fit_range()
     reasons = []
+    chip = job.instance.chip.name
+    if chip not in span.chips:
+        reasons.append(f"{chip} ({job.instance.name}): no published {chip} training throughput; the fit "
+                       f"rows are {', '.join(sorted(span.chips))} jobs (docs/execution-model.md, \"Trn2\")")
     size = A.total_params(job.arch)
     if not span.params[0] <= size <= span.params[1]:
         reasons.append(f"model size {_billions(size)} parameters (evidence: "

@@ -27,8 +27,11 @@ def _peaks() -> set[float]:
     values = {*hardware.CHIP_TENSOR_FLOPS.values(), hardware.CORE_VECTOR_FLOPS, hardware.CORE_SCALAR_FLOPS,
               hardware.CHIP_HBM_BYTES, hardware.CHIP_HBM_BYTES_PER_S, hardware.CHIP_DMA_BYTES_PER_S,
               *hardware.OLDER_CHIP_TENSOR_FLOPS.values()}
+    for chip in hardware.CHIPS.values():
+        values |= {*chip.tensor_flops.values(), chip.vector_flops, chip.scalar_flops, chip.hbm_bytes,
+                   chip.hbm_bytes_per_s, chip.dma_bytes_per_s}
     for instance in hardware.INSTANCE_TYPES.values():
-        values |= {instance.neuronlink_bytes_per_s, instance.network_bytes_per_s}
+        values |= {instance.neuronlink_bytes_per_s, instance.network_bytes_per_s, instance.ultraserver_link_bytes_per_s}
         values |= {v for k, v in hardware.row(instance).items() if k.endswith(("_flops", "_per_s", "_per_core"))}
     # a peak that is a power of ten (the chip's ~1e12 B/s of DMA) reads like a unit conversion
     # (`flops / 1e12` for TFLOPS): only the table's other figures are told apart

@@ -49,7 +49,7 @@ def test_override_values_are_yaml():
     (["parallel.foo=1"], "unknown key 'parallel.foo'; allowed keys here: tp, pp, sequence_parallel, zero1, microbatches"),
     (["colour=red"], "unknown key 'colour'; allowed keys here: cluster, model"),
     (["memory.activation_checkpointing=most"], "memory.activation_checkpointing: invalid value 'most'; allowed: none, selective, full"),
-    (["cluster.instance=trn2.48xlarge"], "allowed: trn1.2xlarge, trn1.32xlarge, trn1n.32xlarge"),
+    (["cluster.instance=trn3.48xlarge"], "allowed: trn1.2xlarge, trn1.32xlarge, trn1n.32xlarge, trn2.48xlarge, trn2u.48xlarge"),
     (["cluster.nodes=0"], "cluster.nodes: invalid value 0; allowed: an integer >= 1 and <= 4096"),
     (["precision.compute=int4"], "allowed: bf16, fp16, fp8, fp32"),
     (["input.per_sample_ms=fast"], "input.per_sample_ms: invalid value 'fast'; allowed: a number >= 0"),

@@ -103,7 +103,7 @@ class _SimulateCommand(click.Command):
 @click.option("--list-presets", is_flag=True, help="List the job and model presets.")
 @options.force("an existing run at --output")
 def command(config, preset, out, overrides, seed, steps, summary_only, fmt, list_presets, force):
-    """Simulate a training job on Trn1/Trn1n with the built-in execution model.
+    """Simulate a training job on Trn1/Trn1n or Trn2 with the built-in execution model.
 
     CONFIG is a YAML file (optional with --preset). Examples:
 
@@ -111,12 +111,15 @@ def command(config, preset, out, overrides, seed, steps, summary_only, fmt, list
 
       trnprof simulate --preset gpt3-23b-32node --summary-only --format json
 
+      trnprof simulate --preset llama2-7b --set cluster.instance=trn2.48xlarge --summary-only
+
       trnprof simulate --preset tiny --set 'faults=[{kind: straggler, rank: 1}]' -o runs/straggler
 
     --summary-only prints the predictions (step time, throughput, MFU, HBM peak, the share of
     the step the device idles), the throughput band (from the leave-one-out residuals and the
     spread of the free parameters; wider for a job outside the calibration evidence, which it
-    names) and, in JSON, the free parameters used under "calibration" and the band under "band".
+    names: every Trn2 job, as no Trn2 training throughput is published) and, in JSON, the free
+    parameters used under "calibration" and the band under "band".
     """
     from ..model import config as cfgmod
     from ..collectors.trn1.simulate import job_metadata, simulate, summary

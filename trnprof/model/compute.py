@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from . import architecture as A
 from .attention import SOFTMAX_FLOPS, core_backward, core_forward, score_pairs
-from .hardware import CORE_HBM_BW, CORE_SCALAR_FLOPS, CORE_VECTOR_FLOPS
+from .hardware import Instance
 from .job import Job
 from .matmul import Matmul, tensor_seconds
 from .params import Params
@@ -29,16 +29,18 @@ class Rates:
     tensor_efficiency: float
     hbm: float        # bytes/s
     overhead: float   # s per op
+    instance: Instance  # the engines' peaks per rank (its chip and LNC)
 
     def time(self, matmuls=(), vector=0.0, scalar=0.0, nbytes=0.0) -> float:
-        return self.overhead + max(tensor_seconds(matmuls, self.matmul_dtype, self.tensor_efficiency),
-                                   vector / CORE_VECTOR_FLOPS, scalar / CORE_SCALAR_FLOPS, nbytes / self.hbm)
+        core = self.instance
+        return self.overhead + max(tensor_seconds(matmuls, self.matmul_dtype, self.tensor_efficiency, core),
+                                   vector / core.core_vector_flops, scalar / core.core_scalar_flops, nbytes / self.hbm)
 
 
 def rates(job: Job, params: Params) -> Rates:
     return Rates(matmul_dtype=job.dtypes.matmul, vector_dtype=job.dtypes.vector,
-                 tensor_efficiency=params.tensor_efficiency, hbm=CORE_HBM_BW * params.hbm_efficiency,
-                 overhead=params.op_overhead_us * 1e-6)
+                 tensor_efficiency=params.tensor_efficiency, hbm=job.instance.core_hbm_bw * params.hbm_efficiency,
+                 overhead=params.op_overhead_us * 1e-6, instance=job.instance)
 
 
 @dataclass(frozen=True)

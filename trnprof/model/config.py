@@ -36,8 +36,12 @@ class _Section(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class Cluster(_Section):
-    instance: Literal["trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge"] = "trn1.32xlarge"
+    instance: Literal["trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge",
+                      "trn2u.48xlarge"] = "trn1.32xlarge"
     nodes: Annotated[int, msgspec.Meta(ge=1, le=4096)] = 1
+    # Logical NeuronCore Configuration: physical NeuronCores per rank (Trn2: 1 or 2); unset: the
+    # chip's default (1 on Trn1, 2 on Trn2). trn2u.48xlarge nodes form UltraServers of 4.
+    lnc: Literal[1, 2] | None = None
 
 
 class ModelSpec(_Section):
@@ -84,7 +88,12 @@ class Precision(_Section):
     # for `neuron_sdk` (matmult before Neuron 2.27, none from 2.27: precision.py);
     # --auto-cast-type: to what. Only acts when compute is fp32.
     auto_cast: Literal["default", "none", "matmult", "all"] = "default"
-    neuron_sdk: SdkVersion = "2.27.0"  # the Neuron SDK release the job is compiled with
+    # the Neuron SDK release the job is compiled with; unset: 2.27.0 on Trn1 (the calibrated
+    # default), 2.33.0 on Trn2 (the release of the public TorchTitan Neuron recipes)
+    neuron_sdk: SdkVersion | None = None
+    # the training framework; unset: torch-xla before Neuron 2.30, torchneuron (native PyTorch on
+    # Neuron) from 2.30 on, which ended PyTorch/XLA support for training (precision.py)
+    framework: Literal["torch-xla", "torchneuron", "torchtitan", "jax"] | None = None
     auto_cast_type: Literal["bf16", "fp16", "tf32", "fp8"] = "bf16"
     optimizer_state: Literal["fp32", "bf16"] = "fp32"
     stochastic_rounding: bool = True

@@ -1,15 +1,18 @@
-"""Trainium1 hardware as the execution model uses it: the published figures of the hardware table
-(`trnprof/hardware.py`, the one place they are stated), restated per NeuronCore, and the
-model's own constants beside them, each with its source.
+"""Trainium hardware as the execution model uses it: the published figures of the hardware table
+(`trnprof/hardware.py`, the one place they are stated), restated per rank, and the model's own
+constants beside them, each with its source.
 
 Sources: the aws-neuron-sdk docs (cited per constant; collected in the project's Trn1 hardware
-notes) and the public nccom-test and neuron-monitor output samples of the same docs. Per-core figures are the chip's halved: a
-Trn1 chip has 2 NeuronCore-v2 and one rank drives one NeuronCore.
+notes) and the public nccom-test and neuron-monitor output samples of the same docs. One rank
+drives one logical NeuronCore: on Trn1 a NeuronCore-v2 (2 per chip); on Trn2 `lnc` NeuronCore-v3
+(8 per chip; LNC=2 by default, 4 ranks per chip), whose engines the compiler shards the rank's
+graph across. The module-level CORE_* constants are Trn1's (the calibrated generation); an
+`Instance` states the figures of its own chip and LNC.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trnprof import hardware as table
 from trnprof.units import GB
@@ -75,6 +78,15 @@ CORE_DMA_BW = table.CHIP_DMA_BYTES_PER_S / CORES_PER_CHIP
 RUNTIME_BASE_BYTES = 176_285_056 + 193_986_816
 
 
+# Tensor-engine throttling (dI/dt) on Trainium2: the tensor engine slows down when its
+# utilisation jumps, as it does at the start of every tensor-engine op after vector, scalar or
+# collective work (Neuron Explorer reports throttle events; the Neuron docs publish no ramp).
+# Assumption, not a published figure: the first THROTTLE_RAMP_S of an op's streaming runs at half
+# rate, so an op pays min(streaming time, THROTTLE_RAMP_S) extra. Trn1 has no such term: its fitted
+# op overhead holds whatever ramp it has.
+THROTTLE_RAMP_S = 1.0e-6
+
+
 @dataclass(frozen=True)
 class Instance:
     name: str
@@ -82,19 +94,80 @@ class Instance:
     neuronlink_bw: float  # bytes/s per chip; 0 where there is no NeuronLink
     network_bw: float     # bytes/s per node (EFA, or ENA on trn1.2xlarge)
     vcpus: int
+    chip: table.Chip = table.TRAINIUM1
+    lnc: int = 1                  # physical NeuronCores per rank
+    ultraserver_nodes: int = 1    # nodes joined by NeuronLink (4 in a Trn2 UltraServer)
+    ultraserver_bw: float = 0.0   # bytes/s per chip between the nodes of an UltraServer
+
+    @property
+    def ranks_per_chip(self) -> int:
+        return self.chip.ranks_per_chip(self.lnc)
 
     @property
     def cores(self) -> int:
-        return self.chips * CORES_PER_CHIP
+        return self.chips * self.ranks_per_chip
 
     @property
     def bf16_flops(self) -> float:
-        return self.chips * CHIP_BF16_FLOPS
+        return self.chips * self.chip.tensor_flops["bf16"]
+
+    @property
+    def trainium2(self) -> bool:
+        return self.chip is table.TRAINIUM2
+
+    # per-rank figures
+    @property
+    def core_bf16_flops(self) -> float:
+        return self.chip.tensor_flops["bf16"] / self.ranks_per_chip
+
+    @property
+    def tensor_cycle_hz(self) -> float:
+        """The rank's systolic-array cycles per second at one pass per column (BF16): a logical
+        core of `lnc` physical cores streams `lnc` arrays at once."""
+        return self.core_bf16_flops / (2 * PE_ROWS * PE_COLS)
+
+    def matmul_passes(self, dtype: str) -> float:
+        """Passes through the array per moving column: the BF16 peak over the dtype's (FP32 4 on
+        Trn1 and 3.7 on Trn2; FP8 1 on Trn1 and 0.51 on Trn2, where it runs at ~2x BF16)."""
+        return self.chip.tensor_flops["bf16"] / self.chip.tensor_flops[dtype]
+
+    @property
+    def core_vector_flops(self) -> float:
+        return self.chip.vector_flops * self.lnc
+
+    @property
+    def core_scalar_flops(self) -> float:
+        return self.chip.scalar_flops * self.lnc
+
+    @property
+    def core_hbm_bytes(self) -> int:
+        return self.chip.hbm_bytes // self.ranks_per_chip
+
+    @property
+    def core_hbm_bw(self) -> float:
+        return self.chip.hbm_bytes_per_s / self.ranks_per_chip
+
+    @property
+    def core_dma_bw(self) -> float:
+        return self.chip.dma_bytes_per_s / self.ranks_per_chip
+
+    @property
+    def throttle_ramp_s(self) -> float:
+        return THROTTLE_RAMP_S if self.trainium2 else 0.0
+
+    def with_lnc(self, lnc: int | None) -> "Instance":
+        return self if lnc is None or lnc == self.lnc else replace(self, lnc=lnc)
 
 
-# The instance types of the hardware table, in the model's terms (no NeuronLink: 0 bytes/s).
-INSTANCES = {name: Instance(name, chips=t.chips, neuronlink_bw=t.neuronlink_bytes_per_s or 0.0,
-                            network_bw=t.network_bytes_per_s, vcpus=t.vcpus)
-             for name, t in table.INSTANCE_TYPES.items()}
+def _instance(t: table.InstanceType) -> Instance:
+    return Instance(t.name, chips=t.chips, neuronlink_bw=t.neuronlink_bytes_per_s or 0.0,
+                    network_bw=t.network_bytes_per_s, vcpus=t.vcpus, chip=t.chip, lnc=t.chip.default_lnc,
+                    ultraserver_nodes=t.ultraserver_nodes, ultraserver_bw=t.ultraserver_link_bytes_per_s or 0.0)
+
+
+# The instance types of the hardware table, in the model's terms (no NeuronLink: 0 bytes/s), at
+# their chip's default LNC.
+INSTANCES = {name: _instance(t) for name, t in table.INSTANCE_TYPES.items()}
+DEFAULT_INSTANCE = INSTANCES["trn1.32xlarge"]
 
 DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
+
 from trnprof.errors import TrnprofError
 
 from .config import Config, ModelSpec, model_presets
 from .faults import check_faults
 from .hardware import DTYPE_BYTES, INSTANCES, Instance
-from .precision import Compiled, compiled
+from .precision import Compiled, compiled, resolve_stack
 
 _TEXT_FIELDS = ("vocab", "seq_len")
 _VIT_FIELDS = ("image_size", "patch_size", "classes")
@@ -133,6 +135,12 @@ def resolve_arch(spec: ModelSpec) -> Arch:
 def resolve(config: Config) -> Job:
     arch = resolve_arch(config.model)
     instance = INSTANCES[config.cluster.instance]
+    lnc = config.cluster.lnc
+    if lnc is not None and lnc not in instance.chip.lncs:
+        raise TrnprofError(f"config cluster.lnc: {lnc} is not a Logical NeuronCore Configuration of "
+                           f"{instance.name} ({instance.chip.name}: {', '.join(map(str, instance.chip.lncs))})")
+    instance = instance.with_lnc(lnc)
+    config = msgspec.structs.replace(config, precision=resolve_stack(config.precision, instance.chip.name))
     nodes = config.cluster.nodes
     world = nodes * instance.cores
     par = config.parallel

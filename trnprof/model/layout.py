@@ -3,7 +3,8 @@
 Megatron / NeuronX-Distributed order: tensor-parallel ranks are adjacent (inside a node, on
 neighbouring chips), data-parallel next, pipeline stages outermost:
     rank = pp_rank * (dp * tp) + dp_rank * tp + tp_rank
-One rank per NeuronCore: node = rank // cores per node, chip = (rank % cores per node) // 2.
+One rank per (logical) NeuronCore: node = rank // cores per node, chip = (rank % cores per node)
+// ranks per chip (2 on Trn1, 4 on Trn2 at LNC=2).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .hardware import CORE_HBM_BYTES, CORES_PER_CHIP
 from .job import Job
 
 
@@ -25,8 +25,9 @@ class Layout:
         self.dp_rank = (rank // job.tp) % job.dp
         self.pp_rank = rank // (job.tp * job.dp)
         self.node = rank // self.cpn
-        self.chip = (rank % self.cpn) // CORES_PER_CHIP
-        self.core = rank % CORES_PER_CHIP
+        per_chip = job.instance.ranks_per_chip
+        self.chip = (rank % self.cpn) // per_chip
+        self.core = rank % per_chip
 
     def rank_grid(self) -> np.ndarray:
         """Ranks as an array indexed [pp, dp, tp]."""
@@ -58,5 +59,5 @@ class Layout:
             "host": [f"node-{n}" for n in self.node], "chip": self.chip.astype(np.int32),
             "core": self.core.astype(np.int32), "dp_rank": self.dp_rank.astype(np.int32),
             "tp_rank": self.tp_rank.astype(np.int32), "pp_rank": self.pp_rank.astype(np.int32),
-            "instance_type": job.instance.name, "hbm_capacity_bytes": np.int64(CORE_HBM_BYTES),
+            "instance_type": job.instance.name, "hbm_capacity_bytes": np.int64(job.instance.core_hbm_bytes),
         })

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .hardware import INSTRUCTION_CYCLES, MATMUL_PASSES, MOVING_MAX, PE_COLS, PE_ROWS, TENSOR_CYCLE_HZ
+from .hardware import DEFAULT_INSTANCE, INSTRUCTION_CYCLES, MOVING_MAX, PE_COLS, PE_ROWS, Instance
 
 
 @dataclass(frozen=True)
@@ -51,12 +51,18 @@ def matmul_cycles(mm: Matmul) -> float:
     return mm.count * min(_cycles(mm.k, mm.a, mm.b), _cycles(mm.k, mm.b, mm.a))
 
 
-def tensor_seconds(mms, dtype: str, tensor_efficiency: float) -> float:
+def tensor_seconds(mms, dtype: str, tensor_efficiency: float, instance: Instance = DEFAULT_INSTANCE) -> float:
     """Streaming time (cycles x passes) plus the stalls: waiting on SBUF loads and the other
     engines costs (1/tensor_efficiency - 1) x the one-pass cycles, whatever the passes, since a
-    slower array gives the DMA queues and engines more time, not more work."""
+    slower array gives the DMA queues and engines more time, not more work. Passes and cycle rate
+    are the instance's (FP8 streams in half the BF16 passes on Trn2); on Trn2 an op also pays the
+    tensor engine's throttle ramp (hardware.THROTTLE_RAMP_S)."""
     cycles = sum(matmul_cycles(mm) for mm in mms)
-    return cycles * (MATMUL_PASSES[dtype] - 1 + 1 / tensor_efficiency) / TENSOR_CYCLE_HZ
+    if cycles == 0:
+        return 0.0
+    streaming = cycles * instance.matmul_passes(dtype) / instance.tensor_cycle_hz
+    stalls = cycles * (1 / tensor_efficiency - 1) / instance.tensor_cycle_hz
+    return streaming + stalls + min(streaming, instance.throttle_ramp_s)
 
 
 def fill(mm: Matmul) -> float:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from trnprof.units import MIB
 
 from . import architecture as A
-from .hardware import CORE_HBM_BYTES, RUNTIME_BASE_BYTES
+from .hardware import DEFAULT_INSTANCE, RUNTIME_BASE_BYTES, Instance
 from .job import Job
 
 CATEGORIES = ("params", "grads", "optimizer_state", "activations", "runtime")
@@ -50,5 +50,6 @@ def residency(job: Job, stage: int) -> Residency:
                      activations=acts, runtime=RUNTIME_BASE_BYTES + buffers)
 
 
-def capacity() -> int:
-    return CORE_HBM_BYTES
+def capacity(instance: Instance = DEFAULT_INSTANCE) -> int:
+    """Device memory of one rank of `instance` (Trn1's when not given)."""
+    return instance.core_hbm_bytes

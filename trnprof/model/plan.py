@@ -158,7 +158,7 @@ def critical_compute_seconds(job: Job, params: Params) -> float:
     """Device compute seconds on a step's critical path under 1F1B without communication or
     host waits: microbatches + pp - 1 blocks (forward and backward) of the slowest stage, plus
     the slowest stage's optimizer. The only part of a step the free parameters change."""
-    tp_place = placement(Layout(job).tp_group_ranks(0, 0), job.cores_per_node)
+    tp_place = placement(Layout(job).tp_group_ranks(0, 0), job.cores_per_node, instance=job.instance)
     stages = [_stage(job, params, s, tp_place) for s in range(job.pp)]
     block = max(st.fwd.compute + st.bwd.compute for st in stages)
     optimizer = max(sum(op.dur for op in st.opt) for st in stages)
@@ -186,7 +186,7 @@ def build_plan(job: Job, params: Params, layout: Layout, slow_nodes: dict[int, f
     """The job's costs; `slow_nodes` (node -> factor) slow inter-node links, `host_factor`
     multiplies the host time per graph execution (faults)."""
     cpn = job.cores_per_node
-    tp_place = placement(layout.tp_group_ranks(0, 0), cpn)
+    tp_place = placement(layout.tp_group_ranks(0, 0), cpn, instance=job.instance)
     stages = [_stage(job, params, s, tp_place) for s in range(job.pp)]
     net = params.network_efficiency
     dp_op = "reduce_scatter" if job.zero1 else "all_reduce"
@@ -202,7 +202,7 @@ def build_plan(job: Job, params: Params, layout: Layout, slow_nodes: dict[int, f
     ag_bytes = np.zeros((job.pp, n_ag))
     for s, st in enumerate(stages):
         for t in range(job.tp):
-            where = placement(layout.dp_group_ranks(s, t), cpn, slow_nodes)
+            where = placement(layout.dp_group_ranks(s, t), cpn, slow_nodes, job.instance)
             for j, bucket in enumerate(st.buckets):
                 dp_cost[s, t, j] = collective_time(dp_op, bucket.nbytes, where, job.instance, net)
             if job.zero1:

@@ -122,8 +122,8 @@ def predictions(job: Job, plan: Plan, fx: Effects) -> dict:
         "throughput": {"value": job.global_batch / seconds, "unit": job.arch.unit},
         "mfu": predicted_mfu(job, seconds),
         "hbm_peak_bytes": int(round(peak)),
-        "hbm_capacity_bytes": capacity(),
-        "fits": bool(peak <= capacity()),
+        "hbm_capacity_bytes": capacity(job.instance),
+        "fits": bool(peak <= capacity(job.instance)),
         "device_idle_share": device_idle(tl, first, last) / seconds,
         "calibration": plan.params.as_dict(),   # the free parameters these numbers rest on
     }

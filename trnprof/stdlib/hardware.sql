@@ -34,7 +34,7 @@ CREATE VIEW link_peaks AS
 SELECT 'chip' AS link_class, 'on-chip DMA per NeuronCore (same chip)' AS link, chip_link_bytes_per_s AS bytes_per_s
 FROM run_hardware WHERE chip_link_bytes_per_s IS NOT NULL
 UNION ALL
-SELECT 'node', 'NeuronLink-v2 per NeuronCore (intra-node)', node_link_bytes_per_s
+SELECT 'node', 'NeuronLink per NeuronCore (intra-node)', node_link_bytes_per_s
 FROM run_hardware WHERE node_link_bytes_per_s IS NOT NULL
 UNION ALL
 SELECT 'network', network_kind || ' network per node (inter-node)', network_bytes_per_s
@@ -68,26 +68,57 @@ LEFT JOIN hardware AS h ON h.instance_type = g.instance_type;
 -- and what matrix-multiply advice needs: whether BF16 is supported and how much faster the
 -- fastest supported 16-bit tensor format runs matmuls than FP32, from the `hardware` table
 -- (Trainium) or `gpu_hardware` (V100, A100, H100). Null where the table does not know the device:
--- a rule then says what it assumed.
+-- a rule then says what it assumed. On Trainium also the software stack the advice follows: the
+-- Neuron SDK and the framework as the job metadata records them; without a recorded framework,
+-- torch-xla before Neuron 2.30 and TorchNeuron (native PyTorch) from 2.30 on, when Neuron 2.30
+-- ended PyTorch/XLA support for training; without either, TorchNeuron on Trainium2 and torch-xla
+-- on Trainium1, stated as an assumption (`stack_assumed`).
 -- @column device_kind     trainium, cuda, rocm, mtia, xpu, hpu, cpu; null when unknown
 -- @column device_model    device name or instance type; null when unknown
 -- @column platform        the platform in words, e.g. `CUDA (Tesla V100-SXM2-32GB)`, `Trainium (trn1.32xlarge)`
 -- @column bf16            whether the device computes in BF16; null when unknown
 -- @column half_dtype      the 16-bit format to cast matmuls to: bf16, or fp16 where BF16 is missing; null when unknown
 -- @column half_speedup    tensor peak in half_dtype over the FP32 matmul peak; null when unknown
+-- @column chip            Trainium1 or Trainium2 (hardware table); null off Trainium or for an unknown instance type
+-- @column neuron_sdk      Neuron SDK release as recorded (run_job), e.g. 2.30.0; null when not recorded
+-- @column framework       on Trainium (or no device named): torch-xla, torchneuron, torchtitan or jax (recorded, else derived); null elsewhere
+-- @column stack_assumed   true when the framework is assumed: neither it nor the Neuron SDK is recorded
+-- @column stack           the Trainium software stack in words, with the assumption when there is one; null elsewhere
 CREATE VIEW run_platform AS
 WITH job AS (
-    SELECT j.device_kind, j.device_model, h.instance_type, h.tensor_bf16_flops, h.tensor_fp32_flops
-    FROM run_job AS j, run_hardware AS h
+    SELECT j.device_kind, j.device_model, h.instance_type, h.tensor_bf16_flops, h.tensor_fp32_flops,
+           hw.chip, j.neuron_sdk,
+           TRY_CAST(SPLIT_PART(j.neuron_sdk, '.', 1) AS INTEGER) * 1000
+               + TRY_CAST(SPLIT_PART(j.neuron_sdk, '.', 2) AS INTEGER) AS sdk_order,
+           CASE WHEN LOWER(j.framework) LIKE '%jax%' THEN 'jax'
+                WHEN LOWER(j.framework) LIKE '%xla%' THEN 'torch-xla'
+                WHEN LOWER(j.framework) LIKE '%titan%' THEN 'torchtitan'
+                WHEN LOWER(j.framework) LIKE '%neuron%' OR LOWER(j.framework) IN ('torch', 'pytorch') THEN 'torchneuron'
+                END AS recorded_framework
+    FROM run_job AS j CROSS JOIN run_hardware AS h
+    LEFT JOIN hardware AS hw ON hw.instance_type = h.instance_type
 ),
 kinded AS (
     SELECT COALESCE(device_kind, CASE WHEN instance_type LIKE 'trn%' THEN 'trainium' END) AS device_kind,
-           COALESCE(device_model, instance_type) AS device_model, tensor_bf16_flops, tensor_fp32_flops
+           COALESCE(device_model, instance_type) AS device_model, tensor_bf16_flops, tensor_fp32_flops,
+           chip, neuron_sdk, sdk_order, recorded_framework
     FROM job
+),
+stacked AS (
+    SELECT k.*,
+           CASE WHEN k.device_kind <> 'trainium' THEN NULL  -- no device named: Trainium assumed, as the rules do
+                WHEN k.recorded_framework IS NOT NULL THEN k.recorded_framework
+                WHEN k.sdk_order >= 2030 THEN 'torchneuron'
+                WHEN k.sdk_order IS NOT NULL THEN 'torch-xla'
+                WHEN k.chip = 'Trainium2' THEN 'torchneuron'
+                ELSE 'torch-xla' END AS framework,
+           COALESCE(k.device_kind, 'trainium') = 'trainium' AND k.recorded_framework IS NULL
+               AND k.sdk_order IS NULL AS stack_assumed
+    FROM kinded AS k
 ),
 gpu AS (
     SELECT k.*, g.bf16 AS gpu_bf16, g.fp32_flops, g.tensor_fp16_flops, g.tensor_bf16_flops AS gpu_bf16_flops
-    FROM kinded AS k
+    FROM stacked AS k
     LEFT JOIN gpu_hardware AS g
         ON k.device_kind IN ('cuda', 'rocm') AND STRPOS(LOWER(COALESCE(k.device_model, '')), g.match) > 0
 )
@@ -100,5 +131,19 @@ SELECT device_kind, device_model,
        CASE WHEN device_kind = 'trainium' THEN 'bf16' WHEN gpu_bf16 THEN 'bf16'
             WHEN gpu_bf16 = FALSE THEN 'fp16' END AS half_dtype,
        CASE WHEN device_kind = 'trainium' THEN tensor_bf16_flops / tensor_fp32_flops
-            ELSE COALESCE(gpu_bf16_flops, tensor_fp16_flops) / fp32_flops END AS half_speedup
+            ELSE COALESCE(gpu_bf16_flops, tensor_fp16_flops) / fp32_flops END AS half_speedup,
+       chip, neuron_sdk, framework, COALESCE(stack_assumed, FALSE) AS stack_assumed,
+       CASE WHEN framework IS NULL THEN NULL
+            ELSE CASE framework WHEN 'torch-xla' THEN 'torch-xla (PyTorch/XLA)'
+                                WHEN 'torchneuron' THEN 'TorchNeuron (native PyTorch on Neuron)'
+                                WHEN 'torchtitan' THEN 'TorchTitan on TorchNeuron'
+                                ELSE 'JAX' END
+                 || ' on Neuron' || COALESCE(' ' || neuron_sdk, '')
+                 || CASE WHEN stack_assumed AND framework = 'torchneuron'
+                         THEN ' (assumed: the run records neither the Neuron SDK nor the framework, and '
+                              || 'Trainium2 trains on TorchNeuron since Neuron 2.30)'
+                         WHEN stack_assumed
+                         THEN ' (assumed: the run records neither the Neuron SDK nor the framework; '
+                              || 'torch-xla was the Trainium1 training stack before Neuron 2.30)'
+                         ELSE '' END END AS stack
 FROM gpu;
