@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from . import architecture as A
 from .attention import SOFTMAX_FLOPS, core_backward, core_forward, score_pairs
 from .hardware import CORE_HBM_BW, CORE_SCALAR_FLOPS, CORE_VECTOR_FLOPS
+from .faults import device_effects
 from .job import Job
 from .matmul import Matmul, tensor_seconds
 from .params import Params
@@ -29,16 +30,25 @@ class Rates:
     tensor_efficiency: float
     hbm: float        # bytes/s
     overhead: float   # s per op
+    spill: float = 0.0        # fault sbuf_spill: share of a tensor-engine op's HBM bytes saved and reloaded
+    throttle: float = 1.0     # fault throttle: allowed tensor-engine utilization
 
     def time(self, matmuls=(), vector=0.0, scalar=0.0, nbytes=0.0) -> float:
-        return self.overhead + max(tensor_seconds(matmuls, self.matmul_dtype, self.tensor_efficiency),
-                                   vector / CORE_VECTOR_FLOPS, scalar / CORE_SCALAR_FLOPS, nbytes / self.hbm)
+        tensor = tensor_seconds(matmuls, self.matmul_dtype, self.tensor_efficiency) / self.throttle
+        return self.overhead + max(tensor, vector / CORE_VECTOR_FLOPS, scalar / CORE_SCALAR_FLOPS, nbytes / self.hbm) \
+            + self.spill_seconds(matmuls, nbytes)
+
+    def spill_seconds(self, matmuls, nbytes: float) -> float:
+        """Save and reload of the spilled bytes: the engine that consumes a spilled tile waits for
+        its reload, so the traffic adds to the op's time (fault sbuf_spill)."""
+        return 2 * self.spill * nbytes / self.hbm if matmuls else 0.0
 
 
 def rates(job: Job, params: Params) -> Rates:
+    spill, throttle = device_effects(job.config.faults)
     return Rates(matmul_dtype=job.dtypes.matmul, vector_dtype=job.dtypes.vector,
                  tensor_efficiency=params.tensor_efficiency, hbm=CORE_HBM_BW * params.hbm_efficiency,
-                 overhead=params.op_overhead_us * 1e-6)
+                 overhead=params.op_overhead_us * 1e-6, spill=spill, throttle=throttle)
 
 
 @dataclass(frozen=True)
