@@ -148,7 +148,8 @@ LEFT JOIN device_units AS u ON u.rank = p.rank AND u.step = p.step AND u.unit = 
 GROUP BY p.rank, p.step, p.engine;
 
 -- DMA queues per rank and step of the device profile: packets, bytes, busy time and achieved
--- throughput; spill queues (save / reload of SBUF spills) are marked.
+-- throughput; spill queues (save / reload of SBUF spills) are marked. Packets under 512 B are
+-- small (Neuron Explorer flags small DMA transfers; a DMA's fixed cost dominates below that size).
 -- @column rank               rank
 -- @column step               training step
 -- @column queue_name         DMA queue (Explorer queue_name)
@@ -159,12 +160,16 @@ GROUP BY p.rank, p.step, p.engine;
 -- @column busy_ns            summed packet time, ns
 -- @column mean_packet_bytes  bytes per packet
 -- @column bytes_per_s        bytes over busy time
+-- @column small_packets      packets under 512 B
+-- @column small_ns           their summed time, ns
 CREATE VIEW dma_queues AS
 SELECT rank, COALESCE(step, 0) AS step, COALESCE(queue_name, '') AS queue_name, queue_type,
        LOWER(COALESCE(queue_name, '')) LIKE '%spill%' AS spill, COUNT(*) AS packets,
        SUM(transfer_bytes) AS bytes, SUM(COALESCE(duration_ns, end_ts - start_ts)) AS busy_ns,
        AVG(transfer_bytes) AS mean_packet_bytes,
-       SUM(transfer_bytes) / NULLIF(SUM(COALESCE(duration_ns, end_ts - start_ts)) / 1e9, 0) AS bytes_per_s
+       SUM(transfer_bytes) / NULLIF(SUM(COALESCE(duration_ns, end_ts - start_ts)) / 1e9, 0) AS bytes_per_s,
+       COUNT(*) FILTER (WHERE transfer_bytes < 512) AS small_packets,
+       COALESCE(SUM(COALESCE(duration_ns, end_ts - start_ts)) FILTER (WHERE transfer_bytes < 512), 0) AS small_ns
 FROM device_dma
 GROUP BY rank, COALESCE(step, 0), COALESCE(queue_name, ''), queue_type;
 
