@@ -36,6 +36,7 @@ SCHEMA_VERSION = "7.4.0"
 TILE_FLOPS = 2 * H.PE_ROWS * H.PE_COLS * H.MOVING_MAX     # one matmul instruction: stationary x moving tile
 PACKET_BYTES = 64 * 1024                                   # DMA packet size of a large transfer
 ROWS_PER_OP = 32
+MAX_ROWS_PER_STEP = 20_000      # tensor-engine instruction rows per profiled rank and step, at most
 SCALAR_SHADOW = 1 / 8
 THROTTLE_N = 1000
 _CC_NAMES = {"all_reduce": "AllReduce", "all_gather": "AllGather", "reduce_scatter": "ReduceScatter",
@@ -272,6 +273,12 @@ def _dtype(args) -> str:
 
 def _model_flops(job) -> float:
     return A.model_flops_per_step(job) / job.world
+
+
+def rows_per_op(ops_per_step: int) -> int:
+    """Instruction rows per op: ROWS_PER_OP, fewer when the step has so many ops that the rank's
+    step would pass MAX_ROWS_PER_STEP."""
+    return int(max(1, min(ROWS_PER_OP, MAX_ROWS_PER_STEP // max(ops_per_step, 1))))
 
 
 def profiled_ranks(job, requested) -> list[int]:

@@ -15,7 +15,7 @@ from trnprof.runstore import write_run
 from trnprof.model import architecture as A
 from trnprof.model.config import Config, load_config, to_dict
 from .counters import build_counters
-from .device_profile import SCHEMA_VERSION, DeviceProfile, profiled_ranks, profiled_steps
+from .device_profile import SCHEMA_VERSION, DeviceProfile, profiled_ranks, profiled_steps, rows_per_op
 from .emit import Vocabulary
 from .events import StageTemplate, build_events
 from trnprof.model.faults import effects, loader_acts
@@ -144,10 +144,10 @@ def simulate(config, out: str | Path, *, seed: int | None = None, steps: int | N
     templates = {s: StageTemplate(plan, s, tl.seqs[s]) for s in range(job.pp)}
     res = {s: residency(job, s) for s in range(job.pp)}
     vocab = Vocabulary()
-    device = _device_plan(job, plan, fx, tl, device_ranks) if device_profile else None
+    per_rank = S * max(len(t.block) for t in templates.values())
+    device = _device_plan(job, plan, fx, tl, device_ranks, per_rank // S) if device_profile else None
     if device is not None:
         manifest["execution_model"]["device_profile"] = device[1]
-    per_rank = S * max(len(t.block) for t in templates.values())
     # Writing (Parquet encoding, which releases the GIL) overlaps building the next batch.
     with write_run(out, manifest, overwrite=overwrite) as run, ThreadPoolExecutor(max_workers=1) as writer:
         pending = None
@@ -168,11 +168,11 @@ def simulate(config, out: str | Path, *, seed: int | None = None, steps: int | N
     return Path(out)
 
 
-def _device_plan(job: Job, plan, fx, tl, requested) -> tuple:
+def _device_plan(job: Job, plan, fx, tl, requested, ops_per_step: int) -> tuple:
     """(the profile builder, what the manifest states of it)."""
     ranks = profiled_ranks(job, requested)
     steps = profiled_steps(tl.compile_steps)
-    builder = DeviceProfile(job, plan, fx)
+    builder = DeviceProfile(job, plan, fx, rows_per_op(ops_per_step))
     return builder, {"ranks": ranks, "steps": steps, "schema_version": SCHEMA_VERSION,
                      "instructions_per_op_at_most": builder.rows_per_op,
                      "note": "a bounded sample: these ranks and steps only; an instruction row is a group "
