@@ -18,16 +18,36 @@ ENTRY_POINT_GROUP = "trnprof.run_factories"
 
 
 def _simulate(spec: dict, path: Path) -> Path:
-    """A run of the Trn1 execution model: a preset plus overrides and faults."""
+    """A run of the Trn1 execution model: a preset plus overrides and faults (and, with
+    `device_profile: true`, its Neuron Explorer device profile)."""
     from . import trn1
 
     config = trn1.load_config(preset=spec["preset"], overrides=list(spec.get("overrides") or []),
                               faults=list(spec.get("faults") or []))
-    trn1.simulate(config, path, seed=spec.get("seed"), steps=spec.get("steps"), overwrite=True)
+    trn1.simulate(config, path, seed=spec.get("seed"), steps=spec.get("steps"), overwrite=True,
+                  device_profile=bool(spec.get("device_profile")), device_ranks=spec.get("device_ranks"))
     return path
 
 
-_FACTORIES: dict[str, RunFactory] = {"simulate": _simulate}
+def _explorer(spec: dict, path: Path) -> Path:
+    """A run ingested from a Neuron Explorer profile given inline: `{tables: {Instruction:
+    {columns: [...], rows: [[...], ...]}, ...}, rank: N}` (rule tests of the device pack)."""
+    import tempfile
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .ingest import ingest
+
+    with tempfile.TemporaryDirectory(prefix="trnprof-explorer-case-") as folder:
+        for table, data in (spec.get("tables") or {}).items():
+            rows = [dict(zip(data["columns"], row)) for row in data["rows"]]
+            pq.write_table(pa.Table.from_pylist(rows), Path(folder) / f"{table}.parquet")
+        ingest([folder], path, rank=spec.get("rank"), force=True)
+    return path
+
+
+_FACTORIES: dict[str, RunFactory] = {"simulate": _simulate, "explorer": _explorer}
 
 
 def register(name: str, factory: RunFactory) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import duckdb
 
-from . import batches, progress
+from . import batches, device_tables, progress
 from .derived import Store, data_files
 from .errors import TrnprofError, first_line
 from .schema import TABLE_COLUMNS
@@ -73,6 +73,10 @@ def attach_run(con: duckdb.DuckDBPyConnection, run_dir: Path, schema: str = "mai
             except duckdb.Error as exc:
                 raise TrnprofError(f"damaged run {run_dir}: cannot read its {table} table "
                                    f"({first_line(exc)}); re-create the run") from None
+        try:
+            device_tables.attach(con, run_dir)
+        except duckdb.Error as exc:
+            raise TrnprofError(f"damaged run {run_dir}: cannot read its device profile ({first_line(exc)})") from None
         for view in load_views():
             create_view(con, view)
     finally:

@@ -16,7 +16,7 @@ import duckdb
 
 # Load order: a module may use the views of the modules before it.
 MODULES = ("steps", "intervals", "step_breakdown", "collectives", "memory", "rank_summary", "ops",
-           "steady_state", "stragglers", "communication", "signals", "hardware", "mfu", "diff_support")
+           "steady_state", "stragglers", "communication", "signals", "hardware", "mfu", "diff_support", "device")
 
 _CREATE = re.compile(r"^CREATE VIEW\s+(\w+)\s+AS\b", re.IGNORECASE)
 _COLUMN = re.compile(r"^--\s*@column\s+(\w+)\s+(.*\S)\s*$")

@@ -180,4 +180,5 @@ class Collected:
                 reasons[reason] = reasons.get(reason, 0) + n
         return {"run": str(out), "files": len(self.files), "events": self.events, "counters": self.counters,
                 "quarantined": sum(reasons.values()), "quarantine_reasons": reasons, "ranks": len(self.ranks),
-                "truncated_args": sum(f.get("truncated_args", 0) for f in self.files)}
+                "truncated_args": sum(f.get("truncated_args", 0) for f in self.files),
+                "warnings": [w for f in self.files for w in f.get("warnings", [])]}

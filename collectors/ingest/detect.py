@@ -6,6 +6,7 @@
 - `neuron-system-profile`: `system_profile.json` of `neuron-profile view --output-format json`
   (`trace_events`, `mem_usage`, `cpu_util`);
 - `neuron-explorer`: a folder of Neuron Explorer Parquet tables (`CcOp.parquet`, ...);
+- `neuron-explorer-json`: Explorer's deprecated JSON output (`"summary"` and `"instruction"`);
 - `trnprof-host-metrics`: the host metrics `trnprof record` samples (`host_metrics.jsonl`).
 """
 
@@ -18,7 +19,8 @@ from pathlib import Path
 from trnprof.collectors.host.format import FORMAT as HOST_FORMAT, HEADER_KEY as HOST_HEADER
 from trnprof.errors import TrnprofError
 
-FORMATS = ("kineto", "neuron-monitor", "neuron-system-profile", "neuron-explorer", HOST_FORMAT)
+FORMATS = ("kineto", "neuron-monitor", "neuron-system-profile", "neuron-explorer", "neuron-explorer-json",
+           HOST_FORMAT)
 TRACE_SUFFIXES = (".json", ".json.gz", ".jsonl", ".jsonl.gz", ".gz")
 _SNIFF = 1 << 16
 
@@ -63,6 +65,8 @@ def detect(path: Path) -> str:
         return "neuron-monitor"
     if b'"traceEvents"' in head or text[:1] == b"[":
         return "kineto"
+    if b'"instruction"' in head and b'"summary"' in head and b'"traceEvents"' not in head:
+        return "neuron-explorer-json"
     if b'"trace_events"' in head or b'"mem_usage"' in head or b'"cpu_util"' in head:
         return "neuron-system-profile"
     if text[:1] == b"{":

@@ -15,8 +15,13 @@ from the documented fields. Mapped, in SQL (DuckDB), with every other field kept
   (bytes, cumulative): HBM traffic, not residency, so not `hbm.*`;
 - `HostMemUsage` -> `host.memory.used` (bytes), `host.memory.used_percent`;
   the other columns of both stay in the counter's `args`.
-Every other table is copied verbatim to `neuron_explorer/<table>` in the run. Rank = `--rank`,
-else `Metadata.neuroncore_idx`, else 0.
+Every table (the mapped ones too) is copied to `neuron_explorer/<table>` in the run with two
+columns in front, `rank` and `step` (null: the profile is one execution), which the session's
+device tables and the stdlib's device views read (trnprof/device_tables.py). The profile's span
+(first start to last end of its instructions, DMA packets and collectives) becomes one `step`
+event (step 0, lane `nc/profile`), so an Explorer profile ingested alone has a step to judge.
+Rank = `--rank`, else `Metadata.neuroncore_idx`, else 0. `Metadata.profile_schema_version` is
+checked: a major version other than 7 (the schema trnprof reads) loads with one warning.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401 (pa.compute)
 import pyarrow.parquet as pq
 
 from trnprof.collectors.common.source import Source
@@ -49,6 +55,8 @@ TABLES = (
     "StackFrameFileLocation StackFrameFileName StackFrameFunctionName Summary SystemProfileEvents "
     "SystemProfileHbmUsage SystemProfileMetadata TensorInfo Throttle ThrottleSummary Warning").split()
 MAPPED_TABLES = ("Instruction", "CcOp", "SystemProfileEvents", "HbmUsage", "HostMemUsage")
+KNOWN_SCHEMA_MAJOR = 7          # profile schema 7.x.y (v7.4.0: Neuron 2.31)
+_SPAN_TABLES = ("Instruction", "DmaPacket", "CcOp")
 _KEY = {re.sub(r"[^a-z]", "", t.lower()): t for t in TABLES}
 
 
@@ -135,6 +143,12 @@ def read_explorer(path: Path, rank: int | None = None) -> Source:
                 raise TrnprofError(f"{file}: {exc}") from None
     finally:
         con.close()
+    for table, file in sorted(files.items()):
+        extra[f"neuron_explorer/{snake(table)}"] = _keyed(_read(file), the_rank)
+    warnings = _schema_warnings(files)
+    span = _profile_step(files, the_rank)
+    if span is not None:
+        events.append(span)
     events_table = pa.concat_tables(events) if events else EVENTS.empty_table()
     counters_table = pa.concat_tables(counters) if counters else COUNTERS.empty_table()
     totals = {"events": 0, "counters": 0, "meta": 0, "quarantine": 0}
@@ -142,7 +156,7 @@ def read_explorer(path: Path, rank: int | None = None) -> Source:
         totals[dest] += sources[table]
     counts = {"source_entries": sum(sources.values()), "to": totals, "counter_rows": counters_table.num_rows,
               "by_source": {table: {to[table]: n} for table, n in sorted(sources.items())},
-              "quarantine_reasons": {}}
+              "quarantine_reasons": {}, **({"warnings": warnings} if warnings else {})}
     return Source(path=path, format="neuron-explorer", events=events_table, counters=counters_table, extra=extra,
                   quarantine=quarantine_table([], the_rank, path.name), ranks=[{"rank": the_rank}], counts=counts,
                   rank_from=origin)
@@ -162,9 +176,56 @@ def _map_table(con, table: str, file: Path, columns: list[str], rank: int, event
         counters.append(_usage(con, table, source, columns, rank, file))
         return "counters"
     else:
-        extra[f"neuron_explorer/{snake(table)}"] = _read(file)
         return "meta"
     return "events"
+
+
+def _keyed(table: pa.Table, rank: int) -> pa.Table:
+    """The Explorer table with `rank` and `step` (null) in front (replacing columns of those names)."""
+    table = table.drop_columns([c for c in ("rank", "step") if c in table.column_names])
+    return table.add_column(0, "step", pa.nulls(table.num_rows, pa.int32())) \
+        .add_column(0, "rank", pa.array([rank] * table.num_rows, pa.int32()))
+
+
+def _schema_warnings(files: dict[str, Path]) -> list[str]:
+    """One warning when Metadata names a schema version trnprof does not know."""
+    meta = files.get("Metadata")
+    if meta is None:
+        return []
+    table = _read(meta)
+    if "profile_schema_version" not in table.column_names or not table.num_rows:
+        return [f"{meta}: no Metadata.profile_schema_version; read as schema {KNOWN_SCHEMA_MAJOR}.x"]
+    version = str(table["profile_schema_version"][0].as_py())
+    major = version.split(".")[0]
+    if not major.isdigit() or int(major) != KNOWN_SCHEMA_MAJOR:
+        return [f"{meta}: profile schema version {version!r} is not one trnprof knows ({KNOWN_SCHEMA_MAJOR}.x, "
+                "Neuron Explorer 7.4.0); loaded as that schema: missing fields read as null"]
+    return []
+
+
+def _profile_step(files: dict[str, Path], rank: int) -> pa.Table | None:
+    """One `step` event over the profile's span (its instructions, DMA packets and collectives)."""
+    lows, highs = [], []
+    for table in _SPAN_TABLES:
+        file = files.get(table)
+        if file is None:
+            continue
+        columns = [f.name for f in pq.read_schema(file)]
+        if "start_ts" not in columns:
+            continue
+        data = _read(file, [c for c in ("start_ts", "end_ts", "duration_ns") if c in columns])
+        start = data["start_ts"].cast(pa.int64())
+        end = data["end_ts"].cast(pa.int64()) if "end_ts" in columns else \
+            pa.compute.add(start, data["duration_ns"].cast(pa.int64())) if "duration_ns" in columns else start
+        low, high = pa.compute.min(start).as_py(), pa.compute.max(end).as_py()
+        if low is not None and high is not None:
+            lows.append(low)
+            highs.append(high)
+    if not lows:
+        return None
+    return conform(pa.table({"rank": pa.array([rank], pa.int32()), "ts": [min(lows)], "dur": [max(highs) - min(lows)],
+                             "kind": ["step"], "name": ["neuron_explorer.profile"], "lane": ["nc/profile"],
+                             "step": pa.array([0], pa.int32())}), "events")
 
 
 def _fetch(con, sql: str, schema: pa.Schema) -> pa.Table:

@@ -15,6 +15,7 @@ from trnprof.runstore import write_run
 from trnprof.model import architecture as A
 from trnprof.model.config import Config, load_config, to_dict
 from .counters import build_counters
+from .device_profile import SCHEMA_VERSION, DeviceProfile, profiled_ranks, profiled_steps, rows_per_op
 from .emit import Vocabulary
 from .events import StageTemplate, build_events
 from trnprof.model.faults import effects, loader_acts
@@ -116,9 +117,12 @@ def _check_loader_acts(job: Job, plan, tl, f, costs: dict, fx) -> None:
 
 def simulate(config, out: str | Path, *, seed: int | None = None, steps: int | None = None,
              overwrite: bool = False, params: Params | None = None,
-             progress: Callable[[int], None] | None = None) -> Path:
+             progress: Callable[[int], None] | None = None, device_profile: bool = False,
+             device_ranks: list[int] | None = None) -> Path:
     """Simulate `config` (Config, mapping or YAML path) and write the run to `out`.
-    `progress(n)` is called after each batch of n ranks is written. Returns the run's path."""
+    `progress(n)` is called after each batch of n ranks is written. `device_profile` adds the
+    Neuron Explorer device profile of `device_ranks` (default rank 0 and the last) over the last
+    steady steps (device_profile.py). Returns the run's path."""
     cfg = as_config(config)
     run_cfg = msgspec.structs.replace(cfg.run, **{k: v for k, v in (("seed", seed), ("steps", steps)) if v is not None})
     cfg = msgspec.structs.replace(cfg, run=run_cfg)
@@ -142,6 +146,9 @@ def simulate(config, out: str | Path, *, seed: int | None = None, steps: int | N
     res = {s: residency(job, s) for s in range(job.pp)}
     vocab = Vocabulary()
     per_rank = S * max(len(t.block) for t in templates.values())
+    device = _device_plan(job, plan, fx, tl, device_ranks, per_rank // S) if device_profile else None
+    if device is not None:
+        manifest["execution_model"]["device_profile"] = device[1]
     # Writing (Parquet encoding, which releases the GIL) overlaps building the next batch.
     with write_run(out, manifest, overwrite=overwrite) as run, ThreadPoolExecutor(max_workers=1) as writer:
         pending = None
@@ -157,4 +164,27 @@ def simulate(config, out: str | Path, *, seed: int | None = None, steps: int | N
         if pending is not None:
             pending.result()
         run.write_ranks(layout.ranks_table())
+        if device is not None:
+            _write_device_profile(run, device, tl, layout, templates, vocab, oom)
     return Path(out)
+
+
+def _device_plan(job: Job, plan, fx, tl, requested, ops_per_step: int) -> tuple:
+    """(the profile builder, what the manifest states of it)."""
+    ranks = profiled_ranks(job, requested)
+    steps = profiled_steps(tl.compile_steps)
+    builder = DeviceProfile(job, plan, fx, rows_per_op(ops_per_step))
+    return builder, {"ranks": ranks, "steps": steps, "schema_version": SCHEMA_VERSION,
+                     "instructions_per_op_at_most": builder.rows_per_op,
+                     "note": "a bounded sample: these ranks and steps only; an instruction row is a group "
+                             "of consecutive matmul tiles"}
+
+
+def _write_device_profile(run, device, tl, layout: Layout, templates, vocab, oom) -> None:
+    builder, stated = device
+    for rank in stated["ranks"]:
+        stage = int(layout.pp_rank[rank])
+        events, _ = build_events(tl, layout, np.array([rank]), templates[stage], vocab, oom).table()
+        builder.add(events, stated["steps"])
+    for name, table in builder.tables_out(stated["ranks"]).items():
+        run.write_table(f"neuron_explorer/{name}", table)

@@ -89,7 +89,8 @@ def test_explorer_profile(tmp_path):
     assert counters == ["hbm_traffic.throughput", "hbm_traffic.transferred", "host.memory.used",
                         "host.memory.used_percent"]
     copied = sorted(p.name for p in (tmp_path / "run" / "neuron_explorer").iterdir())
-    assert copied == ["metadata.parquet", "summary.parquet"]
+    assert copied == ["cc_op.parquet", "hbm_usage.parquet", "host_mem_usage.parquet", "instruction.parquet",
+                      "metadata.parquet", "summary.parquet", "system_profile_events.parquet"]
     assert assert_accounted(run)["source_entries"] == 3 + 2 + 2 + 1 + 1 + 2 + 1
 
 

@@ -41,6 +41,8 @@ def command(paths, out, fmt, legacy_fmt, rank, force):
             summary = ingest(paths, out, fmt=fmt, rank=rank, force=force, progress=bar.update, inputs=inputs)
     else:
         summary = ingest(paths, out, fmt=fmt, rank=rank, force=force, inputs=inputs)
+    for warning in summary.get("warnings", []):
+        click.echo(f"warning: {warning}", err=True)
     reasons = summary["quarantine_reasons"]
     why = f" ({', '.join(f'{n:,} {r}' for r, n in sorted(reasons.items()))})" if reasons else ""
     if summary.get("truncated_args"):

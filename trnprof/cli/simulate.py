@@ -77,6 +77,16 @@ def _presets_text(presets: dict) -> str:
     return "\n".join(lines)
 
 
+def _ranks(text: str | None) -> list[int] | None:
+    """--device-ranks 0,5 -> [0, 5]."""
+    if not text:
+        return None
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise TrnprofError(f"--device-ranks {text!r}: give rank numbers separated by commas, e.g. 0,5") from None
+
+
 class _SimulateCommand(click.Command):
     """`simulate` with the fault kinds listed at the end of its help (read when help is shown)."""
 
@@ -102,7 +112,12 @@ class _SimulateCommand(click.Command):
 @options.output_format("text", "json")
 @click.option("--list-presets", is_flag=True, help="List the job and model presets.")
 @options.force("an existing run at --output")
-def command(config, preset, out, overrides, seed, steps, summary_only, fmt, list_presets, force):
+@click.option("--device-profile", is_flag=True,
+              help="Also write the Neuron Explorer device profile (engines, DMA, collectives) of a few ranks "
+                   "over the last steady steps (docs/execution-model.md, \"Device profile\").")
+@click.option("--device-ranks", metavar="LIST", help="Ranks the device profile covers, e.g. 0,5 (default: 0 and the last).")
+def command(config, preset, out, overrides, seed, steps, summary_only, fmt, list_presets, force, device_profile,
+            device_ranks):
     """Simulate a training job on Trn1/Trn1n or Trn2 with the built-in execution model.
 
     CONFIG is a YAML file (optional with --preset). Examples:
@@ -144,11 +159,12 @@ def command(config, preset, out, overrides, seed, steps, summary_only, fmt, list
     if not out:
         raise TrnprofError("give the run folder to write with -o/--output (or --summary-only for predictions)")
     world = resolve(cfg).world
+    device = dict(device_profile=device_profile or bool(device_ranks), device_ranks=_ranks(device_ranks))
     if world >= PROGRESS_MIN_RANKS:
         with click.progressbar(length=world, label="simulating ranks", file=sys.stderr) as bar:
-            path = simulate(cfg, out, overwrite=force, progress=bar.update)
+            path = simulate(cfg, out, overwrite=force, progress=bar.update, **device)
     else:
-        path = simulate(cfg, out, overwrite=force)
+        path = simulate(cfg, out, overwrite=force, **device)
     from ..manifest import read_manifest
     manifest = read_manifest(path)
     pred = manifest["predictions"]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from . import architecture as A
 from .attention import SOFTMAX_FLOPS, core_backward, core_forward, score_pairs
+from .faults import device_effects
 from .hardware import Instance
 from .job import Job
 from .matmul import Matmul, tensor_seconds
@@ -30,17 +31,26 @@ class Rates:
     hbm: float        # bytes/s
     overhead: float   # s per op
     instance: Instance  # the engines' peaks per rank (its chip and LNC)
+    spill: float = 0.0        # fault sbuf_spill: share of a tensor-engine op's HBM bytes saved and reloaded
+    throttle: float = 1.0     # fault throttle: allowed tensor-engine utilization
 
     def time(self, matmuls=(), vector=0.0, scalar=0.0, nbytes=0.0) -> float:
         core = self.instance
-        return self.overhead + max(tensor_seconds(matmuls, self.matmul_dtype, self.tensor_efficiency, core),
-                                   vector / core.core_vector_flops, scalar / core.core_scalar_flops, nbytes / self.hbm)
+        tensor = tensor_seconds(matmuls, self.matmul_dtype, self.tensor_efficiency, core) / self.throttle
+        return self.overhead + max(tensor, vector / core.core_vector_flops, scalar / core.core_scalar_flops,
+                                   nbytes / self.hbm) + self.spill_seconds(matmuls, nbytes)
+
+    def spill_seconds(self, matmuls, nbytes: float) -> float:
+        """Save and reload of the spilled bytes: the engine that consumes a spilled tile waits for
+        its reload, so the traffic adds to the op's time (fault sbuf_spill)."""
+        return 2 * self.spill * nbytes / self.hbm if matmuls else 0.0
 
 
 def rates(job: Job, params: Params) -> Rates:
+    spill, throttle = device_effects(job.config.faults)
     return Rates(matmul_dtype=job.dtypes.matmul, vector_dtype=job.dtypes.vector,
                  tensor_efficiency=params.tensor_efficiency, hbm=job.instance.core_hbm_bw * params.hbm_efficiency,
-                 overhead=params.op_overhead_us * 1e-6, instance=job.instance)
+                 overhead=params.op_overhead_us * 1e-6, instance=job.instance, spill=spill, throttle=throttle)
 
 
 @dataclass(frozen=True)

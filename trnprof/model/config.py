@@ -166,7 +166,15 @@ class SlowHost(_Fault, tag="slow_host"):
     factor: Factor = 4.0
 
 
-Fault = Union[Straggler, SlowLoader, SlowLink, Recompile, MemoryLeak, NoOverlap, SlowHost]
+class SbufSpill(_Fault, tag="sbuf_spill"):
+    fraction: Annotated[float, msgspec.Meta(gt=0, le=4)] = 0.5
+
+
+class Throttle(_Fault, tag="throttle"):
+    utilization: Annotated[float, msgspec.Meta(gt=0, lt=1)] = 0.6
+
+
+Fault = Union[Straggler, SlowLoader, SlowLink, Recompile, MemoryLeak, NoOverlap, SlowHost, SbufSpill, Throttle]
 
 
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -9,7 +9,7 @@ import numpy as np
 
 from trnprof.errors import TrnprofError
 
-from .config import MemoryLeak, NoOverlap, Recompile, SlowHost, SlowLink, SlowLoader, Straggler
+from .config import MemoryLeak, NoOverlap, Recompile, SbufSpill, SlowHost, SlowLink, SlowLoader, Straggler, Throttle
 
 # kind -> (keys with defaults, what it does, an example): `trnprof simulate --help` lists these.
 FAULT_KINDS = {
@@ -29,6 +29,13 @@ FAULT_KINDS = {
                    "faults=[{kind: no_overlap}]"),
     "slow_host": ("factor=4", "The host spends `factor` times its time per graph execution (launch, tracing, "
                   "Python); the device waits when that outlasts the graph", "faults=[{kind: slow_host, factor: 8}]"),
+    "sbuf_spill": ("fraction=0.5", "Every tensor-engine op spills `fraction` of its HBM traffic out of SBUF and "
+                   "reloads it (save + reload through the DMA queues, which the consuming engine waits for); "
+                   "the device profile (--device-profile) shows it on spill queues",
+                   "faults=[{kind: sbuf_spill, fraction: 0.5}]"),
+    "throttle": ("utilization=0.6", "The tensor engine is throttled to `utilization` (k/n) of its issue rate on "
+                 "every op: its matmul time grows by 1/utilization; the device profile shows Throttle events",
+                 "faults=[{kind: throttle, utilization: 0.6}]"),
 }
 
 
@@ -79,6 +86,8 @@ class Effects:
     leak_bytes_per_step: float = 0.0
     overlap_dp: bool = True
     host_factor: float = 1.0                                      # host time per graph execution multiplier
+    spill_fraction: float = 0.0                                   # sbuf_spill: spilled share of op HBM bytes
+    tensor_utilization: float = 1.0                               # throttle: allowed tensor-engine rate
 
     def compile_steps(self, steps: int) -> np.ndarray:
         """Steps that compile: the first, and every `recompile_every`-th under the fault."""
@@ -106,4 +115,15 @@ def effects(faults, overlap_dp: bool) -> Effects:
             out.overlap_dp = False
         elif isinstance(fault, SlowHost):
             out.host_factor *= fault.factor
+        elif isinstance(fault, SbufSpill):
+            out.spill_fraction += fault.fraction
+        elif isinstance(fault, Throttle):
+            out.tensor_utilization *= fault.utilization
     return out
+
+
+def device_effects(faults) -> tuple[float, float]:
+    """(spilled share of a tensor-engine op's HBM bytes, allowed tensor-engine utilization): the
+    two faults that act inside an op (compute.rates reads them)."""
+    fx = effects(faults, True)
+    return fx.spill_fraction, fx.tensor_utilization

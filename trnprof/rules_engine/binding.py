@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import duckdb
 
-from trnprof import session_tables
+from trnprof import device_tables, session_tables
 from trnprof.schema import TABLE_COLUMNS
 from trnprof.tableread import empty_select
 from trnprof.stdlib import load_views
@@ -26,6 +26,7 @@ def _schema() -> duckdb.DuckDBPyConnection:
     session_tables.attach_tables(con, {})
     for table in TABLE_COLUMNS:
         con.execute(f"CREATE VIEW {table} AS {empty_select(table)}")
+    device_tables.attach(con, None)
     for view in load_views():
         con.execute(view.sql)
     return con

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from trnprof import session_tables
+from trnprof import device_tables, session_tables
 from trnprof.batches import to_store
 from trnprof.derived import data_files
 from trnprof.errors import TrnprofError
@@ -43,6 +43,14 @@ def _spark_schema(table: str):
                   pa.string(): T.StringType()}
     return T.StructType([T.StructField(name, spark_type[typ], nullable)
                          for name, typ, nullable, _ in TABLE_COLUMNS[table]])
+
+
+def _arrow_to_spark(schema: pa.Schema):
+    """A Spark schema for a device table (it may be empty: Spark cannot infer the types then)."""
+    from pyspark.sql import types as T  # noqa: PLC0415 (optional dependency)
+    spark_type = {pa.int32(): T.IntegerType(), pa.int64(): T.LongType(), pa.float64(): T.DoubleType(),
+                  pa.string(): T.StringType(), pa.bool_(): T.BooleanType()}
+    return T.StructType([T.StructField(f.name, spark_type[f.type], True) for f in schema])
 
 
 class SparkRun(Run):
@@ -108,6 +116,8 @@ class SparkRun(Run):
             self._frame(table).select(*columns).createOrReplaceTempView(table)
         for name, arrow in session_tables.session_tables(self.manifest):
             self.spark.createDataFrame(arrow).createOrReplaceTempView(name)
+        for name, arrow in device_tables.arrow_tables(None if self.remote else Path(self.root)):
+            self.spark.createDataFrame(arrow.to_pandas(), _arrow_to_spark(arrow.schema)).createOrReplaceTempView(name)
 
     def _register_views(self) -> None:
         for name, select in spark_views():
