@@ -8,9 +8,9 @@ SELECTOR is one term or several joined by `,` (all must match):
     rank:N                one rank
     size:CLASS            collectives by message size: small (< 1 MiB), medium (< 64 MiB), large
     gap                   the time between recorded work (untraced host work, launch latency)
-    matmul                matrix-multiply compute ops, as view compute_dtypes names them (matmul,
-                          gemm, linear, dot, conv, aten::mm/bmm/addmm; every op of a NeuronCore's
-                          tensor engine)
+    matmul                matrix-multiply compute ops by name, as view compute_dtypes names them
+                          (matmul, gemm, linear, dot, conv, aten::mm/bmm/addmm); the graph keeps no
+                          lane, so tensor-engine ops named after their layer are not matched
 FACTOR is a number >= 0 (0 removes the time) or `peers` with a rank term: the rank's matching
 work of each category but communication per step scaled to the median of the other ranks' of
 its pipeline stage (bring a straggler to its peers' pace; stages do different work).
@@ -36,7 +36,6 @@ SIZE_CLASSES = {"small": (0, 1 << 20), "medium": (1 << 20, 64 << 20), "large": (
 PEERS = "peers"
 # view compute_dtypes' matrix-multiply names (trnprof/stdlib/ops.sql), as fnmatch patterns on the lowered name
 MATMUL_NAMES = ("*matmul*", "*gemm*", "*linear*", "*dot*", "*conv*", "aten::mm", "aten::bmm", "aten::addmm")
-MATMUL_LANE = "nc/tensor"
 
 
 @dataclass(frozen=True)
@@ -115,8 +114,7 @@ def _matches(nodes: pd.DataFrame, terms, skip_rank: bool = False) -> np.ndarray:
 def _matmuls(nodes: pd.DataFrame) -> np.ndarray:
     names = pd.Series(nodes["name"].unique())
     chosen = set(names[names.map(lambda n: any(fnmatch.fnmatchcase(str(n).lower(), p) for p in MATMUL_NAMES))])
-    on_tensor = (nodes["lane"] == MATMUL_LANE).to_numpy() if "lane" in nodes else np.zeros(len(nodes), bool)
-    return (nodes["kind"] == "compute").to_numpy() & (nodes["name"].isin(chosen).to_numpy() | on_tensor)
+    return (nodes["kind"] == "compute").to_numpy() & nodes["name"].isin(chosen).to_numpy()
 
 
 def _peer_factor(nodes: pd.DataFrame, work: np.ndarray, scale: Scale, stages: dict | None = None) -> np.ndarray:
