@@ -32,16 +32,23 @@ def size(n_bytes: float | None) -> str:
     return f"{n_bytes:,.0f} B"
 
 
+def share_text(fraction: float) -> str:
+    """A share as a percentage with one decimal; a positive share never prints as 0.0 %."""
+    if 0 < fraction < 0.0005:
+        return f"{fraction * 100:.2g}%"
+    return f"{fraction:.1%}"
+
+
 def cost(impact, projected: dict | None = None) -> str:
     """A finding's impact in the units it has: its one number per step (what its fix is worth,
     `impact.basis` saying how it was priced; a bound is marked as one; the band when the price
     has one), time lost once per job, memory at stake; or that it costs nothing of its own."""
     parts = []
     if impact.seconds_per_step or getattr(impact, "basis", None):
-        share = f"{impact.fraction_of_step:.1%} of step"
+        share = f"{share_text(impact.fraction_of_step)} of step"
         gain_band = (projected or {}).get("gain_band")
         if gain_band:
-            share += f", {gain_band['low']:.1%}..{gain_band['high']:.1%}"
+            share += f", {share_text(gain_band['low'])}..{share_text(gain_band['high'])}"
         basis = getattr(impact, "basis", None)
         if basis == "bound":
             parts.append(f"up to {duration(impact.seconds_per_step)}/step, {share} (bound)")
@@ -161,6 +168,7 @@ def gain_line(finding) -> str | None:
         return f"fix -> {why}bound: {projected.get('assumes') or 'the measured time'}"
     change = change_text(projected["change"]) if projected.get("change") else ""
     if method == "replay":
+        change = ", ".join(projected["change"]["scale"])
         steps = f" over {projected['steps']} steady steps" if projected.get("steps") else ""
         line = f"fix -> priced by replay of the run's dependency graph{steps}: {change}"
     else:

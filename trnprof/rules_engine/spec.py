@@ -61,6 +61,8 @@ class SeverityBands(_Strict):
     otherwise: Severity = "low"
 
 
+# What a finding's bound assumes when its rule's fix says nothing more (`fix.bound`)
+BOUND_ASSUMES = "all of the time it measured goes with the fix, and nothing else takes its place on the critical path"
 # Named job quantities a model edit may be capped by (`at_most`); trnprof/whatif/projections.py
 # computes each from the job.
 JOB_LIMITS = ("spare_vcpus_per_rank",)

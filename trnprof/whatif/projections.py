@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from trnprof.critical_path.whatif import replay_prices
 from trnprof.errors import TrnprofError
 from trnprof.run import Run
-from trnprof.rules_engine.spec import JOB_LIMITS, FixSpec, ModelEdit
+from trnprof.rules_engine.spec import BOUND_ASSUMES, JOB_LIMITS, FixSpec, ModelEdit
 
 from . import describe as D
 
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from .document import Prepared
 
 MODEL, REPLAY, BOUND = "execution model", "replay", "bound"
-BOUND_ASSUMES = "all of the time it measured goes with the fix, and nothing else takes its place on the critical path"
 CONTENTION = ("on CPU the collectives' threads share the compute cores, a contention the dependency graph "
               "cannot see: the band reaches the share of the step the finding measured")
 
