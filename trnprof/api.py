@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "Document": "trnprof.rules_engine.document",
     "Run": "trnprof.run", "RunSet": "trnprof.run", "open_runs": "trnprof.run",
-    "diff": "trnprof.diff.document",
     "ingest": "trnprof.collectors.ingest",
     "load_config": "trnprof.collectors.trn1", "simulate": "trnprof.collectors.trn1",
     "open_run": "trnprof.engines",
@@ -88,6 +87,14 @@ def _repair_cache(run: Path) -> list[str]:
         derived.remove(path)
         done.append(f"removed {path.relative_to(run)} from the cache: {problem}")
     return done
+
+
+def diff(base: str | Path | Run, new: str | Path | Run, **options) -> dict:
+    """Compare run `new` against run `base` (`trnprof diff`): the diff document, each side's
+    findings priced as `analyze` prices them (one number per finding). Options: those of
+    `trnprof.diff.document.diff` (alpha, top, base_findings, new_findings, analyze_options, threads)."""
+    from .diff.document import diff as compare
+    return compare(base, new, price=priced, **options)
 
 
 def whatif(run: str | Path | Run, overrides=(), *, job=None, threads: int | None = None) -> dict:
@@ -191,5 +198,5 @@ def report(run: str | Path, out, *, findings=None, analyze: bool = True, png_dir
     with open_run(run, threads=threads) as opened:
         opened.materialize()  # the views the report and the rules share, computed once
         document, origin = _findings(opened, findings, analyze, config)
-        comparison = None if baseline is None else diff(baseline, opened, new_findings=document)
+        comparison = None if baseline is None else diff(baseline, opened, new_findings=document, price=priced)
         return build_report(opened, out, findings=document, origin=origin, comparison=comparison, png_dir=png_dir)

@@ -253,3 +253,57 @@ def test_a_run_without_a_replay_falls_back_to_the_bound_with_the_reason(monkeypa
     assert finding.projected["method"] == "bound" and finding.projected["gain_fraction"] == 0.3
     assert "no steps with recorded work" in finding.projected["reason"]
     assert finding.projected["assumes"] == "all of it hides"
+
+
+# -- every output shows the one number: diff's findings comparison too ------------------------------
+
+def _tensor_engine_run(path, dtype: str):
+    """Rule compute.fp32_matmul's tensor-engine case: FP32 matmuls measured at 60 % of the step,
+    but the replay's graph selects matmuls by name, so its fix is priced at 0 on this run."""
+    return write_inline(msgspec.convert({
+        "tile": {"ranks": 1, "steps": 3, "period_ns": 1000000},
+        "events": {"columns": ["kind", "name", "lane", "ts", "dur", "args"],
+                   "rows": [["step", "train_step", "host/main", 0, 1000000, None],
+                            ["compute", "layers.0.mlp", "nc/tensor", 0, 800000, f'{{"dtype": "{dtype}"}}'],
+                            ["compute", "layers.0.mlp", "nc/vector", 800000, 100000, f'{{"dtype": "{dtype}"}}']]}},
+        Inline), path)
+
+
+def test_diff_compares_the_findings_by_their_price(tmp_path):
+    from trnprof.api import diff
+    base = _tensor_engine_run(tmp_path / "bf16", "bf16")
+    new = _tensor_engine_run(tmp_path / "fp32", "fp32")
+    document = diff(base, new, analyze_options={"select": ["compute.fp32_matmul"]})
+    entry = next(d for d in document["findings"]["new_details"] if d["name"] == "compute.fp32_matmul")
+    assert entry["fraction_of_step"] == 0.0 and entry["severity"] == "low"
+    assert entry["measured_seconds_per_step"] == pytest.approx(0.6e-3, rel=0.01)   # the measurement, kept apart
+
+
+def test_the_model_and_the_replay_agree_on_a_fix_both_price(tmp_path):
+    """A Trn1 job recompiling every second step (docs/whatif.md, *One finding, one price*): the
+    model (the `recompile` fault removed) and the replay (`compile=0`) price the same fix alike."""
+    from trnprof.collectors.trn1 import load_config, simulate
+    from trnprof.critical_path.whatif import replay_prices
+    from trnprof.engines import open_run
+    run = simulate(load_config(preset="tiny", faults=[{"kind": "recompile", "every": 2}]), tmp_path / "run",
+                   steps=6, seed=0)
+    finding = next(f for f in analyze(run, select=["compile.recompilation"]).findings)
+    assert finding.impact.basis == "execution model"
+    with open_run(run) as opened:
+        replayed = replay_prices(opened, [["compile=0"]])[0]["gain_fraction"]
+    assert finding.projected["gain_fraction"] == pytest.approx(replayed, abs=0.02)
+
+
+def test_two_findings_with_the_same_fix_are_worth_it_once(monkeypatch):
+    """Exposed communication (claimed 1 % of the step: the rest went to low overlap first) and
+    low overlap (29 %) share one fix: the price goes to the larger claim, the other is worth at
+    most its own claim and names whose fix it shares."""
+    monkeypatch.setattr(P, "replay_prices", lambda run, fixes: [
+        {"change": {"scale": specs}, "step_time_s": 0.077, "gain_fraction": 0.23, "steps": 5} for specs in fixes])
+    monkeypatch.setattr(P, "_device_kind", lambda run: None)
+    exposed = msgspec.structs.replace(_finding(0.01, None), code="OV001", name="overlap.exposed_communication")
+    overlap = _finding(0.29, None)
+    fix = FixSpec(replay=["communication=0"])
+    P.project(None, [exposed, overlap], {exposed.name: fix, overlap.name: fix})
+    assert overlap.projected["gain_fraction"] == 0.23 and overlap.projected["note"] is None
+    assert exposed.projected["gain_fraction"] == 0.01 and "OV002" in exposed.projected["note"]

@@ -41,7 +41,7 @@ def headline(finding: Finding, fix: FixSpec | None, params: dict, mean_step_s: f
     projected = finding.projected
     if not projected or projected.get("gain_fraction") is None or not finding.impact.seconds_per_step:
         return finding
-    fraction = max(float(projected["gain_fraction"]), 0.0)
+    fraction = round(max(float(projected["gain_fraction"]), 0.0), 6)  # as stored: 1 - 0.8 is 20 %, not below
     seconds = fraction * mean_step_s if mean_step_s else 0.0
     impact = msgspec.structs.replace(
         finding.impact, seconds_per_step=round(seconds, 9), fraction_of_step=round(fraction, 6),
