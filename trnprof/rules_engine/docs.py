@@ -106,7 +106,7 @@ def _detection_lines() -> list[str]:
     data = yamlio.load(path.read_text(encoding="utf-8"))
     lines = ["## Detection quality", "", data["intro"].strip(), "",
              "Simulated runs of the Trn1 execution model, one fault each (`tests/rules/test_rules_detection.py` "
-             "checks the top finding):", ""]
+             "checks the top finding and its price):", ""]
     def fault(spec):
         return spec["kind"] + "".join(f" {k}={v}" for k, v in spec.items() if k != "kind")
 
@@ -117,9 +117,9 @@ def _detection_lines() -> list[str]:
         return f"{value:.0%}" if value else "not reported"
 
     lines += _table([(f"`{fault(c['fault'])}`", job(c), f"`{c['top']}`", share(c["share"]), share(c["baseline_share"]),
-                      c["note"]) for c in data["faults"]],
+                      f"{share(c['price'])}: {c['price_note']}", c["note"]) for c in data["faults"]],
                     ("fault", "preset and overrides", "top finding", "its share of the step",
-                     "same rule without the fault", "why"))
+                     "same rule without the fault", "its fix worth (derived from the job run fixed)", "why"))
     lines += ["", "Clean jobs, no fault injected (no finding of low or above: at most `info`):", ""]
     lines += _table([(job(c), c.get("note", "")) for c in data["clean"]], ("preset and overrides", "job"))
     lines += ["", "Real Kineto traces (`tests/data/kineto`), ingested and analyzed:", ""]
@@ -127,7 +127,7 @@ def _detection_lines() -> list[str]:
                      for t in data["kineto"]], ("trace", "findings", "why they make sense"))
     lines += ["", "The verdict corpus (`tests/rules/test_verdicts.py`): each case derives its verdict in the test, "
               "from the raw events or from the same job without the fault, and trnprof must agree (the top "
-              "finding, a claim within 25 % of the measured fault-versus-clean difference, nothing above "
+              "finding, its price within 20 % of the measured fault-versus-clean difference, nothing above "
               "info the derivation does not support):", ""]
     lines += _table([(f"`{v['test']}`", v["source"], v["verdict"], v["derivation"]) for v in data["verdicts"]],
                     ("test", "trace or job", "verdict", "derivation"))
