@@ -307,3 +307,21 @@ def test_two_findings_with_the_same_fix_are_worth_it_once(monkeypatch):
     P.project(None, [exposed, overlap], {exposed.name: fix, overlap.name: fix})
     assert overlap.projected["gain_fraction"] == 0.23 and overlap.projected["note"] is None
     assert exposed.projected["gain_fraction"] == 0.01 and "OV002" in exposed.projected["note"]
+
+
+def test_no_trn1_question_on_a_run_of_another_platform(tmp_path):
+    """A CUDA trace (V100, FP32 sgemm) with no job description: the fix is priced by replay and
+    nothing in the finding asks for a Trn1 instance or job."""
+    run = write_inline(msgspec.convert({
+        "tile": {"ranks": 1, "steps": 3, "period_ns": 1000000},
+        "job": {"device_kind": "cuda", "device_model": "Tesla V100-SXM2-32GB"},
+        "events": {"columns": ["kind", "name", "ts", "dur", "args"],
+                   "rows": [["step", "train_step", 0, 1000000, None],
+                            ["compute", "volta_sgemm_128x64_nn", 0, 800000, None]]}}, Inline), tmp_path / "run")
+    document = analyze(run, select=["compute.fp32_matmul"])
+    finding = document.findings[0]
+    assert finding.impact.basis == "replay"
+    # the 0.8 ms sgemm 8x faster (V100: 125 FP16 vs 15.7 FP32 TFLOPS): 0.1 ms, a 0.3 ms step
+    assert finding.impact.fraction_of_step == pytest.approx(0.8 * (1 - 15.7 / 125), abs=0.01)
+    text = to_text(document).lower().split("\n", 1)[1]   # past the header, which names the run folder
+    assert "trn1" not in text and "trainium" not in text and "instance" not in text and "execution model" not in text
