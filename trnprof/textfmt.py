@@ -163,21 +163,22 @@ def gain_line(finding) -> str | None:
     if not projected:
         return None
     method, reason = projected.get("method"), projected.get("reason")
-    if method == "bound" or projected.get("gain_fraction") is None:
-        why = f"not priced ({reason}); " if reason else "not priced; "
-        return f"fix -> {why}bound: {projected.get('assumes') or 'the measured time'}"
+    if projected.get("gain_fraction") is None:
+        why = f" ({reason})" if reason else ""
+        return f"price: none per step{why}: {projected.get('assumes') or 'the fix was not priced'}"
+    if method == "bound":
+        why = f" ({reason})" if reason else ""
+        return f"price: a bound{why}, assuming {projected.get('assumes') or 'the measured time goes'}"
     change = change_text(projected["change"]) if projected.get("change") else ""
     if method == "replay":
-        change = ", ".join(projected["change"]["scale"])
         steps = f" over {projected['steps']} steady steps" if projected.get("steps") else ""
-        line = f"fix -> priced by replay of the run's dependency graph{steps}: {change}"
+        line = f"price: replay of the run's dependency graph{steps} with {', '.join(projected['change']['scale'])}"
     else:
         band = projected.get("band") or {}
         spread = f", {band['low_s'] * 1e3:.4g}..{band['high_s'] * 1e3:.4g} ms" if band else ""
         effective = projected.get("effective_step_s")
         wall = f", {effective * 1e3:.4g} ms effective" if effective is not None else ""
-        line = (f"fix -> priced by the {method}: {change}: {projected['step_time_s'] * 1e3:.4g} ms typical "
-                f"step{spread}{wall}")
+        line = f"price: the {method} with {change}: {projected['step_time_s'] * 1e3:.4g} ms typical step{spread}{wall}"
         if not getattr(finding.impact, "seconds_per_step", 0) and not getattr(finding.impact, "basis", None):
             line += f" ({-projected['gain_fraction']:+.1%} wall time per step)"
     if projected.get("note"):

@@ -75,7 +75,7 @@ def test_a_rules_own_info_stays_info_and_a_bound_is_marked():
     assert priced.impact.basis == "bound" and priced.severity == "high"
     text = to_text(Document(schema="s", run="r", findings=[priced]))
     assert "up to 30.00 ms/step, 30.0% of step (bound)" in text
-    assert text.count("bound: the idle time goes") == 1   # the assumption, stated once
+    assert text.count("price: a bound, assuming the idle time goes") == 1   # the assumption, stated once
 
 
 _SAVING = re.compile(r"\d+(\.\d+)?\s?%")
@@ -96,7 +96,7 @@ def test_the_text_of_a_finding_shows_one_saving():
     outside = [line for line in _block(text, "OV002") if "measured" not in line]
     assert sum(len(_SAVING.findall(line)) for line in outside) == 1, text
     assert "fix worth 400.0 µs/step, 0.4% of step, by replay" in text
-    assert "priced by replay of the run's dependency graph over 5 steady steps: communication=0" in text
+    assert "price: replay of the run's dependency graph over 5 steady steps with communication=0" in text
     assert "would save" not in text and "fix this" not in text
     markdown = to_markdown(Document(schema="s", run="r", findings=[finding]))
     assert "fix worth 400.0 µs/step, 0.4% of step, by replay" in markdown and "**How the fix is priced:**" in markdown

@@ -75,10 +75,10 @@ def test_analyze_outputs_carry_the_projection(cli, demo):
     assert starved["impact"]["fraction_of_step"] == pytest.approx(max(starved["projected"]["gain_fraction"], 0),
                                                                   abs=1e-6)
     text = cli("analyze", str(demo)).output
-    assert "fix -> priced by the execution model: input.workers=2" in text
+    assert "price: the execution model with input.workers=2" in text
     assert f"{starved['impact']['fraction_of_step']:.1%} of step, by execution model" in text
     markdown = cli("analyze", str(demo), "--format", "markdown").output
-    assert "**How the fix is priced:** fix -> priced by the execution model" in markdown
+    assert "**How the fix is priced:** price: the execution model with input.workers=2" in markdown
 
 
 def test_ingested_run_without_a_description_is_priced_by_replay(cli, tmp_path):
