@@ -191,7 +191,8 @@ def index_md(rules: list[Rule]) -> str:
               "every step) divided by the number of steady steps; `fraction_of_step` divides it by their mean "
               "step time. Warm-up steps (the leading steps that compile, at most two: view `step_phases`) are "
               "evidence but not impact, and rules judge the steady state through `steady_breakdown`. "
-              "Findings are listed most severe first, then by time lost (`seconds_per_step`), one-time "
+              "Findings are listed most severe first, then by time per step (`seconds_per_step`: once "
+              "`analyze` priced the findings, what their fixes are worth, see **One number**), one-time "
               "time (`one_time_seconds`) and memory (`bytes`); a finding's severity is the highest of its rows.", "",
               "**Exclusive impacts.** Every lost second of a step is claimed by one finding. A rule declares "
               "`impact: {draws_from: CATEGORY, specificity: N}`: the `step_breakdown` category its time comes "
