@@ -296,8 +296,8 @@ def test_the_model_and_the_replay_agree_on_a_fix_both_price(tmp_path):
 
 def test_two_findings_with_the_same_fix_are_worth_it_once(monkeypatch):
     """Exposed communication (claimed 1 % of the step: the rest went to low overlap first) and
-    low overlap (29 %) share one fix: the price goes to the larger claim, the other is worth at
-    most its own claim and names whose fix it shares."""
+    low overlap (29 %) share one fix: the price goes to the larger claim, the other is worth 0
+    and names whose price it shares."""
     monkeypatch.setattr(P, "replay_prices", lambda run, fixes: [
         {"change": {"scale": specs}, "step_time_s": 0.077, "gain_fraction": 0.23, "steps": 5} for specs in fixes])
     monkeypatch.setattr(P, "_device_kind", lambda run: None)
@@ -306,7 +306,7 @@ def test_two_findings_with_the_same_fix_are_worth_it_once(monkeypatch):
     fix = FixSpec(replay=["communication=0"])
     P.project(None, [exposed, overlap], {exposed.name: fix, overlap.name: fix})
     assert overlap.projected["gain_fraction"] == 0.23 and overlap.projected["note"] is None
-    assert exposed.projected["gain_fraction"] == 0.01 and "OV002" in exposed.projected["note"]
+    assert exposed.projected["gain_fraction"] == 0.0 and "OV002" in exposed.projected["note"]
 
 
 def test_no_trn1_question_on_a_run_of_another_platform(tmp_path):

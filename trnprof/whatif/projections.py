@@ -223,8 +223,8 @@ def project(run: Run, findings, fixes: dict[str, FixSpec | None]) -> None:
 
 def _shared(findings) -> None:
     """Findings whose fixes are the same change (exposed communication and low overlap both
-    price overlap) are worth it once: the one that claimed most of the measured time keeps the
-    price; each other one is worth at most its own claim, and says whose fix it shares."""
+    price overlap) are worth it once: the one that claimed most of the measured time carries the
+    price; each other one is worth 0 and says whose price it shares."""
     groups: dict[str, list] = {}
     for finding in findings:
         projected = finding.projected
@@ -234,12 +234,9 @@ def _shared(findings) -> None:
     for group in groups.values():
         keeper = max(group, key=lambda f: (f.impact.fraction_of_step, f.code))
         for finding in group:
-            if finding is keeper:
-                continue
-            gain = min(finding.projected["gain_fraction"], finding.impact.fraction_of_step)
-            finding.projected = {**finding.projected, "gain_fraction": gain, "gain_band": None,
-                                 "note": f"the same fix as {keeper.code} {keeper.name}, which carries its price; "
-                                         "this finding is worth at most the time it claimed"}
+            if finding is not keeper:
+                finding.projected = {**finding.projected, "gain_fraction": 0.0, "gain_band": None,
+                                     "note": f"the same fix as {keeper.code} {keeper.name}, which carries its price"}
 
 
 def _price_replays(run: Run, replays, fixes, reasons: dict[int, str]) -> None:
