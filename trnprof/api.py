@@ -4,11 +4,12 @@ result a pandas DataFrame or a dict), and every command of the CLI as a call.
     from trnprof import api
     with api.open_run("runs/a") as run:
         run.steps, run.sql("SELECT * FROM step_breakdown")
-    api.analyze("runs/a")              # findings, each fix priced by the what-if model
+    api.analyze("runs/a")              # findings, each priced by its fix (model, replay or bound)
     api.diff("runs/a", "runs/b"), api.whatif("runs/a", ["tp=16"]), api.report("runs/a", "r.html")
 
 The rule engine, the what-if model, diff and the report do not import one another's engines:
-`analyze` here runs the rules then prices their fixes (`whatif.projections`), `report` gathers
+`analyze` here runs the rules then prices their fixes (`whatif.projections`) and makes each price
+its finding's headline (`rules_engine.pricing`), `report` gathers
 the findings and the comparison and hands the documents to the page.
 """
 
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "Document": "trnprof.rules_engine.document",
     "Run": "trnprof.run", "RunSet": "trnprof.run", "open_runs": "trnprof.run",
-    "diff": "trnprof.diff.document",
     "ingest": "trnprof.collectors.ingest",
     "load_config": "trnprof.collectors.trn1", "simulate": "trnprof.collectors.trn1",
     "open_run": "trnprof.engines",
@@ -116,6 +116,14 @@ def query(run: str | Path, sql: str, *, unsafe: bool = False, timeout: float | N
                                                          "sandbox; --unsafe lifts it)" if refused else "")) from None
 
 
+def diff(base: str | Path | Run, new: str | Path | Run, **options) -> dict:
+    """Compare run `new` against run `base` (`trnprof diff`): the diff document, each side's
+    findings priced as `analyze` prices them (one number per finding). Options: those of
+    `trnprof.diff.document.diff` (alpha, top, base_findings, new_findings, analyze_options, threads)."""
+    from .diff.document import diff as compare
+    return compare(base, new, price=priced, **options)
+
+
 def whatif(run: str | Path | Run, overrides=(), *, job=None, threads: int | None = None) -> dict:
     """Fit the execution model to `run` (a path or an open run) and predict the job with
     `overrides` ("tp=16", "parallel.tp=16", ... or a mapping): the `trnprof whatif --format json`
@@ -124,12 +132,24 @@ def whatif(run: str | Path | Run, overrides=(), *, job=None, threads: int | None
     return whatif_document.whatif(run, overrides, config=job, threads=threads)
 
 
-def priced(run: Run, document: Document) -> Document:
-    """`document` with what each finding's fix is worth, by the what-if model fitted to `run`."""
+def priced(run: Run, document: Document, chosen: engine.Plan | None = None) -> Document:
+    """`document` with one number per finding: its recommended fix, as its rule declares it,
+    priced on `run` (by the execution model, by replay of the run's graph, else the measured
+    bound: `whatif.projections`), made the finding's headline impact and severity
+    (`rules_engine.pricing`), the findings sorted again (severity, then price). chosen: the plan
+    whose rules and parameters made `document` (else the built-in rules with their defaults)."""
     if not document.findings:  # nothing to price: the model and the replay need not even load
         return document
+    from .rules_engine import engine, findings as findings_mod, pricing
     from .whatif.projections import project
-    project(run, document.findings)
+    chosen = chosen or engine.plan()
+    rules = {rule.name: rule for rule in chosen.rules}
+    fixes = {name: rule.spec.fix for name, rule in rules.items()}
+    project(run, document.findings, fixes)
+    document.findings = sorted((pricing.headline(f, fixes.get(f.name), chosen.params.get(f.name, {}),
+                                                 document.mean_step_s, rules[f.name].severity if f.name in rules
+                                                 else "high") for f in document.findings),
+                               key=findings_mod.sort_key)
     return document
 
 
@@ -139,9 +159,9 @@ def run_plan(run: str | Path | Run, chosen: engine.Plan, *, threads: int | None 
     from .rules_engine import engine
     from .run import Run
     if isinstance(run, Run):
-        return priced(run, engine.run_plan(run, chosen, threads=threads))
+        return priced(run, engine.run_plan(run, chosen, threads=threads), chosen)
     with open_run(run, threads=threads) as opened:
-        return priced(opened, engine.run_plan(opened, chosen, threads=threads))
+        return priced(opened, engine.run_plan(opened, chosen, threads=threads), chosen)
 
 
 @contextlib.contextmanager
@@ -208,6 +228,6 @@ def report(run: str | Path, out, *, findings=None, analyze: bool = True, png_dir
     with open_run(run, threads=threads) as opened:
         opened.materialize()  # the views the report and the rules share, computed once
         document, origin = _findings(opened, findings, analyze, config)
-        comparison = None if baseline is None else diff(baseline, opened, new_findings=document)
+        comparison = None if baseline is None else diff(baseline, opened, new_findings=document, price=priced)
         return build_report(opened, out, findings=document, origin=origin, comparison=comparison, png_dir=png_dir,
                             overwrite=overwrite)

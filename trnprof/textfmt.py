@@ -32,12 +32,30 @@ def size(n_bytes: float | None) -> str:
     return f"{n_bytes:,.0f} B"
 
 
-def cost(impact) -> str:
-    """A finding's impact in the units it has: time per step with its share of the step, time
-    lost once per job, memory at stake; or that it costs nothing of its own."""
+def share_text(fraction: float) -> str:
+    """A share as a percentage with one decimal; a positive share never prints as 0.0 %."""
+    if 0 < fraction < 0.0005:
+        return f"{fraction * 100:.2g}%"
+    return f"{fraction:.1%}"
+
+
+def cost(impact, projected: dict | None = None) -> str:
+    """A finding's impact in the units it has: its one number per step (what its fix is worth,
+    `impact.basis` saying how it was priced; a bound is marked as one; the band when the price
+    has one), time lost once per job, memory at stake; or that it costs nothing of its own."""
     parts = []
-    if impact.seconds_per_step:
-        parts.append(f"{duration(impact.seconds_per_step)}/step, {impact.fraction_of_step:.1%} of step")
+    if impact.seconds_per_step or getattr(impact, "basis", None):
+        share = f"{share_text(impact.fraction_of_step)} of step"
+        gain_band = (projected or {}).get("gain_band")
+        if gain_band:
+            share += f", {share_text(gain_band['low'])}..{share_text(gain_band['high'])}"
+        basis = getattr(impact, "basis", None)
+        if basis == "bound":
+            parts.append(f"up to {duration(impact.seconds_per_step)}/step, {share} (bound)")
+        elif basis:
+            parts.append(f"fix worth {duration(impact.seconds_per_step)}/step, {share}, by {basis}")
+        else:
+            parts.append(f"{duration(impact.seconds_per_step)}/step, {share}")
     if impact.one_time_seconds:
         parts.append(f"{duration(impact.one_time_seconds)} once")
     if impact.bytes:
@@ -137,19 +155,32 @@ def _flat(change: dict, prefix: str = "") -> list[str]:
 
 
 def gain_line(finding) -> str | None:
-    """`fix this -> -12.3 % step time (band ...)` for text and Markdown; None when not projected."""
+    """How the finding's one number was priced, for text and Markdown: the change and the method
+    (never a second saving), or the bound's assumption; None when not projected. A finding with
+    no step time of its own (memory) whose fix the model prices shows the fix's step-time effect
+    here, its only time figure."""
     projected = getattr(finding, "projected", None)
     if not projected:
         return None
+    method, reason = projected.get("method"), projected.get("reason")
     if projected.get("gain_fraction") is None:
-        return f"fix this -> not projected: {projected.get('reason')}"
-    change = change_text(projected["change"])
-    band = projected.get("band") or {}
-    spread = ""
-    if band:
-        spread = f", {band['low_s'] * 1e3:.4g}..{band['high_s'] * 1e3:.4g} ms"
-    effective = projected.get("effective_step_s")
-    wall = f", {effective * 1e3:.4g} ms effective" if effective is not None else ""
-    method = f", by {projected['method']}" if projected.get("method") else ""
-    return (f"fix this -> {-projected['gain_fraction']:+.1%} wall time per step "
-            f"({change}: {projected['step_time_s'] * 1e3:.4g} ms typical step{spread}{wall}{method})")
+        why = f" ({reason})" if reason else ""
+        return f"price: none per step{why}: {projected.get('assumes') or 'the fix was not priced'}"
+    if method == "bound":
+        why = f" ({reason})" if reason else ""
+        return f"price: a bound{why}, assuming {projected.get('assumes') or 'the measured time goes'}"
+    change = change_text(projected["change"]) if projected.get("change") else ""
+    if method == "replay":
+        steps = f" over {projected['steps']} steady steps" if projected.get("steps") else ""
+        line = f"price: replay of the run's dependency graph{steps} with {', '.join(projected['change']['scale'])}"
+    else:
+        band = projected.get("band") or {}
+        spread = f", {band['low_s'] * 1e3:.4g}..{band['high_s'] * 1e3:.4g} ms" if band else ""
+        effective = projected.get("effective_step_s")
+        wall = f", {effective * 1e3:.4g} ms effective" if effective is not None else ""
+        line = f"price: the {method} with {change}: {projected['step_time_s'] * 1e3:.4g} ms typical step{spread}{wall}"
+        if not getattr(finding.impact, "seconds_per_step", 0) and not getattr(finding.impact, "basis", None):
+            line += f" ({-projected['gain_fraction']:+.1%} wall time per step)"
+    if projected.get("note"):
+        line += f"; {projected['note']}"
+    return line

@@ -12,7 +12,8 @@ def test_the_diff_package_is_a_package_and_its_modules_import():
     gates = importlib.import_module("trnprof.diff.gates")
     import trnprof.diff.stats as stats  # the `import a.b.c as d` form resolves through attributes
     document = importlib.import_module("trnprof.diff.document")
-    assert not callable(trnprof.diff) and document.diff is trnprof.api.diff
+    # trnprof.api.diff is document.diff with the findings priced (one number per finding)
+    assert not callable(trnprof.diff) and callable(document.diff) and trnprof.api.diff.__module__ == "trnprof.api"
     assert gates.parse_gate("step_time>+5%").threshold == 0.05
     assert stats.min_p_value(2, 2) > 0.3
 
@@ -33,9 +34,9 @@ def test_the_two_sessions_of_a_diff_share_one_memory_budget(sample_run, monkeypa
 
     seen, read = [], load._read
 
-    def reading(run, findings, chosen):
+    def reading(run, findings, chosen, price=None):
         seen.append(run.sql("SELECT current_setting('memory_limit') AS m").iloc[0, 0])
-        return read(run, findings, chosen)
+        return read(run, findings, chosen, price)
 
     monkeypatch.setattr(load, "_read", reading)
     monkeypatch.setenv("TRNPROF_MEMORY_LIMIT", "1000MB")

@@ -1,8 +1,9 @@
 """The verdict corpus: real traces nobody on the project made (HTA's test data, tests/data/kineto;
 the project's DDP traces, tests/data/kineto_ddp) and simulated faults, each with the verdict its
 derivation supports. The derivation is done here, from the raw events (or from the same job
-without the fault), and trnprof must agree: the right top finding, a claimed time within 25 % of
-the measured fault-versus-clean difference, nothing above info the derivation does not support."""
+without the fault), and trnprof must agree: the right top finding, its one number (the price of
+its fix, `trnprof analyze`'s headline) within 20 % of the measured fault-versus-clean difference,
+nothing above info the derivation does not support."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from trnprof.api import analyze
 from tests.conftest import DATA, KINETO
 
 DDP = DATA / "kineto_ddp"
-CLAIM_TOLERANCE = 0.25
+PRICE_TOLERANCE = 0.20   # issue 35: a finding's price within 20 % of the measured counterfactual
 # host calls that block until the device is done, as a reader of the trace would list them
 BLOCKING = re.compile(r"^(cuda|hip)(Memcpy\w*|StreamSynchronize|DeviceSynchronize|EventSynchronize)$"
                       r"|^aten::(item|_local_scalar_dense)$")
@@ -219,13 +220,16 @@ def _pair(tmp_path, overrides, faults=(), fault_overrides=()):
     return clean, faulty
 
 
-def _assert_claim(tmp_path, overrides, top_rule, faults=(), fault_overrides=()):
+def _assert_price(tmp_path, overrides, top_rule, faults=(), fault_overrides=()):
+    """The top finding's price (its fix: the fault removed, or the change undone) against the
+    same job run without the fault: the median steady step's difference."""
     clean, faulty = _pair(tmp_path, overrides, faults, fault_overrides)
     measured = _steady_step_s(faulty) - _steady_step_s(clean)
     document, baseline = analyze(faulty), analyze(clean)
     top = document.findings[0]
     assert top.name == top_rule and top.severity in ("medium", "high"), [f.name for f in document.findings]
-    assert top.impact.seconds_per_step == pytest.approx(measured, rel=CLAIM_TOLERANCE)
+    assert top.impact.basis in ("execution model", "replay"), top.projected
+    assert top.impact.seconds_per_step == pytest.approx(measured, rel=PRICE_TOLERANCE), (measured, top.impact)
     assert top_rule not in _loud(baseline)
     # nothing above info that the clean job does not have too, but the fault's own finding
     assert set(_loud(document)) - set(_loud(baseline)) <= {top_rule}
@@ -235,8 +239,8 @@ def _assert_claim(tmp_path, overrides, top_rule, faults=(), fault_overrides=()):
 def test_a_slow_link_no_group_avoids_is_named_with_its_cost(tmp_path):
     """tp 8 on two trn1.32xlarge, a slow link on node 1 (factor 4): every data-parallel group
     spans both nodes, so no group avoids the slow node; the trace cannot say which node, and
-    the finding says so, how to find it, and claims the time."""
-    top = _assert_claim(tmp_path, TP_JOB, "scale.slow_link", faults=[{"kind": "slow_link", "node": 1, "factor": 4}])
+    the finding says so, how to find it, and prices its fix."""
+    top = _assert_price(tmp_path, TP_JOB, "scale.slow_link", faults=[{"kind": "slow_link", "node": 1, "factor": 4}])
     assert top.pattern == "inter-node links"
     assert "cannot tell which node" in top.message and "nccom-test" in top.recommendation
 
@@ -244,7 +248,7 @@ def test_a_slow_link_no_group_avoids_is_named_with_its_cost(tmp_path):
 def test_fp32_matmuls_on_the_tensor_engine_are_found(tmp_path):
     """The execution model's FP32 job: its tensor-engine ops (`layers.N.mlp`, lane nc/tensor)
     are matmuls; casting them to BF16 saves what the BF16 job shows."""
-    _assert_claim(tmp_path, FP32_JOB, "compute.fp32_matmul", fault_overrides=["precision.compute=fp32"])
+    _assert_price(tmp_path, FP32_JOB, "compute.fp32_matmul", fault_overrides=["precision.compute=fp32"])
 
 
 def test_the_detection_table_lists_the_corpus():

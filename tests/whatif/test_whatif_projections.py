@@ -1,5 +1,6 @@
-"""Projected gains on findings: the fix as a config change, priced by the what-if model, in
-analyze's JSON, text and Markdown, and the report's "What the fixes are worth" section."""
+"""Projected gains on findings: the fix its rule declares, priced by the what-if model (or by
+replay, else a bound), as the finding's one number in analyze's JSON, text and Markdown, and the
+report's "What the fixes are worth" section."""
 
 import json
 import shutil
@@ -52,24 +53,32 @@ def test_starvation_fix_is_priced_and_the_price_is_right(demo, demo_doc, tmp_pat
 
 def test_a_fix_that_is_not_a_config_change_says_why(demo_doc):
     projected = _finding(demo_doc, "compile.slow_first_step").projected
+    assert projected["method"] == "bound"
     assert projected["gain_fraction"] is None and projected["step_time_s"] is None
-    assert "one-time" in projected["reason"]
+    assert "one-time" in projected["assumes"]
 
 
-def test_rules_without_a_config_fix_get_no_projection(demo_doc):
-    assert _finding(demo_doc, "compute.low_mfu").projected is None
+def test_a_fix_no_method_prices_carries_its_bound_marked_as_one(demo_doc):
+    finding = _finding(demo_doc, "compute.low_mfu")
+    assert finding.projected["method"] == "bound" and "MFU" in finding.projected["assumes"]
+    assert finding.impact.basis == "bound"
+    assert finding.impact.fraction_of_step == pytest.approx(finding.impact.claimed_fraction_of_step)
 
 
 def test_analyze_outputs_carry_the_projection(cli, demo):
     doc = json.loads(cli("analyze", str(demo), "--format", "json").output)
     starved = next(f for f in doc["findings"] if f["name"] == "input.starvation")
     assert set(starved["projected"]) == {"change", "step_time_s", "effective_step_s", "gain_fraction", "band",
-                                         "reason", "method"}
+                                         "gain_band", "reason", "method", "note"}
     assert starved["projected"]["method"] == "execution model"
+    assert starved["impact"]["basis"] == "execution model"
+    assert starved["impact"]["fraction_of_step"] == pytest.approx(max(starved["projected"]["gain_fraction"], 0),
+                                                                  abs=1e-6)
     text = cli("analyze", str(demo)).output
-    assert "fix this -> -" in text and "% wall time per step (input.workers=2" in text
+    assert "price: the execution model with input.workers=2" in text
+    assert f"{starved['impact']['fraction_of_step']:.1%} of step, by execution model" in text
     markdown = cli("analyze", str(demo), "--format", "markdown").output
-    assert "**What the fix is worth:** fix this -> -" in markdown
+    assert "**How the fix is priced:** price: the execution model with input.workers=2" in markdown
 
 
 def test_ingested_run_without_a_description_is_priced_by_replay(cli, tmp_path):
@@ -78,13 +87,20 @@ def test_ingested_run_without_a_description_is_priced_by_replay(cli, tmp_path):
     result = cli("ingest", str(DATA / "kineto_ddp" / "base"), "-o", str(tmp_path / "ddp"))
     assert result.exit_code == 0
     doc = analyze(tmp_path / "ddp")
-    projected = [f.projected for f in doc.findings if f.projected]
-    assert projected   # its exposed communication findings have a fix (communication hidden)
+    replayed = [f for f in doc.findings if f.projected and f.projected["method"] == "replay"]
+    assert replayed   # its exposed communication findings have a fix (communication hidden)
+    assert all(f.projected["method"] != "execution model" for f in doc.findings if f.projected)
     with open_run(tmp_path / "ddp") as run:
         hidden = document(run, ["communication=0"], 0.0)["predicted"]["step_time_s"]
-    for p in projected:
-        assert p["method"] == "replay" and p["change"] == {"scale": ["communication=0"]}
-        assert p["step_time_s"] == pytest.approx(hidden) and p["gain_fraction"] > 0 and p["band"] is None
+    for f in replayed:
+        p = f.projected
+        assert p["change"] == {"scale": ["communication=0"]} and p["band"] is None
+        # the replay's mean step (a fix's share of the wall time); the whatif document shows the median
+        assert p["step_time_s"] == pytest.approx(hidden, rel=0.05)
+        assert f.impact.basis == "replay" and f.impact.fraction_of_step <= f.impact.claimed_fraction_of_step + 1e-6
+    # both findings share the fix: one carries its price, the other is worth 0 and says whose it shares
+    gains = sorted(f.projected["gain_fraction"] for f in replayed)
+    assert gains[-1] > 0 and all(g == 0 for g in gains[:-1])
 
 
 def test_pricing_by_replay_loads_no_execution_model(cli, tmp_path):
@@ -97,7 +113,8 @@ def test_pricing_by_replay_loads_no_execution_model(cli, tmp_path):
              "print('MODEL', 'trnprof.whatif.document' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "ddp")], capture_output=True, text=True,
                           check=True)
-    assert done.stdout.strip().splitlines()[-2:] == ["PRICED ['replay']", "MODEL False"]
+    priced_line, model_line = done.stdout.strip().splitlines()[-2:]
+    assert "'replay'" in priced_line and "'execution model'" not in priced_line and model_line == "MODEL False"
 
 
 def test_report_section_draws_the_priced_fixes(demo, tmp_path):

@@ -8,6 +8,9 @@ SELECTOR is one term or several joined by `,` (all must match):
     rank:N                one rank
     size:CLASS            collectives by message size: small (< 1 MiB), medium (< 64 MiB), large
     gap                   the time between recorded work (untraced host work, launch latency)
+    matmul                matrix-multiply compute ops by name, as view compute_dtypes names them
+                          (matmul, gemm, linear, dot, conv, aten::mm/bmm/addmm); the graph keeps no
+                          lane, so tensor-engine ops named after their layer are not matched
 FACTOR is a number from 0 to 1000 (0 removes the time; the factors that meet on one node multiply,
 and their product is bounded the same) or `peers` with a rank term: the rank's matching
 work of each category but communication per step scaled to the median of the other ranks' of
@@ -35,6 +38,8 @@ KINDS = tuple(CATEGORY_OF_KIND)
 CATEGORIES = tuple(sorted(set(CATEGORY_OF_KIND.values())))
 SIZE_CLASSES = {"small": (0, 1 << 20), "medium": (1 << 20, 64 << 20), "large": (64 << 20, math.inf)}
 PEERS = "peers"
+# view compute_dtypes' matrix-multiply names (trnprof/stdlib/ops.sql), as fnmatch patterns on the lowered name
+MATMUL_NAMES = ("*matmul*", "*gemm*", "*linear*", "*dot*", "*conv*", "aten::mm", "aten::bmm", "aten::addmm")
 
 
 @dataclass(frozen=True)
@@ -48,12 +53,12 @@ def _term(text: str, spec: str) -> tuple[str, str]:
     field, sep, value = text.partition(":")
     field, value = field.strip(), value.strip()
     if not sep:
-        if field == "gap":
-            return "gap", ""
+        if field in ("gap", "matmul"):
+            return field, ""
         if field in KINDS or field in CATEGORIES:
             return ("kind" if field in KINDS else "category"), field
         raise TrnprofError(f"--scale {spec}: unknown selector {field!r} (a kind: {', '.join(KINDS)}; "
-                           f"a category: {', '.join(CATEGORIES)}; gap; or kind:, category:, name:, rank:, size:)")
+                           f"a category: {', '.join(CATEGORIES)}; gap; matmul; or kind:, category:, name:, rank:, size:)")
     allowed = {"kind": KINDS, "category": CATEGORIES, "size": tuple(SIZE_CLASSES)}
     if field in allowed and value not in allowed[field]:
         raise TrnprofError(f"--scale {spec}: {field} {value!r} is not one of {', '.join(allowed[field])}")
@@ -99,7 +104,15 @@ def _matches(nodes: pd.DataFrame, terms, skip_rank: bool = False) -> np.ndarray:
             low, high = SIZE_CLASSES[value]
             size = nodes["bytes"].astype("float64").to_numpy()
             hit &= (nodes["category"] == "communication").to_numpy() & (size >= low) & (size < high)
+        elif field == "matmul":
+            hit &= _matmuls(nodes)
     return hit
+
+
+def _matmuls(nodes: pd.DataFrame) -> np.ndarray:
+    names = pd.Series(nodes["name"].unique())
+    chosen = set(names[names.map(lambda n: any(fnmatch.fnmatchcase(str(n).lower(), p) for p in MATMUL_NAMES))])
+    return (nodes["kind"] == "compute").to_numpy() & nodes["name"].isin(chosen).to_numpy()
 
 
 def _peer_factor(nodes: pd.DataFrame, work: np.ndarray, scale: Scale, stages: dict | None = None) -> np.ndarray:

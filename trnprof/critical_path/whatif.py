@@ -59,6 +59,7 @@ class Priced:
         self.measured_s = float(run.sql("SELECT step, dur FROM step_times").set_index("step")["dur"]
                                 .reindex(base.measured["step"]).median()) * S_PER_NS
         self.base_s = float(base.measured["dur"].median()) * S_PER_NS
+        self.base_mean_s = float(base.measured["dur"].mean()) * S_PER_NS  # what a fix's share of wall time is of
         self.base_breakdown = _per_step(base.segments) if breakdown else None
         self.steps = len(base.measured)
 
@@ -117,49 +118,23 @@ def to_text(doc: dict) -> str:
     return "\n".join(lines)
 
 
-# Rule name -> the replay of its fix: scale specs from the finding (None: no replay prices it).
-def _ranks_to_peers(finding) -> list[str] | None:
-    return [f"rank:{r}=peers" for r in finding.ranks] or None
-
-
-REPLAY_FIXES = {
-    "input.starvation": lambda f: ["input=0"],
-    "overlap.exposed_communication": lambda f: ["communication=0"],
-    "overlap.low_overlap_ratio": lambda f: ["communication=0"],
-    "scale.straggler": _ranks_to_peers,
-    "scale.slow_link": lambda f: [f"communication,rank:{r}=peers" for r in f.ranks] or None,
-    "compile.recompilation": lambda f: ["compile=0"],
-}
-WHAT = {"input=0": "input waits removed", "communication=0": "communication fully hidden (upper bound)",
-        "compile=0": "recompiles removed"}
-
-
-def project_by_replay(run, findings, reason: str) -> None:
-    """Set `projected` on `findings` (whose rule has a fix) by replaying the run's graph, for a
-    run the Trn1 model cannot describe (`reason` says why). Findings no replay prices keep the
-    model's reason."""
-    wanted = [f for f in findings if REPLAY_FIXES.get(f.name) and REPLAY_FIXES[f.name](f)]
-    for finding in findings:
-        if finding not in wanted:
-            finding.projected = _unpriced(f"no what-if for this run: {reason}")
-    if not wanted:
-        return
-    try:
-        priced = Priced(run, breakdown=False)
-    except TrnprofError as exc:
-        for finding in wanted:
-            finding.projected = _unpriced(f"no what-if for this run: {reason}; no replay either: {exc}")
-        return
-    steps = {}   # findings with the same fix (exposed communication, low overlap) share a replay
-    for finding in wanted:
-        specs = REPLAY_FIXES[finding.name](finding)
-        if tuple(specs) not in steps:
-            steps[tuple(specs)] = priced.predict([S.parse(s) for s in specs], path=False)[0]
-        step = steps[tuple(specs)]
-        finding.projected = {"change": {"scale": specs}, "step_time_s": step,
-                             "gain_fraction": 1 - step / priced.base_s if priced.base_s else None,
-                             "band": None, "reason": None, "method": METHOD}
-
-
-def _unpriced(reason: str) -> dict:
-    return {"change": None, "step_time_s": None, "gain_fraction": None, "band": None, "reason": reason}
+def replay_prices(run, fixes: list[list[str]]) -> list[dict]:
+    """Each fix (scale specs, as `--scale` takes them) priced by replaying the run's dependency
+    graph: {"change": {"scale": specs}, "step_time_s": mean replayed step, "gain_fraction":
+    1 - that / the unchanged replay's mean, "steps": steady steps replayed}. The mean, not the
+    median: a fix is worth its share of the wall time, so a cost paid in one step of ten (a
+    recompile) counts for a tenth. Fixes with the same specs share a replay. One TrnprofError
+    when the run has nothing to replay or a spec is bad."""
+    priced = Priced(run, breakdown=False)
+    base = priced.base_mean_s
+    steps: dict[tuple, float] = {}
+    out = []
+    for specs in fixes:
+        key = tuple(specs)
+        if key not in steps:
+            result = priced.replayer.replay([S.parse(s) for s in specs], path=False)
+            steps[key] = float(result.replayed["dur"].mean()) * S_PER_NS
+        step = steps[key]
+        out.append({"change": {"scale": list(specs)}, "step_time_s": step,
+                    "gain_fraction": 1 - step / base if base else None, "steps": priced.steps})
+    return out

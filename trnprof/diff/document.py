@@ -41,15 +41,16 @@ def build(base: Side, new: Side, *, alpha: float = DEFAULT_ALPHA, top: int = TOP
 
 def diff(base: str | Path | Run, new: str | Path | Run, *, alpha: float = DEFAULT_ALPHA, top: int = TOP_OPS,
          base_findings: Document | None = None, new_findings: Document | None = None,
-         analyze_options: dict | None = None, threads: int | None = None) -> dict:
+         analyze_options: dict | None = None, threads: int | None = None, price=None) -> dict:
     """Compare run `new` against run `base` (paths or open runs) and return the diff document.
 
     alpha: significance level of the Mann-Whitney test; top: ops listed per direction;
     base_findings / new_findings: `analyze` documents already computed (the rules are not run
     again); analyze_options: keyword arguments for `rules_engine.engine.plan` (select, ignore, set,
-    config ...), the rules chosen once for both runs."""
+    config ...), the rules chosen once for both runs; price: `trnprof.api.priced`, to compare the
+    findings by their fixes' prices (`trnprof.api.diff` passes it)."""
     if not 0 < alpha < 1:
         raise TrnprofError(f"alpha {alpha}: give a significance level between 0 and 1, e.g. 0.01")
     sides = load_sides(base, new, base_findings=base_findings, new_findings=new_findings,
-                       analyze_options=analyze_options, threads=threads)
+                       analyze_options=analyze_options, threads=threads, price=price)
     return build(*sides, alpha=alpha, top=top)

@@ -50,8 +50,13 @@ class Side:
         return throughput(self.job, step_s)
 
 
-def _read(run: Run, findings: Document | None, chosen: Plan | None) -> Side:
-    document = findings if findings is not None else run_plan(run, chosen)
+def _read(run: Run, findings: Document | None, chosen: Plan | None, price=None) -> Side:
+    """`price(run, document, plan)`, when given, prices the findings the rules found here (the
+    API passes `trnprof.api.priced`: diff itself never reaches the what-if layer)."""
+    document = findings
+    if document is None:
+        document = run_plan(run, chosen)
+        document = price(run, document, chosen) if price is not None else document
     phases = run.sql("SELECT step, dur, warmup FROM step_phases ORDER BY step")
     steady = phases[~phases["warmup"].astype(bool)]
     slots = run.sql("SELECT step, slot FROM step_slots ORDER BY step")
@@ -73,7 +78,7 @@ def _read(run: Run, findings: Document | None, chosen: Plan | None) -> Side:
 
 def load_sides(base: str | Path | Run, new: str | Path | Run, *, base_findings: Document | None = None,
                new_findings: Document | None = None, analyze_options: dict | None = None,
-               threads: int | None = None) -> tuple[Side, Side]:
+               threads: int | None = None, price=None) -> tuple[Side, Side]:
     """Both sides, read at the same time in two sessions, so that whatever part of one run's
     reading leaves a core idle (Python between rule queries, single-threaded query phases) can
     serve the other. The sessions opened here share one session's memory budget (half each), so
@@ -86,10 +91,10 @@ def load_sides(base: str | Path | Run, new: str | Path | Run, *, base_findings: 
         for run in (base, new):
             opened.append(run if isinstance(run, Run) else open_run(run, threads=threads, memory_limit=share))
         if opened[0] is opened[1]:  # one session cannot serve two threads
-            side = _read(opened[0], base_findings, chosen)
+            side = _read(opened[0], base_findings, chosen, price)
             return side, side
         with ThreadPoolExecutor(max_workers=2) as pool:
-            futures = [pool.submit(_read, run, found, chosen)
+            futures = [pool.submit(_read, run, found, chosen, price)
                        for run, found in zip(opened, (base_findings, new_findings))]
             return futures[0].result(), futures[1].result()
     finally:

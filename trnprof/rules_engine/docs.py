@@ -16,6 +16,7 @@ from trnprof.textfmt import markdown_table
 from .catalog import signal_names, stdlib_views
 from .findings import EVIDENCE_ROWS
 from .loader import Rule, builtin_dir
+from .spec import BOUND_ASSUMES
 
 _table = partial(markdown_table, markdown=True)  # docs from the rule files
 
@@ -44,6 +45,35 @@ def _bands(rule: Rule) -> list[str]:
     return [f"Severity of a row by its `{bands.by}`: {', '.join(levels)}, else {bands.otherwise}.", ""]
 
 
+def _edit_text(edit) -> str:
+    parts = [f"`{k}` = `{v}`" for k, v in edit.set.items()]
+    parts += [f"`{k}` x {v:g}" + (f" (at most `{edit.at_most[k]}`)" if k in edit.at_most else "")
+              for k, v in edit.multiply.items()]
+    parts += [f"remove the `{kind}` fault" for kind in edit.remove_faults]
+    return ", ".join(parts)
+
+
+def _fix(rule: Rule) -> list[str]:
+    """How the rule's recommended fix is priced: its `fix:` block, in words."""
+    fix = rule.spec.fix
+    if fix is None:
+        return ["**How the fix is priced.** Not declared: the finding's number is a bound, the time it "
+                "measured (its exclusive claim), assuming all of it goes with the fix.", ""]
+    lines = ["**How the fix is priced** (its `fix:`; the finding's one number, [docs/whatif.md](../whatif.md)):", ""]
+    if fix.model:
+        edits = "; else ".join(_edit_text(e) for e in fix.model.edits)
+        lines.append(f"- on a Trn1 job, by the execution model: {edits} (none applies: {fix.model.unchanged})")
+    if fix.replay:
+        capped = ", capped at the measured time" if fix.at_most_measured else ""
+        lines.append("- on any run with steps, by replay of its dependency graph: "
+                     + ", ".join(f"`--scale {spec}`" for spec in fix.replay) + capped)
+    lines.append(f"- otherwise a bound, the measured time, assuming {fix.bound or BOUND_ASSUMES}")
+    bars = [f"{level} from `{getattr(fix, level)}`" for level in ("high", "medium") if getattr(fix, level)]
+    if bars:
+        lines.append(f"- severity of the price: {', '.join(bars)} (else 20 % and 5 % of the step)")
+    return lines + [""]
+
+
 def rule_section(rule: Rule) -> list[str]:
     spec = rule.spec
     lines = [f"## {spec.code} `{spec.name}`", "", f"**{spec.title}.** Severity up to **{spec.severity}**; "
@@ -57,6 +87,7 @@ def rule_section(rule: Rule) -> list[str]:
                         ("parameter", "default", "meaning", "source of the default"))
         lines.append("")
     lines += _bands(rule)
+    lines += _fix(rule)
     lines += ["<details><summary>SQL</summary>", "", "```sql", spec.sql.rstrip(), "```", "", "</details>", "",
               f"Test cases: {', '.join(case.name for case in spec.tests)}.", ""]
     return lines
@@ -75,7 +106,7 @@ def _detection_lines() -> list[str]:
     data = yamlio.load(path.read_text(encoding="utf-8"))
     lines = ["## Detection quality", "", data["intro"].strip(), "",
              "Simulated runs of the Trn1 execution model, one fault each (`tests/rules/test_rules_detection.py` "
-             "checks the top finding):", ""]
+             "checks the top finding and its price):", ""]
     def fault(spec):
         return spec["kind"] + "".join(f" {k}={v}" for k, v in spec.items() if k != "kind")
 
@@ -86,9 +117,9 @@ def _detection_lines() -> list[str]:
         return f"{value:.0%}" if value else "not reported"
 
     lines += _table([(f"`{fault(c['fault'])}`", job(c), f"`{c['top']}`", share(c["share"]), share(c["baseline_share"]),
-                      c["note"]) for c in data["faults"]],
+                      f"{share(c['price'])}: {c['price_note']}", c["note"]) for c in data["faults"]],
                     ("fault", "preset and overrides", "top finding", "its share of the step",
-                     "same rule without the fault", "why"))
+                     "same rule without the fault", "its fix worth (derived from the job run fixed)", "why"))
     lines += ["", "Clean jobs, no fault injected (no finding of low or above: at most `info`):", ""]
     lines += _table([(job(c), c.get("note", "")) for c in data["clean"]], ("preset and overrides", "job"))
     lines += ["", "Real Kineto traces (`tests/data/kineto`), ingested and analyzed:", ""]
@@ -96,7 +127,7 @@ def _detection_lines() -> list[str]:
                      for t in data["kineto"]], ("trace", "findings", "why they make sense"))
     lines += ["", "The verdict corpus (`tests/rules/test_verdicts.py`): each case derives its verdict in the test, "
               "from the raw events or from the same job without the fault, and trnprof must agree (the top "
-              "finding, a claim within 25 % of the measured fault-versus-clean difference, nothing above "
+              "finding, its price within 20 % of the measured fault-versus-clean difference, nothing above "
               "info the derivation does not support):", ""]
     lines += _table([(f"`{v['test']}`", v["source"], v["verdict"], v["derivation"]) for v in data["verdicts"]],
                     ("test", "trace or job", "verdict", "derivation"))
@@ -119,7 +150,8 @@ def _readable_lines() -> list[str]:
 def index_md(rules: list[Rule]) -> str:
     lines = [HEADER, "# Rule reference", "",
              "`trnprof analyze RUN` runs the rules below over a run and prints a short list of findings, "
-             "most severe first, then by time lost. Each rule is one YAML file in `rules/<pack>/`: metadata, parameters with the "
+             "most severe first, then by what fixing them is worth (one number per finding: the price of its "
+             "recommended fix, see **One number** below). Each rule is one YAML file in `rules/<pack>/`: metadata, parameters with the "
              "source of each default, one SQL query over the stdlib views, a message template, a "
              "recommendation, docs and test cases. Add your own packs with `--rules DIR` "
              "([tutorial](../tutorial-first-rule.md)). Every rule is read from its file on every load; what "
@@ -174,7 +206,8 @@ def index_md(rules: list[Rule]) -> str:
               "every step) divided by the number of steady steps; `fraction_of_step` divides it by their mean "
               "step time. Warm-up steps (the leading steps that compile, at most two: view `step_phases`) are "
               "evidence but not impact, and rules judge the steady state through `steady_breakdown`. "
-              "Findings are listed most severe first, then by time lost (`seconds_per_step`), one-time "
+              "Findings are listed most severe first, then by time per step (`seconds_per_step`: once "
+              "`analyze` priced the findings, what their fixes are worth, see **One number**), one-time "
               "time (`one_time_seconds`) and memory (`bytes`); a finding's severity is the highest of its rows.", "",
               "**Exclusive impacts.** Every lost second of a step is claimed by one finding. A rule declares "
               "`impact: {draws_from: CATEGORY, specificity: N}`: the `step_breakdown` category its time comes "
@@ -195,6 +228,19 @@ def index_md(rules: list[Rule]) -> str:
               "not explained by collectives.low_bus_bandwidth, which claimed the rest first.\"), the granted "
               "`impact.seconds_per_step`. A positive figure never prints as zero: a format that would show "
               "`0%` or `0.00` gets the decimals it needs.", "",
+              "**One number.** `trnprof analyze` (not the rule engine alone) then prices each finding's "
+              "recommended fix as its rule declares it (`fix:`, below): by the execution model on a Trn1 job "
+              "the rule gives a model edit for, else by replaying the run's own dependency graph with the "
+              "fix's scale specs, else as a bound, the measured claim, with what that assumes. The price "
+              "becomes the finding's headline: `impact.seconds_per_step` and `fraction_of_step` are what the "
+              "fix is worth per step and `impact.basis` how it was priced (`execution model`, `replay`, "
+              "`bound`); the exclusive claim moves to `impact.claimed_seconds_per_step` and "
+              "`claimed_fraction_of_step`, and the message states the measurement as a measurement, never as a "
+              "saving. The severity is graded on the price (high from 20 %, medium from 5 % of the step, or "
+              "the parameters `fix.high` and `fix.medium` name), never above the most severe the rule "
+              "reports, and a rule's own `info` stays info: a finding whose fix is priced near zero is low, "
+              "whatever it measured. Findings without step time (memory, one-time costs) keep their cost and "
+              "severity. See [docs/whatif.md](../whatif.md) for the methods.", "",
               "**Templates.** `message` and `recommendation` are Python format strings over the worst row's "
               "columns, the rule's parameters and `ranks`, `n_ranks`, `steps`, `n_steps` (compact ranges "
               "like `0-7, 9`), `seconds_per_step`, `ms_per_step`, `fraction_of_step` (the time measured), "
@@ -208,13 +254,22 @@ def index_md(rules: list[Rule]) -> str:
               "impact: {draws_from: input_wait, specificity: 2}   # exclusive impacts (above)",
               "severity_bands: {by: run_share, high: high_share, otherwise: medium}   # a row's severity: the "
               "highest band whose parameter its column reaches (>=); also medium: and low:",
+              "fix:                         # how the recommended fix is priced (docs/whatif.md)",
+              "  replay: [input=0]          # scale specs of the run's graph; {rank}: once per finding rank, "
+              "{column}: the worst row's",
+              "  model:                     # the same fix on a Trn1 job: the first edit that changes it",
+              "    edits: [{multiply: {input.workers: 2}, at_most: {input.workers: spare_vcpus_per_rank}}]",
+              "    unchanged: why no config change fixes it   # one line",
+              "  bound: what the measured time assumes   # when neither prices it",
+              "  high: high_share           # the price's severity bars (parameters); also medium:",
               "requires: [steps, input]     # signals, or {sql: SELECT ..., reason: ...}",
               "params:                      # each: default, doc, source", "  high_share: {default: 0.2, doc: ..., source: ...}",
               "sql: SELECT rank, step, input_wait AS lost_ns FROM steady_breakdown WHERE ...",
               "message: ... {fraction_of_step:.0%} ... {ranks}", "recommendation: ...", "doc: {what: ..., why: ..., fix: ...}",
               "tests:                       # at least one case expecting a finding",
               "  - name: ...", "    run: {inline: {events: {columns: [...], rows: [...]}, tile: {ranks: 2, steps: 3, period_ns: 1000000}}}",
-              "    expect: [{severity: high, ranks: [0, 1]}]   # or [] or not_evaluated",
+              "    expect: [{severity: high, ranks: [0, 1], min_fraction: 0.29, priced_by: replay}]   # or [] or "
+              "not_evaluated; fractions bound the fix's price",
               "  - name: ...", "    run: {simulate: {preset: tiny, steps: 4, overrides: [cluster.nodes=2], faults: [{kind: straggler, rank: 3}]}}",
               "    expect: [...]",
               "  - name: ...", "    run: {factory: {name: my.collector, args: {...}}}   # a run factory another package registers",

@@ -18,12 +18,17 @@ SCHEMA = "trnprof.findings/1"
 
 
 class Impact(msgspec.Struct):
-    seconds_per_step: float         # time lost per steady step, s (claimed exclusively: see `related`)
+    # the headline: what the recommended fix is worth per steady step, s (priced by `basis`);
+    # before pricing (the rule engine alone), the time claimed exclusively (see `related`)
+    seconds_per_step: float
     fraction_of_step: float         # seconds_per_step / mean steady step time
     one_time_seconds: float = 0.0   # time lost once per job (a compile, a slow first step), s
     bytes: int = 0                  # device or host memory at stake, bytes
     measured_seconds_per_step: float = 0.0  # what the rows measured per step, before the exclusive claims
     draws_from: str | None = None   # the step_breakdown category the time is drawn from (the rule's impact)
+    claimed_seconds_per_step: float | None = None  # the exclusive claim of the measured time, s; null unpriced
+    claimed_fraction_of_step: float | None = None
+    basis: str | None = None        # what priced the headline: replay | execution model | bound; null unpriced
 
     def costless(self) -> bool:
         return not (self.seconds_per_step or self.one_time_seconds or self.bytes)
@@ -43,8 +48,8 @@ class Finding(msgspec.Struct, omit_defaults=True):
     evidence: list[dict[str, Any]]   # the worst rows of the rule's query, plain JSON values
     pattern: str | None = None       # set when the rule splits its rows into several findings
     related: list[str] = []          # more specific findings that claimed part of this one's time first
-    # what fixing it is worth, by the what-if model: {change, step_time_s, gain_fraction, band,
-    # reason} (trnprof/whatif/projections.py, docs/whatif.md); None when not projected
+    # how the fix was priced: {method, change, step_time_s, gain_fraction, band, gain_band, reason,
+    # assumes, note} (trnprof/whatif/projections.py, docs/whatif.md); None when not projected
     projected: dict[str, Any] | None = None
 
 

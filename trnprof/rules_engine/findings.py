@@ -253,8 +253,9 @@ def finish(draft: Draft, granted: claims.Claim, mean_step_ns: float | None) -> F
 
 
 def sort_key(finding: Finding):
-    """Most severe first, then by time lost per step, one-time time and memory (severity grades
-    a finding's cost over the run, and some findings, e.g. memory, cost no step time)."""
+    """Most severe first, then by time per step (the price of the fix once `analyze` priced it,
+    rules_engine/pricing.py; the claim before), one-time time and memory (severity grades a
+    finding's cost over the run, and some findings, e.g. memory, cost no step time)."""
     cost = finding.impact
     return (-severity_rank(finding.severity), -cost.seconds_per_step, -cost.one_time_seconds, -cost.bytes,
             finding.code, finding.pattern or "")

@@ -17,7 +17,9 @@ import duckdb
 import msgspec
 
 from trnprof import yamlio
+from trnprof.critical_path import scale
 from trnprof.errors import TrnprofError
+from trnprof.model import config as job_config
 from trnprof.schema import TABLE_COLUMNS
 from trnprof.validation import dotted, explain
 
@@ -25,7 +27,7 @@ from . import rulecache
 from .binding import bind_problem
 from .catalog import readable_tables, signal_names
 from .sandbox import parser
-from .spec import Param, Probe, RuleFile
+from .spec import JOB_LIMITS, FixSpec, Param, Probe, RuleFile
 
 CODE = re.compile(r"^[A-Z]{2,3}[0-9]{3}$")
 NAME = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")
@@ -171,6 +173,85 @@ def _check_bands(path: Path, spec: RuleFile) -> None:
                   "name a parameter the rule declares: " + (", ".join(spec.params) or "none"))
 
 
+def _fields(path: Path, field: str, template: str) -> list[str]:
+    _check_template(path, field, template)
+    return [name for _, name, _, _ in string.Formatter().parse(template) if name]
+
+
+def _check_replay(path: Path, fix: FixSpec) -> None:
+    """Each replay spec parses once its fields are filled in (`{rank}` with a rank, any other
+    field with a number: a column of the finding's worst row)."""
+    for i, text in enumerate(fix.replay):
+        where = f"fix.replay[{i}]"
+        names = _fields(path, where, text)
+        try:
+            scale.parse(text.format(**{name: 0 if name == "rank" else 1 for name in names}))
+        except TrnprofError as exc:
+            _fail(path, where, str(exc).removeprefix("--scale "),
+                  "a replay spec is SELECTOR=FACTOR as `trnprof whatif --scale` takes it (docs/critical-path.md)")
+
+
+def _job_keys() -> dict:
+    return job_config.to_dict(job_config.Config())
+
+
+def _job_value(path: Path, where: str, key: str):
+    """The default of a dotted job key (`comm.bucket_mb`), or one error naming the field."""
+    value = _job_keys()
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            _fail(path, where, f"{key!r} is not a key of the Trn1 job description",
+                  "name a dotted key of the job config, e.g. comm.bucket_mb (docs/execution-model.md)")
+        value = value[part]
+    return value
+
+
+def _check_model(path: Path, fix: FixSpec) -> None:
+    faults = sorted(f.__struct_config__.tag for f in job_config.Fault.__args__)
+    for i, edit in enumerate(fix.model.edits if fix.model else []):
+        where = f"fix.model.edits[{i}]"
+        if not (edit.set or edit.multiply or edit.remove_faults):
+            _fail(path, where, "changes nothing", "give set, multiply or remove_faults")
+        for key, value in edit.set.items():
+            _job_value(path, f"{where}.set.{key}", key)
+            nested: dict = {}
+            *head, last = key.split(".")
+            node = nested
+            for part in head:
+                node = node.setdefault(part, {})
+            node[last] = value
+            try:
+                job_config.convert(nested)
+            except TrnprofError as exc:
+                _fail(path, f"{where}.set.{key}", str(exc), "give a value the job description accepts")
+        for key in list(edit.multiply) + list(edit.at_most):
+            default = _job_value(path, f"{where}.{key}", key)
+            if isinstance(default, bool) or not isinstance(default, (int, float)):
+                _fail(path, f"{where}.{key}", f"{key!r} is not a number", "multiply and cap numeric keys only")
+        for key, cap in edit.at_most.items():
+            if isinstance(cap, str) and cap not in JOB_LIMITS:
+                _fail(path, f"{where}.at_most.{key}", f"unknown job limit {cap!r}",
+                      "give a number or one of " + ", ".join(JOB_LIMITS))
+        for kind in edit.remove_faults:
+            if kind not in faults:
+                _fail(path, f"{where}.remove_faults", f"unknown fault kind {kind!r}", "one of " + ", ".join(faults))
+
+
+def _check_fix(path: Path, spec: RuleFile) -> None:
+    fix = spec.fix
+    if fix is None:
+        return
+    if not (fix.replay or fix.model or fix.bound):
+        _fail(path, "fix", "declares nothing", "give replay, model or bound (docs/whatif.md)")
+    _check_replay(path, fix)
+    _check_model(path, fix)
+    for level in ("medium", "high"):
+        name = getattr(fix, level)
+        if name is not None and name not in spec.params:
+            _fail(path, f"fix.{level}", f"unknown parameter {name!r}",
+                  "name a parameter the rule declares: " + (", ".join(spec.params) or "none"))
+
+
 def validate(path: Path, spec: RuleFile, pack: str | None, checks: rulecache.Checks | None = None) -> Rule:
     """Cross-field checks msgspec cannot do; returns the engine's view of the rule. `checks`:
     the SQL checks of earlier loads (`rulecache`)."""
@@ -200,6 +281,7 @@ def validate(path: Path, spec: RuleFile, pack: str | None, checks: rulecache.Che
     for field in ("message", "recommendation"):
         _check_template(path, field, getattr(spec, field))
     _check_bands(path, spec)
+    _check_fix(path, spec)
     signals = signal_names()
     for i, need in enumerate(spec.requires):
         if isinstance(need, Probe):

@@ -11,7 +11,7 @@ from .spec import SEVERITIES
 
 
 def _cost(finding: Finding) -> str:
-    return cost(finding.impact)
+    return cost(finding.impact, finding.projected)
 
 
 def _related(finding: Finding) -> str:
@@ -87,7 +87,7 @@ def to_markdown(document: Document) -> str:
                   *([f"Related: {md(_related(finding))}.", ""] if finding.related else []),
                   f"**How to fix:** {md(finding.recommendation)}", ""]
         if gain_line(finding):
-            lines += [f"**What the fix is worth:** {gain_line(finding)}", ""]  # trnprof's numbers and config keys
+            lines += [f"**How the fix is priced:** {gain_line(finding)}", ""]  # trnprof's numbers and config keys
         if finding.evidence:
             lines += ["Evidence (worst rows):", ""] + _table(finding.evidence)
     if document.not_evaluated:

@@ -12,7 +12,7 @@ import msgspec
 from trnprof._version import __version__
 from trnprof.schema import MANIFEST_FILE
 
-from trnprof.textfmt import compact
+from trnprof.textfmt import compact, cost
 
 from .document import Document, Finding
 from .loader import Rule
@@ -58,7 +58,8 @@ def _result(finding: Finding, index: int, uri: str) -> dict:
     identity = f"{finding.code}:{finding.pattern or ''}"
     return {
         "ruleId": finding.code, "ruleIndex": index, "level": LEVELS[finding.severity],
-        "message": {"text": f"{finding.title}. {finding.message} Fix: {finding.recommendation}"},
+        "message": {"text": f"{finding.title} ({cost(finding.impact, finding.projected)}). {finding.message} "
+                            f"Fix: {finding.recommendation}"},
         "locations": [{
             "physicalLocation": {"artifactLocation": {"uri": uri}, "region": {"startLine": 1}},
             "logicalLocations": [{"name": finding.pattern or finding.name, "kind": "resource",

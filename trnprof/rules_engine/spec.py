@@ -61,6 +61,48 @@ class SeverityBands(_Strict):
     otherwise: Severity = "low"
 
 
+# What a finding's bound assumes when its rule's fix says nothing more (`fix.bound`)
+BOUND_ASSUMES = "all of the time it measured goes with the fix, and nothing else takes its place on the critical path"
+# Named job quantities a model edit may be capped by (`at_most`); trnprof/whatif/projections.py
+# computes each from the job.
+JOB_LIMITS = ("spare_vcpus_per_rank",)
+
+
+class ModelEdit(_Strict):
+    """One change of the Trn1 job description (docs/whatif.md): dotted config keys set to a value,
+    multiplied by a factor (an integer key stays an integer, rounded down), capped by a number or
+    a named job quantity (JOB_LIMITS), and fault kinds removed."""
+    set: dict[str, ParamValue] = {}
+    multiply: dict[str, Annotated[float, msgspec.Meta(gt=0)]] = {}
+    at_most: dict[str, Union[float, str]] = {}
+    remove_faults: list[str] = []
+
+
+class ModelFix(_Strict):
+    """The fix as the execution model prices it: the first edit that changes the job is the fix;
+    when none does, `unchanged` says why there is no such fix (one line)."""
+    edits: list[ModelEdit]
+    unchanged: str
+
+
+class FixSpec(_Strict):
+    """What the rule's recommended fix does to the run, so that it can be priced (docs/whatif.md):
+    `replay`, scale specs of the run's dependency graph (`trnprof whatif --scale`), templated from
+    the finding: `{rank}` repeats the spec for each of the finding's ranks, any other field is a
+    column of the finding's worst row; `model`, the same fix as a change of a Trn1 job. `bound`
+    says what the finding's measured time assumes when neither prices the fix. `medium` and `high`
+    name the parameters whose values are the price's severity bars (5 % and 20 % of the step
+    otherwise)."""
+    replay: list[str] = []
+    # the replay does more than the fix can (removes all communication, where overlap hides only
+    # what compute covers): its price is capped by the time the finding measured
+    at_most_measured: bool = False
+    model: ModelFix | None = None
+    bound: str | None = None
+    medium: str | None = None
+    high: str | None = None
+
+
 class Doc(_Strict):
     what: str   # What it detects
     why: str    # Why it matters
@@ -73,8 +115,9 @@ class Expect(_Strict):
     pattern: str | None = None
     ranks: list[int] | None = None
     steps: list[int] | None = None
-    min_fraction: float | None = None
+    min_fraction: float | None = None   # the finding's headline share of the step: its fix's price
     max_fraction: float | None = None
+    priced_by: Literal["replay", "execution model", "bound"] | None = None
     message_contains: str | None = None
 
 
@@ -147,6 +190,7 @@ class RuleFile(_Strict):
     requires: list[Union[str, Probe]] = []
     impact: ImpactSpec = msgspec.field(default_factory=ImpactSpec)
     severity_bands: SeverityBands | None = None
+    fix: FixSpec | None = None
 
 
 class ConfigFile(_Strict):

@@ -1,6 +1,8 @@
 """`trnprof rules test`: run every rule's own test cases and compare with what they expect.
 
-A case's run is either a tiny inline trace (written with the run store) or a run made by a
+Each finding is priced as `trnprof analyze` prices it (its rule's `fix:`, by the execution model,
+by replay or as a bound), so a case's `min_fraction`/`max_fraction` bound the fix's price and
+`priced_by` names how it was priced. A case's run is either a tiny inline trace (written with the run store) or a run made by a
 collector's run factory (`simulate`: the Trn1 execution model, a preset plus overrides and
 faults), looked up in the registry of `trnprof.collectors.registry`: the engine imports no
 collector. Factory runs are cached per session so rules that share a scenario make it once.
@@ -24,7 +26,7 @@ from trnprof.manifest import new_manifest
 from trnprof.runstore import write_run
 
 from .document import Document, Finding
-from .engine import evaluate
+from .engine import Plan, evaluate
 from .loader import Rule
 from .params import cast
 from .spec import Case, Expect, Factory, Inline, Table
@@ -138,12 +140,14 @@ def _check(expect: Expect, finding: Finding) -> bool:
             and (expect.steps is None or expect.steps == finding.steps)
             and (expect.min_fraction is None or fraction >= expect.min_fraction)
             and (expect.max_fraction is None or fraction <= expect.max_fraction)
+            and (expect.priced_by is None or expect.priced_by == finding.impact.basis)
             and (expect.message_contains is None or expect.message_contains in finding.message))
 
 
 def _summary(finding: Finding) -> str:
     return (f"{finding.severity} pattern={finding.pattern or ''!r} ranks={finding.ranks} "
             f"steps={finding.steps} fraction={finding.impact.fraction_of_step:.3f} "
+            f"priced_by={finding.impact.basis} "
             f"message={finding.message!r}")
 
 
@@ -196,8 +200,10 @@ def run_case(rule: Rule, case: Case, runs: _Runs, timeout: float) -> CaseResult:
         path = runs.path_for(case)
         params = rule.defaults()
         params.update({k: cast(v, rule.spec.params[k].default, f"{case.name}: set {k}") for k, v in case.set.items()})
+        from trnprof.api import priced  # the interface composes: the fix priced as `analyze` prices it
         with open_run(path) as run:
             document = evaluate(run, [rule], {rule.name: params}, timeout=timeout)
+            document = priced(run, document, Plan([rule], {rule.name: params}, timeout))
         result.problems = compare(case, rule, document)
     except TrnprofError as exc:
         result.problems = [f"could not run the case: {exc}"]

@@ -1,149 +1,262 @@
-"""What fixing each finding is worth: the finding's fix as a config change, priced by the
-what-if model fitted to the same run.
+"""What fixing each finding is worth: the fix its rule declares (`fix:` in the rule file,
+trnprof/rules_engine/spec.py FixSpec), priced one way per run (docs/whatif.md):
+
+- by the execution model, where the run describes a Trn1 job and the rule declares the fix as a
+  change of the job (`fix.model`): the first edit that changes the job, priced on the effective
+  step (wall time per step) by the model fitted to the same run;
+- else by replaying the run's own dependency graph with the fix's scale specs (`fix.replay`,
+  trnprof/critical_path/whatif.py), on any run with steps;
+- else a bound: the time the finding measured (its exclusive claim), with what that assumes.
 
 A finding gains `projected` (the Finding field, a plain mapping):
-    {"change": {...}, "step_time_s": s, "effective_step_s": s,
-     "gain_fraction": 1 - predicted / measured effective step (wall time per step),
-     "band": {"low_s", "high_s"}, "reason": null}
-`method` names what priced it: "execution model", or "replay" when the run is no described Trn1
-job and the fix is priced by replaying the run's own dependency graph (trnprof/critical_path/
-whatif.py: project_by_replay). Otherwise, when the fix is no config change, neither prices it, or
-the model does not fit the run, {"change": null or {...}, "step_time_s": null, "gain_fraction": null, "band": null,
-"reason": "..."}. Rules without an entry in FIXES are left without `projected`.
+    {"method": "execution model" | "replay" | "bound", "change": {...} or null,
+     "step_time_s": s or null, "effective_step_s": s (model only), "gain_fraction": the saving's
+     share of the step (the bound's: the claimed share), "band": {"low_s", "high_s"} (model:
+     step times) or null, "gain_band": {"low", "high"} shares or null (replay on CPU
+     collectives: up to the measured share), "reason": why a better method did not price it, or
+     null, "assumes": what the bound assumes (bound only), "note": a caveat, or null}
+Findings that cost no step time (memory, one-time costs) and have no fix keep `projected` null.
+The rule engine turns the price into the finding's headline (rules_engine/pricing.py).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+import math
+import string
+from typing import TYPE_CHECKING
 
-from trnprof.run import Run
+from trnprof.critical_path.whatif import replay_prices
 from trnprof.errors import TrnprofError
-
-from trnprof.critical_path.whatif import project_by_replay
+from trnprof.run import Run
+from trnprof.rules_engine.spec import BOUND_ASSUMES, JOB_LIMITS, FixSpec, ModelEdit
 
 from . import describe as D
 
 if TYPE_CHECKING:
     from .document import Prepared
 
+MODEL, REPLAY, BOUND = "execution model", "replay", "bound"
+CONTENTION = ("on CPU the collectives' threads share the compute cores, a contention the dependency graph "
+              "cannot see: the band reaches the share of the step the finding measured")
+
+CAPPED = ("the replay removes all of the time; the fix hides at most what the finding measured, "
+          "so the price is capped there")
+
 
 class NoFix(Exception):
-    """The finding's fix is not a config change the model can price (the message says why)."""
+    """The finding's fix cannot be expressed for this run (the message says why)."""
 
 
-def _faults(description: dict) -> list[dict]:
-    return list(description.get("faults") or [])
+# ---------------------------------------------------------------- the model's fix: a job change
 
-
-def _without(kind: str, what: str) -> Callable[[dict], dict]:
-    def fix(description: dict) -> dict:
-        faults = _faults(description)
-        kept = [f for f in faults if f.get("kind") != kind]
-        if len(kept) == len(faults):
-            raise NoFix(f"the job description holds no {kind} fault, so the model cannot tell what {what}")
-        return {"faults": kept}
-    return fix
-
-
-def _loader(description: dict) -> dict:
-    """More loader workers (up to the node's vCPUs per rank, less the training process), else a
-    deeper prefetch."""
+def _spare_vcpus_per_rank(config: dict) -> int:
+    """Loader workers a rank can have: the node's vCPUs per NeuronCore less the training process."""
     from trnprof.model.hardware import INSTANCES
-    cluster, inputs = description.get("cluster", {}), description.get("input", {})
-    instance = INSTANCES[cluster.get("instance", "trn1.32xlarge")]
-    workers, prefetch = inputs.get("workers", 4), inputs.get("prefetch", 2)
-    cap = max(instance.vcpus // instance.cores - 1, 1)
-    if workers < cap:
-        return {"input": {"workers": min(max(2 * workers, 1), cap)}}
-    return {"input": {"prefetch": 2 * prefetch}}
+    instance = INSTANCES[config["cluster"]["instance"]]
+    return max(instance.vcpus // instance.cores - 1, 1)
 
 
-def _overlap(description: dict) -> dict:
-    faults = _faults(description)
-    kept = [f for f in faults if f.get("kind") != "no_overlap"]
-    if description.get("comm", {}).get("overlap_dp", True) and len(kept) == len(faults):
-        raise NoFix("gradient overlap is already on; what remains exposed is not a config change")
-    return {"comm": {"overlap_dp": True}, "faults": kept}
+LIMITS = {"spare_vcpus_per_rank": _spare_vcpus_per_rank}
+assert set(LIMITS) == set(JOB_LIMITS)
 
 
-def _zero1(description: dict) -> dict:
-    if description.get("parallel", {}).get("zero1"):
-        raise NoFix("ZeRO-1 is already on")
-    return {"parallel": {"zero1": True}}
+def _get(config: dict, key: str):
+    value = config
+    for part in key.split("."):
+        value = value[part]
+    return value
 
 
-def _buckets(description: dict) -> dict:
-    return {"comm": {"bucket_mb": 4 * float(description.get("comm", {}).get("bucket_mb", 50.0))}}
+def _put(change: dict, key: str, value) -> None:
+    *head, last = key.split(".")
+    for part in head:
+        change = change.setdefault(part, {})
+    change[last] = value
 
 
-def _bf16(description: dict) -> dict:
-    return {"precision": {"compute": "bf16"}}
+def _edited(edit: ModelEdit, config: dict) -> dict:
+    """The change `edit` makes to the job `config` (its full config, defaults filled): only the
+    keys whose value differs; {} when it changes nothing."""
+    change: dict = {}
+    for key, value in edit.set.items():
+        if _get(config, key) != value:
+            _put(change, key, value)
+    for key, factor in edit.multiply.items():
+        now = _get(config, key)
+        value = now * factor
+        cap = edit.at_most.get(key)
+        if cap is not None:
+            value = min(value, LIMITS[cap](config) if isinstance(cap, str) else cap)
+        if isinstance(now, int):
+            value = max(math.floor(value), 1)
+        if value != now:
+            _put(change, key, value)
+    if edit.remove_faults:
+        faults = list(config.get("faults") or [])
+        kept = [f for f in faults if f.get("kind") not in edit.remove_faults]
+        if len(kept) != len(faults):
+            change["faults"] = kept
+    return change
 
 
-def _more_microbatches(description: dict) -> dict:
-    micro = int(description.get("batch", {}).get("micro", 1))
-    if micro < 2:
-        raise NoFix("the micro-batch is 1 already: more microbatches need a larger global batch")
-    return {"batch": {"micro": micro // 2}}
+def model_change(fix: FixSpec, config: dict) -> dict:
+    """The first of the fix's edits that changes the job; NoFix (its `unchanged` line) when none does."""
+    for edit in fix.model.edits:
+        change = _edited(edit, config)
+        if change:
+            return change
+    raise NoFix(fix.model.unchanged)
 
 
-def _one_time(description: dict) -> dict:
-    raise NoFix("a one-time cost (pre-compiling removes it); the steady step does not change")
+def _by_model(prep: Prepared, fix: FixSpec) -> dict:
+    from trnprof.model.config import to_dict
+    change = model_change(fix, to_dict(prep.job.config))
+    if not prep.fits:
+        raise NoFix(f"the model does not fit this run: {prep.reason}")
+    try:
+        job, predicted = prep.predict(change)
+        priced = prep.priced(job, predicted)
+    except TrnprofError as exc:
+        raise NoFix(f"the fix's job is not valid: {exc}") from None
+    effective = priced["effective_change_fraction"]
+    gain = -(effective if effective is not None else priced["change_fraction"])
+    return {"method": MODEL, "change": change, "step_time_s": priced["step_time_s"],
+            "effective_step_s": priced["effective_step_s"], "gain_fraction": gain, "band": priced["band"],
+            "gain_band": None, "reason": None, "note": None}
 
 
-FIXES: dict[str, Callable[[dict], dict]] = {
-    "input.starvation": _loader,
-    "overlap.exposed_communication": _overlap,
-    "overlap.low_overlap_ratio": _overlap,
-    "memory.optimizer_state_unsharded": _zero1,
-    "collectives.small_messages": _buckets,
-    "compute.fp32_matmul": _bf16,
-    "scale.pipeline_bubble": _more_microbatches,
-    "scale.straggler": _without("straggler", "slows the rank"),
-    "scale.slow_link": _without("slow_link", "slows the link"),
-    "compile.recompilation": _without("recompile", "recompiles the graph"),
-    "compile.slow_first_step": _one_time,
-}
+# ---------------------------------------------------------------- the replay's fix: scale specs
+
+def replay_specs(fix: FixSpec, finding) -> list[str]:
+    """The fix's scale specs for `finding`: `{rank}` once per rank of the finding, other fields
+    from its worst row (evidence); NoFix when a field has no value."""
+    row = finding.evidence[0] if finding.evidence else {}
+    specs = []
+    for text in fix.replay:
+        names = {name for _, name, _, _ in string.Formatter().parse(text) if name}
+        missing = sorted(n for n in names - {"rank"} if row.get(n) is None)
+        if missing:
+            raise NoFix(f"the finding has no {missing[0]} to scale by")
+        ranks = finding.ranks if "rank" in names else [None]
+        if not ranks:
+            raise NoFix("the finding names no rank to bring to its peers' pace")
+        specs += [text.format(**{**row, "rank": rank}) for rank in ranks]
+    return specs
 
 
-def _empty(reason: str, change: dict | None = None) -> dict:
-    return {"change": change, "step_time_s": None, "gain_fraction": None, "band": None, "reason": reason}
+def _touches_communication(specs: list[str]) -> bool:
+    from trnprof.critical_path.scale import parse
+    return any(value in ("communication", "collective") for spec in specs for _, value in parse(spec).terms)
 
 
-def _price(prep: Prepared, change: dict) -> dict:
-    """The fix priced on the effective step (wall time per step): a recompile every 4 steps is
-    worth its share of the wall time, a faster steady step its share of the wall time too."""
-    job, predicted = prep.predict(change)
-    priced = prep.priced(job, predicted)
-    gain = -priced["effective_change_fraction"] if priced["effective_change_fraction"] is not None \
-        else -priced["change_fraction"]
-    return {"change": change, "step_time_s": priced["step_time_s"], "effective_step_s": priced["effective_step_s"],
-            "gain_fraction": gain, "band": priced["band"], "reason": None,
-            "method": "execution model"}
+def _device_kind(run: Run) -> str | None:
+    try:
+        frame = run.sql("SELECT device_kind FROM run_platform")
+    except Exception:  # noqa: BLE001 -- a run without the view prices without the caveat
+        return None
+    return str(frame.iloc[0, 0]) if len(frame) and frame.iloc[0, 0] is not None else None
 
 
-def project(run: Run, findings) -> None:
-    """Set `projected` on every finding whose rule has a fix in FIXES (fits the model once)."""
-    wanted = [f for f in findings if f.name in FIXES]
+def _contention(projected: dict, finding, specs: list[str], device_kind: str | None) -> dict:
+    """On a CPU run whose fix removes communication: the graph cannot see the collectives'
+    threads competing with compute, so the band reaches the measured share."""
+    share = finding.impact.fraction_of_step
+    if device_kind != "cpu" or not _touches_communication(specs) or projected["gain_fraction"] is None \
+            or share <= projected["gain_fraction"]:
+        return projected
+    return {**projected, "gain_band": {"low": projected["gain_fraction"], "high": share},
+            "note": CONTENTION}
+
+
+# ---------------------------------------------------------------- the bound
+
+def _bound(finding, fix: FixSpec | None, reason: str | None) -> dict | None:
+    if not finding.impact.seconds_per_step:
+        return None if fix is None else {"method": BOUND, "change": None, "step_time_s": None,
+                                         "gain_fraction": None, "band": None, "gain_band": None,
+                                         "reason": reason, "assumes": fix.bound or BOUND_ASSUMES, "note": None}
+    return {"method": BOUND, "change": None, "step_time_s": None, "gain_fraction": finding.impact.fraction_of_step,
+            "band": None, "gain_band": None, "reason": reason,
+            "assumes": (fix.bound if fix and fix.bound else BOUND_ASSUMES), "note": None}
+
+
+# ---------------------------------------------------------------- all findings of a run
+
+def _prepared(run: Run, wanted: bool):
+    """The model fitted to `run` when it describes a Trn1 job and some fix needs it, else
+    (None, why not)."""
     if not wanted:
-        return
+        return None, None
     try:
         D.job_of(D.describe(run.manifest)[0], "the run's job")  # what Prepared checks first, cheaply
         from .document import Prepared  # the model, its fit and measures load only for a job to model
-        prep = Prepared(run)
-    except TrnprofError as exc:  # no Trn1 job to model: price by replaying the trace instead
-        project_by_replay(run, wanted, str(exc))
+        return Prepared(run), None
+    except TrnprofError as exc:
+        return None, str(exc)
+
+
+def project(run: Run, findings, fixes: dict[str, FixSpec | None]) -> None:
+    """Set `projected` on every finding: its rule's fix (`fixes`: rule name -> FixSpec or None)
+    priced by the model, else by replay, else the bound (docs/whatif.md)."""
+    prep, _ = _prepared(run, any(fixes.get(f.name) and fixes[f.name].model for f in findings))
+    reasons: dict[int, str] = {}
+    replays: list[tuple[object, list[str]]] = []
+    for finding in findings:
+        fix = fixes.get(finding.name)
+        if fix is not None and fix.model is not None and prep is not None:
+            try:
+                finding.projected = _by_model(prep, fix)
+                continue
+            except NoFix as exc:
+                reasons[id(finding)] = f"the execution model: {exc}"
+        if fix is not None and fix.replay:
+            try:
+                replays.append((finding, replay_specs(fix, finding)))
+                continue
+            except NoFix as exc:
+                reasons[id(finding)] = f"no replay: {exc}"
+        finding.projected = _bound(finding, fix, reasons.get(id(finding)))
+    if replays:
+        _price_replays(run, replays, fixes, reasons)
+    _shared(findings)
+
+
+def _shared(findings) -> None:
+    """Findings whose fixes are the same change (exposed communication and low overlap both
+    price overlap) are worth it once: the one that claimed most of the measured time carries the
+    price; each other one is worth 0 and says whose price it shares."""
+    groups: dict[str, list] = {}
+    for finding in findings:
+        projected = finding.projected
+        if projected and projected.get("change") and projected.get("gain_fraction") is not None:
+            key = f"{projected['method']}:{sorted(projected['change'].items())!r}"
+            groups.setdefault(key, []).append(finding)
+    for group in groups.values():
+        keeper = max(group, key=lambda f: (f.impact.fraction_of_step, f.code))
+        for finding in group:
+            if finding is not keeper:
+                finding.projected = {**finding.projected, "gain_fraction": 0.0, "gain_band": None,
+                                     "note": f"the same fix as {keeper.code} {keeper.name}, which carries its price"}
+
+
+def _price_replays(run: Run, replays, fixes, reasons: dict[int, str]) -> None:
+    try:
+        prices = replay_prices(run, [specs for _, specs in replays])
+    except TrnprofError as exc:
+        for finding, _ in replays:
+            finding.projected = _bound(finding, fixes[finding.name], f"no replay: {exc}")
         return
-    for finding in wanted:
-        try:
-            change = FIXES[finding.name](prep.description)
-        except NoFix as exc:
-            finding.projected = _empty(str(exc))
-            continue
-        if not prep.fits:
-            finding.projected = _empty(f"the model does not fit this run: {prep.reason}", change)
-            continue
-        try:
-            finding.projected = _price(prep, change)
-        except TrnprofError as exc:
-            finding.projected = _empty(f"the fix's job is not valid: {exc}", change)
+    kind = _device_kind(run)
+    for (finding, specs), price in zip(replays, prices):
+        projected = {"method": REPLAY, "change": price["change"], "step_time_s": price["step_time_s"],
+                     "gain_fraction": price["gain_fraction"], "band": None, "gain_band": None,
+                     "reason": reasons.get(id(finding)), "note": None, "steps": price["steps"]}
+        finding.projected = _contention(_capped(projected, finding, fixes[finding.name]), finding, specs, kind)
+
+
+def _capped(projected: dict, finding, fix: FixSpec) -> dict:
+    """A replay that does more than the fix can (`at_most_measured`) is worth at most the measured claim."""
+    share = finding.impact.fraction_of_step
+    if not fix.at_most_measured or projected["gain_fraction"] is None or projected["gain_fraction"] <= share:
+        return projected
+    return {**projected, "gain_fraction": share, "note": CAPPED}
