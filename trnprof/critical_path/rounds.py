@@ -22,7 +22,7 @@ class Rounds:
         self.g, self.n = g, wave.n
         self.lane_prev, self.near = g.lane_prev.tolist(), g.near.tolist()
         self.launch_by, self.launch_at = g.launch_by.tolist(), g.launch_at.tolist()
-        self.join, self.sync_on, self.members = g.join.tolist(), g.sync_on.tolist(), g.members
+        self.join, self.sync_on, self.members = g.join.tolist(), wave.sync_on.tolist(), g.members
         self.work_f, self.work, self.tail = wave.work_f.tolist(), wave.work.tolist(), wave.tail.tolist()
         self.gap, self.base = wave.gap.tolist(), wave.base.tolist()
         n = self.n
@@ -35,22 +35,36 @@ class Rounds:
         order, first, stop = wave._sequences()
         self.sequences = [order[a:b].tolist() for a, b in zip(first.tolist(), stop.tolist())]
 
-    def run(self) -> tuple[np.ndarray, ...]:
-        pos = [0] * len(self.sequences)
-        active = [k for k, s in enumerate(self.sequences) if s]
+    def set_base(self, nodes: np.ndarray, base: np.ndarray) -> None:
+        for j, b in zip(nodes.tolist(), base.tolist()):
+            self.base[j] = b
+
+    def ends(self, nodes: np.ndarray) -> np.ndarray:
+        """Every node's end as an array, known for `nodes` (NaN elsewhere)."""
+        out = np.full(self.n, np.nan)
+        out[nodes] = [self.end[j] for j in nodes.tolist()]
+        return out
+
+    def run_groups(self, groups: np.ndarray) -> None:
+        """Solve the sequences `groups` (one step's) to their end."""
+        sequences = [self.sequences[k] for k in groups.tolist()]
+        pos = [0] * len(sequences)
+        active = [k for k, s in enumerate(sequences) if s]
         while active:
-            heads = [self.sequences[k][pos[k]] for k in active]
+            heads = [sequences[k][pos[k]] for k in active]
             ready = [self._ready(h) for h in heads]
             moved = [h for h, r in zip(heads, ready) if r]
             if moved:
                 self._start(moved)
                 for k, r in zip(active, ready):
                     pos[k] += r
-                active = [k for k in active if pos[k] < len(self.sequences[k])]
+                active = [k for k in active if pos[k] < len(sequences[k])]
             settled = self._settle(force=not moved)
             if not moved and not settled:
                 raise RuntimeError("critical path: the graph has a cycle")  # measured order forbids it
         self._settle(force=True)
+
+    def result(self) -> tuple[np.ndarray, ...]:
         return (np.array(self.start, float), np.array(self.end, float), np.array(self.start_by, np.int64),
                 np.array(self.end_by, np.int64), np.array(self.via_launch, bool))
 
