@@ -20,7 +20,7 @@ def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndar
     gap = (graph.gap * (ones if gap_scale is None else gap_scale)).tolist()
     base = graph.nodes["base"].to_numpy(np.int64).tolist()
     s0 = graph.nodes["ts"].to_numpy(np.int64).tolist()
-    lane_prev, near = graph.lane_prev.tolist(), graph.near.tolist()
+    lane_prev, near, near_lead = graph.lane_prev.tolist(), graph.near.tolist(), graph.near_lead.tolist()
     join, sync_on, members = graph.join.tolist(), graph.sync_on.tolist(), graph.members
     launch_by, launch_at = graph.launch_by.tolist(), graph.launch_at.tolist()
     work_f = (ones if work_scale is None else work_scale).tolist()
@@ -77,6 +77,7 @@ def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndar
                 e = end[q]
                 if e is None:
                     e = end_of(q)
+                e -= near_lead[j]
                 if e > ready:
                     ready, by = e, q
             o = launch_by[j]

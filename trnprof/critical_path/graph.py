@@ -65,6 +65,7 @@ class Graph:
     steps: pd.DataFrame    # rank, step, ts, end_ts, tail_gap (times in ns after `origin`), group
     origin: int            # ns on the run's clock of time 0 here (keeps float replay exact)
     group: np.ndarray      # (rank, step) sequence of each node, contiguous, 0..
+    near_lead: np.ndarray | None = None     # ns before `near`'s end the node could start (0: at its end)
     by_sequence: np.ndarray | None = None   # node indices sequence by sequence, each in solving order (_round_major)
 
 
@@ -197,6 +198,7 @@ def build(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame) -> Graph
         arrive = arrive_of[join[j]]
         tail[j] = e0[j] - arrive
         work[j] = np.where(arrive > s0[j], tail[j], dur[j])
+    near_lead = _collective_waiters(nodes, join, members, s0, e0, group, near, gap)
     sync_on = _syncs(nodes, rank, step, s0, e0)
     s = sync_on >= 0
     tail[s] = np.minimum(dur[s], e0[s] - e0[sync_on[s]])   # its own length when the device had finished
@@ -206,7 +208,7 @@ def build(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame) -> Graph
     s = sync_on >= 0
     work[s] = tail[s]
     graph = Graph(nodes, order, lane_prev, near, gap, work, tail, join, sync_on, launch_by, launch_at, members,
-                  _step_ends(nodes, steps, group, origin), origin, group)
+                  _step_ends(nodes, steps, group, origin), origin, group, near_lead)
     return _round_major(graph)
 
 
@@ -234,7 +236,7 @@ def _round_major(g: Graph) -> Graph:
     nodes = g.nodes[list(KEPT_COLUMNS)].take(old).reset_index(drop=True)
     return Graph(nodes, new[g.order], ids(g.lane_prev), ids(g.near),
                  g.gap[old], g.work[old], g.tail[old], g.join[old], ids(g.sync_on), ids(g.launch_by),
-                 g.launch_at[old], members, g.steps, g.origin, g.group[old], new[by_sequence])
+                 g.launch_at[old], members, g.steps, g.origin, g.group[old], g.near_lead[old], new[by_sequence])
 
 
 def _launches(nodes: pd.DataFrame, marks: pd.DataFrame, group, s0, e0, origin: int):
@@ -280,7 +282,8 @@ def _lane_across_steps(lane_prev, rank, step, lane, s0, e0) -> None:
 def _correlate(nodes, marks, group, position, origin, s0, e0, near, launch_by, launch_at, rank, step) -> None:
     """Device nodes whose launch call is known by its correlation id wait for that call (in
     place of the inferred launch), also when it was made in an earlier step, and, of the rank's
-    other work, for device work only."""
+    other work, for device work only; on such a run host nodes wait, of the rank's other work,
+    for host work only (the device is asynchronous: blocking calls have their own edge)."""
     if "corr" not in nodes or not nodes["corr"].notna().any():
         return
     device = matches(nodes["lane"], DEVICE_LANE)
@@ -293,6 +296,41 @@ def _correlate(nodes, marks, group, position, origin, s0, e0, near, launch_by, l
     device_near = _latest_before(group, e0, s0, device)[node]
     ok = (device_near >= 0) & (position[np.maximum(device_near, 0)] < position[node])
     near[node] = np.where(ok, device_near, -1)
+    # the host runs ahead of an asynchronous device: its work waits for device work only
+    # through a blocking call (the sync edge), not because a kernel happened to end before it
+    host = np.flatnonzero(~device)
+    host_near = _latest_before(group, e0, s0, ~device)[host]
+    ok = (host_near >= 0) & (position[np.maximum(host_near, 0)] < position[host])
+    near[host] = np.where(ok, host_near, -1)
+
+
+def _collective_waiters(nodes, join, members, s0, e0, group, near, gap) -> np.ndarray:
+    """Host nodes that waited for a collective of their rank running on another host thread
+    (CPU collectives: DDP's reducer resumes when gloo's all-reduce has the data, which its
+    recorded event shows ending a little later): a host node that started, after a lead gap,
+    while such a collective was in flight and after its last rank had arrived, but whose other
+    predecessors had all ended before that arrival. Its `near` becomes the collective and the
+    returned lead says how long before the collective's recorded end it started (0 elsewhere),
+    so a replay that moves the last arrival moves the node. `near` and `gap` change in place."""
+    n = len(nodes)
+    lead = np.zeros(n, np.int64)
+    host_lane = ~nodes["device"].to_numpy(bool)
+    joined = np.flatnonzero((join >= 0) & host_lane)
+    if not len(joined) or not len(members):
+        return lead
+    arrival_of = np.maximum.reduceat(s0[members.rows], members.ptr[:-1])
+    arrival = arrival_of[join[joined]]
+    waiters = np.flatnonzero(host_lane & (join < 0) & (gap > 0))
+    found = _latest_end(group[waiters], s0[waiters], group[joined], arrival, joined)
+    c = np.maximum(found, 0)
+    ready = s0[waiters] - gap[waiters]            # when its other predecessors let it start
+    lane = codes(nodes["lane"])
+    ok = (found >= 0) & (s0[c] < s0[waiters]) & (e0[c] > s0[waiters]) & (ready < arrival_of[join[c]]) \
+        & (lane[c] != lane[waiters])
+    w, c = waiters[ok], c[ok]
+    near[w], lead[w] = c, e0[c] - s0[w]
+    gap[w] = 0
+    return lead
 
 
 def _syncs(nodes: pd.DataFrame, rank, step, s0, e0) -> np.ndarray:

@@ -42,7 +42,13 @@ def _walk(graph: Graph, sol: Solution, row, columns) -> tuple[list, float]:
                          sol.end[j] if until is None else until))
             break
         by = int(sol.end_by[j])
-        if until is not None:
+        if until is not None and by >= 0 and graph.join[j] >= 0 and sol.start[by] < until:
+            arrived = sol.start[by]      # a waiter resumed inside a collective: after its last arrival
+            segs.append((cur_rank, kind_cat[j], names[j], arrived, until))
+            if by != j:
+                waited += max(arrived - sol.start[j], 0.0)
+            j = by
+        elif until is not None:
             segs.append((cur_rank, kind_cat[j], names[j], sol.start[j], until))
         elif by >= 0 and graph.join[j] >= 0:        # waited for the last arrival
             arrived = sol.start[by]
@@ -67,6 +73,8 @@ def _walk(graph: Graph, sol: Solution, row, columns) -> tuple[list, float]:
         until = None
         if pred >= 0 and sol.via_launch[j]:
             until = ready = sol.start[pred] + graph.launch_at[j] * _scale_of(sol, graph, pred)
+        elif pred >= 0 and pred == graph.near[j] and graph.near_lead[j] > 0:
+            until = ready = sol.end[pred] - graph.near_lead[j]
         else:
             ready = sol.end[pred] if pred >= 0 else float(step_start[(cur_rank, int(row.step))])
         if sol.start[j] > ready:

@@ -317,12 +317,13 @@ def first_latest(members, instances: np.ndarray, start: np.ndarray) -> np.ndarra
 
 def _binding(g: Graph, j: np.ndarray, base, start, end, work_f):
     """(ready time, the predecessor that set it or -1, set by a launch) of nodes `j`: the step
-    start, then the lane predecessor's end, the latest finished node's end, the launch point in
-    its host node; a later candidate binds only when strictly later."""
+    start, then the lane predecessor's end, the latest finished node's end (less its lead: a
+    collective's waiter resumes before the collective's recorded end), the launch point in its
+    host node; a later candidate binds only when strictly later."""
     ready, by = base[j].copy(), np.full(len(j), -1, np.int64)
-    for preds in (g.lane_prev[j], g.near[j]):
+    for preds, lead in ((g.lane_prev[j], 0), (g.near[j], g.near_lead[j])):
         has = preds >= 0
-        e = np.where(has, end[np.maximum(preds, 0)], -np.inf)
+        e = np.where(has, end[np.maximum(preds, 0)] - lead, -np.inf)
         later = e > ready
         ready, by = np.where(later, e, ready), np.where(later, preds, by)
     owner = g.launch_by[j]

@@ -20,7 +20,7 @@ class Rounds:
     def __init__(self, wave):
         g = wave.g
         self.g, self.n = g, wave.n
-        self.lane_prev, self.near = g.lane_prev.tolist(), g.near.tolist()
+        self.lane_prev, self.near, self.near_lead = g.lane_prev.tolist(), g.near.tolist(), g.near_lead.tolist()
         self.launch_by, self.launch_at = g.launch_by.tolist(), g.launch_at.tolist()
         self.join, self.sync_on, self.members = g.join.tolist(), wave.sync_on.tolist(), g.members
         self.work_f, self.work, self.tail = wave.work_f.tolist(), wave.work.tolist(), wave.tail.tolist()
@@ -78,9 +78,9 @@ class Rounds:
         start, end = self.start, self.end
         for j in nodes:
             ready, by, via = self.base[j], -1, False
-            for p in (self.lane_prev[j], self.near[j]):
-                if p >= 0 and end[p] > ready:
-                    ready, by = end[p], p
+            for p, lead in ((self.lane_prev[j], 0), (self.near[j], self.near_lead[j])):
+                if p >= 0 and end[p] - lead > ready:
+                    ready, by = end[p] - lead, p
             o = self.launch_by[j]
             if o >= 0:
                 t = start[o] + self.launch_at[j] * self.work_f[o]

@@ -14,9 +14,10 @@ SELECTOR is one term or several joined by `,` (all must match):
                           aten::mm / addmm / bmm / linear / conv*, cuBLAS, CUTLASS)
 FACTOR is a number >= 0 (0 removes the time), or:
     peers    with a rank term: the rank's matching work of each category but communication per
-             step scaled to the median of the other ranks' of its pipeline stage (bring a
+             step scaled down to the median of the other ranks' of its pipeline stage, never up
+             (a rank faster than its peers keeps its pace: the peers' ops may hold waits) (bring a
              straggler to its peers' pace; stages do different work); a plain `rank:N=peers` also
-             brings the rank's untraced host time (the gaps on its host lanes and after its
+             brings the rank's untraced time (the lead gaps of its nodes and the gap after its
              step's last op: Python, I/O, sleep) to its peers' per step
     launch   the selected blocking host calls no longer wait for the device: the call takes its
              own time after the device finished (a host sync removed: the call becomes a launch)
@@ -153,7 +154,7 @@ def _peer_factor(nodes: pd.DataFrame, work: np.ndarray, scale: Scale, stages: di
     per = frame.groupby([*keys, "rank"])["work"].sum().reset_index()
     own = per[per["rank"] == rank].set_index(keys)["work"]
     peers = per[per["rank"] != rank].groupby(keys)["work"].median()
-    ratio = (peers / own).replace([np.inf, -np.inf], np.nan).dropna()
+    ratio = (peers / own).replace([np.inf, -np.inf], np.nan).dropna().clip(upper=1.0)   # a fix never slows a rank
     ratio = ratio[ratio.index.get_level_values("category") != "communication"]
     index = pd.MultiIndex.from_frame(nodes[keys])
     return pd.Series(ratio).reindex(index).fillna(1.0).to_numpy()
@@ -196,23 +197,26 @@ def node_factors(graph: Graph, scales, stages: dict | None = None) -> tuple[np.n
 
 
 def _untraced_to_peers(graph: Graph, rank: int, stages: dict | None) -> tuple[np.ndarray, np.ndarray]:
-    """Factors bringing `rank`'s untraced host time per step (the lead gaps of its host nodes and
-    the gap after its step's last node) to the median of its peers' (the other ranks of its
-    pipeline stage) in that step: (per node, per row of graph.steps); 1 where either is 0."""
+    """Factors bringing `rank`'s untraced time per step (the lead gaps of its nodes: time on its
+    lanes with nothing recorded after what they waited for, and the gap after its step's last
+    node) to the median of its peers' (the other ranks of its pipeline stage) in that step, at
+    most their median over the batch's steps, never up:
+    (per node, per row of graph.steps); 1 where the rank has none or no peer recorded the step."""
     nodes, steps = graph.nodes, graph.steps
-    host = ~nodes["device"].to_numpy(bool)
-    untraced = pd.DataFrame({"rank": nodes["rank"].to_numpy()[host], "step": nodes["step"].to_numpy()[host],
-                             "ns": graph.gap[host].astype(float)})
+    untraced = pd.DataFrame({"rank": nodes["rank"].to_numpy(), "step": nodes["step"].to_numpy(),
+                             "ns": graph.gap.astype(float)})
     untraced = pd.concat([untraced, pd.DataFrame({"rank": steps["rank"].to_numpy(), "step": steps["step"].to_numpy(),
                                                   "ns": steps["tail_gap"].to_numpy(float)})])
     if stages and rank in stages:
         untraced = untraced[untraced["rank"].map(lambda r: stages.get(int(r)) == stages[rank])]
     per = untraced.groupby(["step", "rank"])["ns"].sum().reset_index()
     own = per[per["rank"] == rank].set_index("step")["ns"]
-    peers = per[per["rank"] != rank].groupby("step")["ns"].median()
-    ratio = (peers / own).replace([np.inf, -np.inf], np.nan).dropna()
+    others = per[per["rank"] != rank]
+    # a peer's gap may hold its wait for this rank (a wait outside every recorded op): the
+    # target is the peers' median in the step, at most their median step of the batch
+    peers = others.groupby("step")["ns"].median().clip(upper=float(others["ns"].median()) if len(others) else None)
+    ratio = (peers / own).replace([np.inf, -np.inf], np.nan).dropna().clip(upper=1.0)   # a fix never slows a rank
     node_f = np.where(nodes["rank"].to_numpy() == rank, nodes["step"].map(ratio).fillna(1.0).to_numpy(), 1.0)
-    node_f = np.where(host, node_f, 1.0)
     row_f = np.where(steps["rank"].to_numpy() == rank, steps["step"].map(ratio).fillna(1.0).to_numpy(), 1.0)
     return node_f, row_f
 
