@@ -103,7 +103,8 @@ def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndar
     order = graph.order.tolist()
     for step in sorted(set(rows["step"].tolist())):
         for k in [k for k, s in enumerate(rows["step"].tolist()) if s == step]:
-            row_start[k] += shift.get(int(rows["rank"].iat[k]), 0.0)
+            previous = shift.get(int(rows["rank"].iat[k]))
+            row_start[k] += previous[1] if previous is not None and previous[0] == step - 1 else 0.0
         mine = [j for j in order if node_step[j] == step]
         for j in mine:
             base[j] = row_start[row_of[(node_rank[j], step)]]
@@ -116,7 +117,7 @@ def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndar
             inside = [j for j in mine if node_rank[j] == rank and measured_end[j] <= end_ts[j]]
             last = max(inside, key=lambda j: (end[j], -nid[j])) if inside else None
             finished = (end[last] if last is not None else row_start[k]) + tail_gap[k]
-            shift[rank] = finished - float(rows["end_ts"].iat[k])
+            shift[rank] = (step, finished - float(rows["end_ts"].iat[k]))
     for j in range(n):
         if end[j] is None:
             end_of(j)

@@ -67,6 +67,19 @@ def test_a_step_ending_earlier_moves_the_steps_after_it(late_finisher):
     # half of it: rank 1 ends step 0 at 22, starts step 1 at 22, arrives at 32; rank 0 (from 12)
     # waits there, ends at 34 (22 ms), rank 1 at 44 (22 ms)
     assert _steps(late_finisher, "name:slow=0.5") == [22, 22, 22]
+    # one step per batch: each batch starts where the previous one's replay ended
+    with open_run(late_finisher) as run:
+        one_by_one = analyse(run, ["name:slow=0"], limit=1).replayed.sort_values("step")["dur"]
+    assert [float(d) / MS for d in one_by_one] == [12, 12, 12]
+
+
+def test_steps_left_out_of_the_replay_break_the_carry(late_finisher):
+    """Replaying steps 0 and 2 only: step 2 follows step 1, measured, so it starts where it was
+    measured to: rank 1 arrives at 74 ms at the all-reduce again and rank 0 (from 44) waits."""
+    with open_run(late_finisher) as run:
+        steps = run.sql("SELECT rank, step, ts, end_ts FROM steps WHERE step <> 1")
+        replayed = analyse(run, ["name:slow=0"], steps=steps).replayed.sort_values("step")["dur"]
+    assert [float(d) / MS for d in replayed] == [12, 32]
 
 
 def X(name, cat, ts, dur, pid=100, tid=100, **args):

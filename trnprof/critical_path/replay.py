@@ -34,11 +34,13 @@ class Solution:
 
 
 def carried(graph: Graph, sol: Solution) -> dict:
-    """rank -> ns its last step of the batch ends after (or, negative, before) its measured end:
-    the next batch's steps start that much later (`solve(carry=...)`)."""
+    """rank -> (its last step of the batch, ns that step ends after (or, negative, before) its
+    measured end): the next batch's first step starts that much later when it is the next step
+    (`solve(carry=...)`)."""
     steps = sol.steps.assign(measured=graph.steps["end_ts"].to_numpy(float))
     last = steps.sort_values("step").groupby("rank").tail(1)
-    return dict(zip(last["rank"].astype(int).tolist(), (last["end"] - last["measured"]).tolist()))
+    return dict(zip(last["rank"].astype(int).tolist(),
+                    zip(last["step"].astype(int).tolist(), (last["end"] - last["measured"]).tolist())))
 
 
 # Rounds run in plain Python (rounds.py) when a round would start at most NARROW nodes on average
@@ -76,7 +78,7 @@ def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndar
 class _Clock:
     """The batch's steps in order; each (rank, step) starts at the rank's previous step's replayed
     end plus the measured time between them (`shift`: replayed minus measured end of the rank's
-    previous step, from `carry` for the batch's first)."""
+    previous step, from `carry` for the batch's first), when that step is step - 1 and replayed."""
 
     def __init__(self, graph: Graph, step_gap_scale, carry: dict | None):
         steps = graph.steps
@@ -88,7 +90,7 @@ class _Clock:
         self.seq = steps["group"].to_numpy(np.int64)
         self.tail = steps["tail_gap"].to_numpy(float) * (1.0 if step_gap_scale is None else step_gap_scale)
         self.start = self.ts.copy()
-        self.shift = {int(r): float(v) for r, v in (carry or {}).items()}
+        self.shift = {int(r): (int(k), float(v)) for r, (k, v) in (carry or {}).items()}   # rank -> (step, ns)
         node_step = graph.nodes["step"].to_numpy(np.int64)
         key = self.rank * (1 << 32) + self.step     # every node belongs to a row (graph._attach_steps)
         sorter = np.argsort(key, kind="stable")
@@ -104,7 +106,7 @@ class _Clock:
         for step in np.unique(self.step).tolist():
             rows = np.flatnonzero(self.step == step)
             self._rows = rows
-            shift = np.array([self.shift.get(int(r), 0.0) for r in self.rank[rows]])
+            shift = np.array([_carried(self.shift.get(int(r)), step) for r in self.rank[rows]])
             self.start[rows] = self.ts[rows] + shift
             low, high = np.searchsorted(self._node_step, [step, step + 1])
             self._nodes = self._by_step[low:high]
@@ -114,8 +116,15 @@ class _Clock:
         """Record the replayed ends of the current step's rows (`end`: every node's end so far)."""
         rows = self._rows
         finished = _finish(self.g, end, rows, self.start, self.tail, self._nodes)[0]
+        step = int(self.step[rows[0]]) if len(rows) else 0
         for r, e, m in zip(self.rank[rows].tolist(), finished.tolist(), self.end_ts[rows].tolist()):
-            self.shift[r] = e - m
+            self.shift[r] = (step, e - m)
+
+
+def _carried(previous: tuple[int, float] | None, step: int) -> float:
+    """The shift a rank's `step` inherits: its previous step's, when that was the step just
+    before (steps left out of the replay keep their measured times, and so does what follows)."""
+    return previous[1] if previous is not None and previous[0] == step - 1 else 0.0
 
 
 def solve_unchanged(graph: Graph) -> Solution:
