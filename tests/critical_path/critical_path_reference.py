@@ -22,6 +22,7 @@ def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndar
     s0 = graph.nodes["ts"].to_numpy(np.int64).tolist()
     lane_prev, near, near_lead = graph.lane_prev.tolist(), graph.near.tolist(), graph.near_lead.tolist()
     join, sync_on, members = graph.join.tolist(), graph.sync_on.tolist(), graph.members
+    from_start = graph.from_start.tolist()
     launch_by, launch_at = graph.launch_by.tolist(), graph.launch_at.tolist()
     work_f = (ones if work_scale is None else work_scale).tolist()
     start, end = [None] * n, [None] * n
@@ -53,6 +54,10 @@ def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndar
             if join[p] >= 0:
                 best, who = last_arrival(p)
                 joined = best + tail[p]
+            elif from_start[p]:      # a send held until its receive was posted
+                who = sync_on[p]
+                posted = start[who] if start[who] is not None else s0[who] + start[p] - s0[p]
+                joined = posted + tail[p]
             else:
                 who = sync_on[p]
                 joined = end_of(who) + tail[p]

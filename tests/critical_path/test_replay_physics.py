@@ -213,3 +213,22 @@ def test_operations_parse():
     assert scale.parse("sync=launch").action == "launch" and scale.parse("sync=launch").terms == (("sync", ""),)
     assert scale.parse("collective,rank:1=early").action == "early"
     assert scale.parse("matmul=0.25").factor == 0.25
+
+
+def test_a_blocking_send_waits_for_its_receiver(tmp_path):
+    """Rank 0 sends from 0 ms; rank 1 computes 0-8 ms, then posts the receive: the send ends at
+    10 ms (2 ms after the receive was posted), the receive at 10.5; both steps end at 11."""
+    p2p = {"coll_group": "pp", "coll_seq": 0}
+    run = write_inline_run(tmp_path / "run", [
+        _ev(0, 0, 0, 11, "step", "step", "host/main"), _ev(1, 0, 0, 11, "step", "step", "host/main"),
+        _ev(0, 0, 0, 10, "p2p", "send.x", "nc/p2p", coll_op="send", **p2p),
+        _ev(1, 0, 0, 8, "compute", "c", "nc/tensor"),
+        _ev(1, 0, 8, 2.5, "p2p", "recv.x", "nc/p2p", coll_op="recv", **p2p)])
+    assert _steps(run) == [11]
+    # c 0-16 ms: the receive is posted at 16, the send ends 2 ms later (18), the receive 0.5 ms
+    # after the data (18.5); rank 1's step ends 0.5 ms later, rank 0's 1 ms later: 19. (A send
+    # that kept its own length would end at 10 and the step at 17.)
+    assert _steps(run, "name:c=2") == [19]
+    # c 0-4 ms: the receive is posted at 4 and the send ends 2 ms later (6), the receive at 6.5,
+    # the steps at 7
+    assert _steps(run, "name:c=0.5") == [7]

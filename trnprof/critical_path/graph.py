@@ -66,6 +66,7 @@ class Graph:
     origin: int            # ns on the run's clock of time 0 here (keeps float replay exact)
     group: np.ndarray      # (rank, step) sequence of each node, contiguous, 0..
     near_lead: np.ndarray | None = None     # ns before `near`'s end the node could start (0: at its end)
+    from_start: np.ndarray | None = None    # the end edge from sync_on reads its start (a send held by its receive)
     by_sequence: np.ndarray | None = None   # node indices sequence by sequence, each in solving order (_round_major)
 
 
@@ -205,10 +206,13 @@ def build(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame) -> Graph
     recv, send = edges_p2p.pairs(nodes, codes(nodes["coll_group"]), e0)
     sync_on[recv] = send     # the same end edge: the receive ends after the send's data arrived
     tail[recv] = edges_p2p.after_arrival(recv, send, s0, e0)
+    held, posted, after = edges_p2p.rendezvous(recv, send, s0, e0)
+    from_start = np.zeros(n, bool)
+    sync_on[held], tail[held], from_start[held] = posted, after, True   # a send ends after its receive is posted
     s = sync_on >= 0
     work[s] = tail[s]
     graph = Graph(nodes, order, lane_prev, near, gap, work, tail, join, sync_on, launch_by, launch_at, members,
-                  _step_ends(nodes, steps, group, origin), origin, group, near_lead)
+                  _step_ends(nodes, steps, group, origin), origin, group, near_lead, from_start)
     return _round_major(graph)
 
 
@@ -236,7 +240,8 @@ def _round_major(g: Graph) -> Graph:
     nodes = g.nodes[list(KEPT_COLUMNS)].take(old).reset_index(drop=True)
     return Graph(nodes, new[g.order], ids(g.lane_prev), ids(g.near),
                  g.gap[old], g.work[old], g.tail[old], g.join[old], ids(g.sync_on), ids(g.launch_by),
-                 g.launch_at[old], members, g.steps, g.origin, g.group[old], g.near_lead[old], new[by_sequence])
+                 g.launch_at[old], members, g.steps, g.origin, g.group[old], g.near_lead[old], g.from_start[old],
+                 new[by_sequence])
 
 
 def _launches(nodes: pd.DataFrame, marks: pd.DataFrame, group, s0, e0, origin: int):

@@ -56,6 +56,12 @@ def _walk(graph: Graph, sol: Solution, row, columns) -> tuple[list, float]:
             if by != j:
                 waited += max(arrived - sol.start[j], 0.0)
             j = by
+        elif by >= 0 and graph.from_start[j]:      # a send held until its receive was posted
+            posted = sol.start[by]
+            segs.append((cur_rank, kind_cat[j], names[j], posted, sol.end[j]))
+            waited += max(posted - sol.start[j], 0.0)
+            j, until = by, posted
+            continue
         elif by >= 0 and rank[by] != rank[j]:      # a receive that waited for its sender's data
             arrived = sol.end[by]
             segs.append((cur_rank, kind_cat[j], names[j], arrived, sol.end[j]))

@@ -147,7 +147,11 @@ def solve_unchanged(graph: Graph) -> Solution:
         arrival = np.maximum.reduceat(start[g.members.rows], g.members.ptr[:-1])
         last = first_latest(g.members, instances, start)
         _end_after(end, end_by, j, start[j] + g.work[j], arrival[g.join[j]] + g.tail[j], last[g.join[j]])
-    s = np.flatnonzero((g.sync_on >= 0) & (g.join < 0))   # a joined node ends with its join
+    held = (g.sync_on >= 0) & (g.join < 0) & g.from_start   # sends held by their receive's start first
+    s = np.flatnonzero(held)
+    if len(s):
+        _end_after(end, end_by, s, start[s] + g.work[s], start[g.sync_on[s]] + g.tail[s], g.sync_on[s])
+    s = np.flatnonzero((g.sync_on >= 0) & (g.join < 0) & ~held)   # a joined node ends with its join
     if len(s):
         device = g.sync_on[s]
         _end_after(end, end_by, s, start[s] + g.work[s], end[device] + g.tail[s], device)
@@ -266,12 +270,14 @@ class _Wave:
         inst, dev = g.join[p], self.sync_on[p]
         i, d = np.maximum(inst, 0), np.maximum(dev, 0)
         joins = (inst >= 0) & (self.started[i] == self.size[i])
-        syncs = (inst < 0) & ~np.isnan(self.end[d])
+        held = g.from_start[p]     # a send waits for its receive's start, others for their node's end
+        waited = np.where(held, self.start[d], self.end[d])
+        syncs = (inst < 0) & ~np.isnan(waited)
         can = joins | syncs
         if can.any():
             q = p[can]
             own = self.start[q] + self.work[q]
-            after = np.where(joins[can], self.arrival[i[can]], self.end[d[can]]) + self.tail[q]
+            after = np.where(joins[can], self.arrival[i[can]], waited[can]) + self.tail[q]
             who = dev[can].copy()
             complete = i[can][joins[can]]
             who[joins[can]] = g.members.rows[g.members.ptr[complete] + self.last_pos[complete]]
@@ -300,6 +306,12 @@ class _Wave:
                 arrived = np.where(missing, s0 + shift, arrived)
             k = int(np.argmax(arrived))
             who, joined = members[k], arrived[k] + self.tail[p]
+        elif g.from_start[p]:
+            who = int(self.sync_on[p])
+            posted = self.start[who]
+            if np.isnan(posted):    # clocks disagree on the order: it keeps its measured offset
+                posted = g.nodes["ts"].iat[who] + self.start[p] - g.nodes["ts"].iat[p]
+            joined = posted + self.tail[p]
         else:
             who = int(self.sync_on[p])
             if np.isnan(self.end[who]):

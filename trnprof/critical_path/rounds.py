@@ -23,6 +23,7 @@ class Rounds:
         self.lane_prev, self.near, self.near_lead = g.lane_prev.tolist(), g.near.tolist(), g.near_lead.tolist()
         self.launch_by, self.launch_at = g.launch_by.tolist(), g.launch_at.tolist()
         self.join, self.sync_on, self.members = g.join.tolist(), wave.sync_on.tolist(), g.members
+        self.from_start = g.from_start.tolist()
         self.work_f, self.work, self.tail = wave.work_f.tolist(), wave.work.tolist(), wave.tail.tolist()
         self.gap, self.base = wave.gap.tolist(), wave.base.tolist()
         n = self.n
@@ -107,7 +108,7 @@ class Rounds:
         if any(can):
             for p in [p for p, c in zip(pending, can) if c]:
                 i = self.join[p]
-                after, who = (self.arrival[i], self._last(i)) if i >= 0 else (self.end[self.sync_on[p]], self.sync_on[p])
+                after, who = (self.arrival[i], self._last(i)) if i >= 0 else (self._waited(p), self.sync_on[p])
                 self._end(p, after + self.tail[p], who)
             self.pending = [p for p, c in zip(pending, can) if not c]
             return True
@@ -129,7 +130,11 @@ class Rounds:
         i = self.join[p]
         if i >= 0:
             return self.started[i] == self.size[i]
-        return not math.isnan(self.end[self.sync_on[p]])
+        return not math.isnan(self._waited(p))
+
+    def _waited(self, p: int) -> float:
+        """When what `p`'s end waits for happened: its receive's start for a held send, else its node's end."""
+        return self.start[self.sync_on[p]] if self.from_start[p] else self.end[self.sync_on[p]]
 
     def _end(self, p: int, after: float, who: int) -> None:
         own = self.start[p] + self.work[p]
@@ -149,6 +154,13 @@ class Rounds:
             arrived = [self.start[m] if not math.isnan(self.start[m]) else ts[m] + shift for m in members]
             k = max(range(len(members)), key=lambda i: (arrived[i], -i))   # the first latest
             who, after = members[k], arrived[k] + self.tail[p]
+        elif self.from_start[p]:
+            who = self.sync_on[p]
+            posted = self.start[who]
+            if math.isnan(posted):   # clocks disagree on the order: it keeps its measured offset
+                ts = g.nodes["ts"].to_numpy()
+                posted = ts[who] + self.start[p] - ts[p]
+            after = posted + self.tail[p]
         else:
             who = self.sync_on[p]
             if math.isnan(self.end[who]):
