@@ -232,3 +232,23 @@ def test_a_blocking_send_waits_for_its_receiver(tmp_path):
     # c 0-4 ms: the receive is posted at 4 and the send ends 2 ms later (6), the receive at 6.5,
     # the steps at 7
     assert _steps(run, "name:c=0.5") == [7]
+
+
+def test_mark_step_waits_for_the_device(tmp_path):
+    """Trn1-like, no correlation ids: the host launches a graph (0-1 ms), the device runs it 1-9.5
+    ms, xm.mark_step (2-10 ms) returns 0.5 ms after it ends, then opt (10-11 ms); 0.5 ms close
+    the 11.5 ms step."""
+    run = write_inline_run(tmp_path / "run", [
+        _ev(0, 0, 0, 11.5, "step", "step", "host/main"),
+        _ev(0, 0, 0, 1, "host", "launch_graph", "host/main"),
+        _ev(0, 0, 1, 8.5, "compute", "graph", "nc/tensor"),
+        _ev(0, 0, 2, 8, "host", "xm.mark_step", "host/main"),
+        _ev(0, 0, 10, 1, "host", "opt", "host/main")])
+    with open_run(run) as opened:
+        path = opened.sql("SELECT category, name, dur FROM critical_path ORDER BY seq")
+    # the path: the launch, the device's graph, the 0.5 ms mark_step took after it, opt, the tail
+    assert list(path.itertuples(index=False)) == [
+        ("host", "launch_graph", 1 * MS), ("compute", "graph", 8.5 * MS), ("sync", "xm.mark_step", 0.5 * MS),
+        ("host", "opt", 1 * MS), ("host", "(untraced)", 0.5 * MS)]
+    # the device twice as slow: mark_step returns at 18.5, opt ends 19.5, the step 0.5 ms later
+    assert _steps(run, "name:graph=2") == [20]
