@@ -68,3 +68,13 @@ def test_unrecorded_device_work_is_not_a_host_bound_step(case):
         assert names["compute.host_bound"].impact.measured_seconds_per_step == pytest.approx(8.1e-3, rel=0.02)
     else:
         assert "compute.host_bound" not in names
+
+
+def test_a_blocking_call_on_the_path_is_the_host_waiting_for_the_device(case):
+    """cudaStreamSynchronize (0.9 ms a step) waits for the graph's work, recorded or not: on the
+    critical path it is `sync`, not host work."""
+    recorded, run = case
+    with open_run(run) as opened:
+        path = opened.sql("SELECT category, SUM(dur) AS dur FROM critical_path "
+                          "WHERE name = 'cudaStreamSynchronize' GROUP BY category")
+    assert list(path["category"]) == ["sync"] and int(path["dur"].iloc[0]) == 4 * 900_000

@@ -130,8 +130,11 @@ def critical_path(graph: Graph, sol: Solution) -> tuple[pd.DataFrame, pd.DataFra
 
 
 def _columns(graph: Graph, sol: Solution) -> tuple:
-    """The nodes' rank, category, name and step, and each (rank, step)'s replayed start."""
+    """The nodes' rank, category, name and step, and each (rank, step)'s replayed start. A host
+    call that blocks on the device is `sync` on the path: the host waited for the device, also
+    for device work the trace does not show (a CUDA graph replayed without kernel records)."""
     nodes, steps = graph.nodes, sol.steps
     step_start = dict(zip(zip(steps["rank"].tolist(), steps["step"].tolist()), steps["ts"].tolist()))
-    return (nodes["rank"].to_numpy(), nodes["category"].to_numpy(), nodes["name"].to_numpy(), step_start,
-            nodes["step"].to_numpy())
+    category = nodes["category"].to_numpy().astype(object)
+    category[nodes["syncs"].to_numpy(bool) & ~nodes["device"].to_numpy(bool)] = SYNC
+    return nodes["rank"].to_numpy(), category, nodes["name"].to_numpy(), step_start, nodes["step"].to_numpy()
