@@ -87,7 +87,6 @@ class _Clock:
         self.step = steps["step"].to_numpy(np.int64)
         self.ts = steps["ts"].to_numpy(float)
         self.end_ts = steps["end_ts"].to_numpy(float)
-        self.seq = steps["group"].to_numpy(np.int64)
         self.tail = steps["tail_gap"].to_numpy(float) * (1.0 if step_gap_scale is None else step_gap_scale)
         self.start = self.ts.copy()
         self.shift = {int(r): (int(k), float(v)) for r, (k, v) in (carry or {}).items()}   # rank -> (step, ns)
