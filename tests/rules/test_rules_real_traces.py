@@ -54,8 +54,9 @@ def test_cpu_allocations_carry_no_negative_allocator_cache(runs):
 
 @pytest.mark.parametrize("name", ["base", "flat"])
 def test_balanced_jobs_get_no_straggler(runs, name):
-    # both ranks run the same work; on a loaded machine they take turns being late
-    assert _findings(runs[name], "scale.straggler") == []
+    # both ranks run the same work; on a loaded machine they take turns being late: at most info
+    # (issue 35; `flat`: rank 1 is later in 5 of 8 steps, one of them by 28 ms)
+    assert all(f.severity == "info" for f in _findings(runs[name], "scale.straggler"))
 
 
 def test_a_slow_rank_that_its_peer_waits_for_is_a_straggler(runs):

@@ -62,20 +62,6 @@ def check_step_sizes(counts: pd.DataFrame) -> None:
                            "(docs/critical-path.md, Performance)")
 
 
-def _step_gap_factor(graph: G.Graph, scales) -> np.ndarray:
-    """The gap scales that name no node attribute but a rank also scale the gap after a step's
-    last node."""
-    factor = np.ones(len(graph.steps))
-    for scale in scales:
-        terms = dict(scale.terms)
-        if "gap" in terms and set(terms) <= {"gap", "rank"} and scale.factor is not None:
-            hit = np.ones(len(graph.steps), bool)
-            if "rank" in terms:
-                hit = (graph.steps["rank"] == int(terms["rank"])).to_numpy()
-            factor[hit] *= scale.factor
-    return factor
-
-
 def pipeline_stages(run) -> dict | None:
     """rank -> pipeline stage when the run has two stages or more (a rank's peers do the same
     work), else None."""
@@ -150,20 +136,22 @@ class Replayer:
         unchanged one's with `base_path`."""
         scales = [s if isinstance(s, S.Scale) else S.parse(s) for s in scales]
         parts = {"segments": [], "walks": [], "measured": [], "replayed": [], "base_segments": []}
-        total = 0
-        for graph, base in self.solved():
-            total += len(graph.nodes)
-            changed = base
-            if scales:
-                work_f, gap_f = S.factors(graph.nodes, graph.work, scales, self.stages)
-                changed = R.solve(graph, work_f, gap_f, _step_gap_factor(graph, scales))
+        total, carry = 0, None
+        for measured, base in self.solved():
+            total += len(measured.nodes)
+            graph, changed = measured, base
+            if scales:   # each batch starts where the previous one's replay ended (R.carried)
+                graph = S.rewired(measured, scales)
+                work_f, gap_f, step_gap_f = S.node_factors(graph, scales, self.stages)
+                changed = R.solve(graph, work_f, gap_f, step_gap_f, carry=carry)
+                carry = R.carried(graph, changed)
             segments = None
             if path or (base_path and not scales):
                 segments, walks = P.critical_path(graph, changed)
                 parts["segments"].append(segments)
                 parts["walks"].append(walks)
             if base_path:
-                parts["base_segments"].append(P.critical_path(graph, base)[0] if scales else segments)
+                parts["base_segments"].append(P.critical_path(measured, base)[0] if scales else segments)
             parts["measured"].append(base.steps.groupby("step", as_index=False)["dur"].max())
             parts["replayed"].append(changed.steps.groupby("step", as_index=False)["dur"].max())
         empty = {"segments": pd.DataFrame(columns=P.SEGMENT_COLUMNS),

@@ -2,7 +2,8 @@
 
 Kineto gives a runtime call that enqueues device work (`cudaLaunchKernel`, `cudaMemcpyAsync`, ...)
 and the device op it enqueued the same `correlation` id (in `args`; the trace's `ac2g` flow
-arrows join the same pairs). Where a device node's id matches a host call of its rank and step,
+arrows join the same pairs). Where a device node's id matches a host call of its rank (in its
+step or an earlier one of the batch: a kernel launched at the end of a step may run in the next),
 the node waits for that call's end, at its offset into the top-level host node holding it; this
 replaces the edge inferred from nesting and time (graph.py: `_launches`, and the latest-finished
 edge from host work, which a launched op no longer waits for). Runs without ids (Trn1, Neuron
@@ -50,7 +51,8 @@ def _host_calls(nodes: pd.DataFrame, marks: pd.DataFrame, device: np.ndarray, or
 def correlated(nodes: pd.DataFrame, marks: pd.DataFrame, device: np.ndarray, group: np.ndarray,
                position: np.ndarray, origin: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(device node, the host node holding its launch call, ns into that node at which the call
-    ended) for every device node whose launch call is in its rank and step. `nodes` are in
+    ended) for every device node whose launch call has the same `group` (graph.py passes the
+    rank: launches connect across the batch's steps). `nodes` are in
     graph.py's attached form (times after `origin`), `device` marks those on a device lane and
     `position` is each node's solving order.
     The host node must start first; a call that ends after the device op started (the host's

@@ -6,6 +6,9 @@ ends its measured post-arrival time after the later of that and its own start (t
 edge from another node, as a blocking host call's from the device; when the sender sets it, the
 path continues on the sender's rank). A receive posted before the data arrived waited for it; one
 posted after did not, and waits in a replay only if its sender became that much later.
+A send still running when its receive was posted is a rendezvous: it ends no earlier than the
+receive was posted plus its measured time after that (`rendezvous`), so a receiver made later
+in a replay holds its sender; a send that ended before its receive was posted (buffered) does not.
 """
 
 from __future__ import annotations
@@ -49,3 +52,11 @@ def pairs(nodes: pd.DataFrame, group_codes: np.ndarray, e0: np.ndarray) -> tuple
 def after_arrival(recv: np.ndarray, send: np.ndarray, s0: np.ndarray, e0: np.ndarray) -> np.ndarray:
     """ns each receive took after its data arrived (or after it was posted, if later)."""
     return e0[recv] - np.maximum(e0[send], s0[recv])
+
+
+def rendezvous(recv: np.ndarray, send: np.ndarray, s0: np.ndarray, e0: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(send, its receive, ns the send took after the receive was posted, or after its own start
+    if later) for the pairs whose receive was posted while the send ran."""
+    held = s0[recv] < e0[send]
+    send, recv = send[held], recv[held]
+    return send, recv, e0[send] - np.maximum(s0[recv], s0[send])

@@ -31,7 +31,8 @@ LATE_RANK = "late_rank"
 SYNC = "sync"
 CATEGORIES = ("compute", "communication", LATE_RANK, "host", "input", SYNC, "transfer", "compile")
 # node columns the replay, the path and the scales read (the rest only builds the edges)
-KEPT_COLUMNS = ("rank", "step", "kind", "name", "category", "ts", "end", "base", "end_ts", "bytes", "nid")
+KEPT_COLUMNS = ("rank", "step", "kind", "name", "category", "ts", "end", "base", "end_ts", "bytes", "nid", "syncs",
+                "device")
 
 
 class Members:
@@ -64,6 +65,8 @@ class Graph:
     steps: pd.DataFrame    # rank, step, ts, end_ts, tail_gap (times in ns after `origin`), group
     origin: int            # ns on the run's clock of time 0 here (keeps float replay exact)
     group: np.ndarray      # (rank, step) sequence of each node, contiguous, 0..
+    near_lead: np.ndarray | None = None     # ns before `near`'s end the node could start (0: at its end)
+    from_start: np.ndarray | None = None    # the end edge from sync_on reads its start (a send held by its receive)
     by_sequence: np.ndarray | None = None   # node indices sequence by sequence, each in solving order (_round_major)
 
 
@@ -172,11 +175,14 @@ def build(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame) -> Graph
     order = np.lexsort((np.arange(n), e0, s0))   # (starts tie across ranks: stable_order is slower here)
     position = np.empty(n, np.int64)
     position[order] = np.arange(n)
-    lane_prev = np.where(_starts(rank, step, codes(nodes["lane"])), -1, np.arange(n) - 1)
+    lane = codes(nodes["lane"])
+    lane_prev = np.where(_starts(rank, step, lane), -1, np.arange(n) - 1)
+    _lane_across_steps(lane_prev, rank, step, lane, s0, e0)
+    nodes["device"] = matches(nodes["lane"], DEVICE_LANE)
     near = _latest_before(group, e0, s0, np.ones(n, bool))
     near = np.where((near >= 0) & (position[np.maximum(near, 0)] < position), near, -1)
     launch_by, launch_at = _launches(nodes, marks, group, s0, e0, origin)
-    _correlate(nodes, marks, group, position, origin, s0, e0, near, launch_by, launch_at)
+    _correlate(nodes, marks, group, position, origin, s0, e0, near, launch_by, launch_at, rank, step)
     ready = np.maximum.reduce([nodes["base"].to_numpy(np.int64),
                                np.where(lane_prev >= 0, e0[np.maximum(lane_prev, 0)], 0),
                                np.where(near >= 0, e0[np.maximum(near, 0)], 0)])
@@ -193,16 +199,20 @@ def build(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame) -> Graph
         arrive = arrive_of[join[j]]
         tail[j] = e0[j] - arrive
         work[j] = np.where(arrive > s0[j], tail[j], dur[j])
-    sync_on = _syncs(nodes, group, s0, e0)
+    near_lead = _collective_waiters(nodes, join, members, s0, e0, group, near, gap)
+    sync_on = _syncs(nodes, rank, step, s0, e0)
     s = sync_on >= 0
-    tail[s] = e0[s] - e0[sync_on[s]]
+    tail[s] = np.minimum(dur[s], e0[s] - e0[sync_on[s]])   # its own length when the device had finished
     recv, send = edges_p2p.pairs(nodes, codes(nodes["coll_group"]), e0)
     sync_on[recv] = send     # the same end edge: the receive ends after the send's data arrived
     tail[recv] = edges_p2p.after_arrival(recv, send, s0, e0)
+    held, posted, after = edges_p2p.rendezvous(recv, send, s0, e0)
+    from_start = np.zeros(n, bool)
+    sync_on[held], tail[held], from_start[held] = posted, after, True   # a send ends after its receive is posted
     s = sync_on >= 0
     work[s] = tail[s]
     graph = Graph(nodes, order, lane_prev, near, gap, work, tail, join, sync_on, launch_by, launch_at, members,
-                  _step_ends(nodes, steps, group, origin), origin, group)
+                  _step_ends(nodes, steps, group, origin), origin, group, near_lead, from_start)
     return _round_major(graph)
 
 
@@ -230,7 +240,8 @@ def _round_major(g: Graph) -> Graph:
     nodes = g.nodes[list(KEPT_COLUMNS)].take(old).reset_index(drop=True)
     return Graph(nodes, new[g.order], ids(g.lane_prev), ids(g.near),
                  g.gap[old], g.work[old], g.tail[old], g.join[old], ids(g.sync_on), ids(g.launch_by),
-                 g.launch_at[old], members, g.steps, g.origin, g.group[old], new[by_sequence])
+                 g.launch_at[old], members, g.steps, g.origin, g.group[old], g.near_lead[old], g.from_start[old],
+                 new[by_sequence])
 
 
 def _launches(nodes: pd.DataFrame, marks: pd.DataFrame, group, s0, e0, origin: int):
@@ -258,27 +269,83 @@ def _launches(nodes: pd.DataFrame, marks: pd.DataFrame, group, s0, e0, origin: i
     return by, at
 
 
-def _correlate(nodes, marks, group, position, origin, s0, e0, near, launch_by, launch_at) -> None:
+def _lane_across_steps(lane_prev, rank, step, lane, s0, e0) -> None:
+    """The first node of a lane in a step follows the lane's last node of an earlier step of the
+    batch that ended before it started (a stream still busy with the previous step's kernels)."""
+    n = len(rank)
+    if not n:
+        return
+    order = np.lexsort((np.arange(n), s0, lane, rank))
+    prev = np.full(n, -1, np.int64)
+    same = (rank[order][1:] == rank[order][:-1]) & (lane[order][1:] == lane[order][:-1])
+    prev[order[1:][same]] = order[:-1][same]
+    p = np.maximum(prev, 0)
+    cross = (lane_prev < 0) & (prev >= 0) & (step[p] < step) & (e0[p] <= s0)
+    lane_prev[cross] = prev[cross]
+
+
+def _correlate(nodes, marks, group, position, origin, s0, e0, near, launch_by, launch_at, rank, step) -> None:
     """Device nodes whose launch call is known by its correlation id wait for that call (in
-    place of the inferred launch) and, of the rank's other work, for device work only."""
+    place of the inferred launch), also when it was made in an earlier step, and, of the rank's
+    other work, for device work only; on such a run host nodes wait, of the rank's other work,
+    for host work only (the device is asynchronous: blocking calls have their own edge)."""
     if "corr" not in nodes or not nodes["corr"].notna().any():
         return
     device = matches(nodes["lane"], DEVICE_LANE)
-    node, owner, at = edges_launch.correlated(nodes, marks, device, group, position, origin)
+    node, owner, at = edges_launch.correlated(nodes, marks, device, rank, position, origin)
+    earlier = step[owner] <= step[node]
+    node, owner, at = node[earlier], owner[earlier], at[earlier]
     if not len(node):
         return
     launch_by[node], launch_at[node] = owner, at
     device_near = _latest_before(group, e0, s0, device)[node]
     ok = (device_near >= 0) & (position[np.maximum(device_near, 0)] < position[node])
     near[node] = np.where(ok, device_near, -1)
+    # the host runs ahead of an asynchronous device: its work waits for device work only
+    # through a blocking call (the sync edge), not because a kernel happened to end before it
+    host = np.flatnonzero(~device)
+    host_near = _latest_before(group, e0, s0, ~device)[host]
+    ok = (host_near >= 0) & (position[np.maximum(host_near, 0)] < position[host])
+    near[host] = np.where(ok, host_near, -1)
 
 
-def _syncs(nodes: pd.DataFrame, group, s0, e0) -> np.ndarray:
-    """For each blocking host call, the device node that finished last while it blocked."""
-    found = _latest_before(group, e0, e0, matches(nodes["lane"], DEVICE_LANE))
-    holds = nodes["syncs"].to_numpy(bool) & (found >= 0)
-    found = np.where(holds, found, -1)
-    ok = (found >= 0) & (e0[np.maximum(found, 0)] > s0)
+def _collective_waiters(nodes, join, members, s0, e0, group, near, gap) -> np.ndarray:
+    """Host nodes that waited for a collective of their rank running on another host thread
+    (CPU collectives: DDP's reducer resumes when gloo's all-reduce has the data, which its
+    recorded event shows ending a little later): a host node that started, after a lead gap,
+    while such a collective was in flight and after its last rank had arrived, but whose other
+    predecessors had all ended before that arrival. Its `near` becomes the collective and the
+    returned lead says how long before the collective's recorded end it started (0 elsewhere),
+    so a replay that moves the last arrival moves the node. `near` and `gap` change in place."""
+    n = len(nodes)
+    lead = np.zeros(n, np.int64)
+    host_lane = ~nodes["device"].to_numpy(bool)
+    joined = np.flatnonzero((join >= 0) & host_lane)
+    if not len(joined) or not len(members):
+        return lead
+    arrival_of = np.maximum.reduceat(s0[members.rows], members.ptr[:-1])
+    arrival = arrival_of[join[joined]]
+    waiters = np.flatnonzero(host_lane & (join < 0) & (gap > 0))
+    found = _latest_end(group[waiters], s0[waiters], group[joined], arrival, joined)
+    c = np.maximum(found, 0)
+    ready = s0[waiters] - gap[waiters]            # when its other predecessors let it start
+    lane = codes(nodes["lane"])
+    ok = (found >= 0) & (s0[c] < s0[waiters]) & (e0[c] > s0[waiters]) & (ready < arrival_of[join[c]]) \
+        & (lane[c] != lane[waiters])
+    w, c = waiters[ok], c[ok]
+    near[w], lead[w] = c, e0[c] - s0[w]
+    gap[w] = 0
+    return lead
+
+
+def _syncs(nodes: pd.DataFrame, rank, step, s0, e0) -> np.ndarray:
+    """For each blocking host call, the rank's device node (of its step or an earlier one) that
+    finished last before the call ended: the device work it waited for, whether it was still
+    running when the call began (the call blocked) or not (a replay that makes it later makes
+    the call wait)."""
+    found = _latest_before(rank, e0, e0, nodes["device"].to_numpy(bool))
+    f = np.maximum(found, 0)
+    ok = nodes["syncs"].to_numpy(bool) & (found >= 0) & (step[f] <= step) & (f != np.arange(len(found)))
     return np.where(ok, found, -1)
 
 

@@ -14,8 +14,11 @@ import pandas as pd
 
 from .events import WORK_KINDS, with_object_categories  # noqa: F401  (WORK_KINDS: the kinds that are work)
 
-# Host calls that block until the device has finished its queued work.
-SYNC_NAME = r"(?i)synchronize|cudaMemcpy(?!Async)|hipMemcpy(?!Async)|nrt_execute_wait"
+# Host calls that block until the device has finished its queued work (as the stdlib's
+# _host_calls names them: synchronous copies, stream / event / device synchronize, `.item()`,
+# torch-xla's mark_step / wait_device_ops; the Neuron runtime's execute wait).
+SYNC_NAME = (r"(?i)synchronize|cudaMemcpy(?!Async)|hipMemcpy(?!Async)|nrt_execute_wait|mark_step|wait_device_ops|"
+             r"^aten::(?:item|_local_scalar_dense)$")
 DEVICE_LANE = r"^(?:gpu|nc/|dma/|mtia|xpu)"
 
 

@@ -25,7 +25,7 @@ def _walk(graph: Graph, sol: Solution, row, columns) -> tuple[list, float]:
     """Segments (rank, category, name, start, end) of one step, latest first, and the time the
     ranks on the path waited at collectives for a later rank. `columns`: the nodes' rank,
     category and name, and each (rank, step)'s start (_columns)."""
-    rank, kind_cat, names, step_start = columns
+    rank, kind_cat, names, step_start, node_step = columns
     segs, waited = [], 0.0
     j, t = int(row.last), float(row.end)
     if j < 0:
@@ -36,8 +36,19 @@ def _walk(graph: Graph, sol: Solution, row, columns) -> tuple[list, float]:
     until = None      # entering a node part-way: the end of the nested call a device node waited for
     while j >= 0:
         cur_rank = int(rank[j])
+        if node_step[j] != row.step:   # work of an earlier step ran into this one: its part in the step
+            first = float(step_start[(cur_rank, int(row.step))])
+            segs.append((cur_rank, kind_cat[j], names[j], max(sol.start[j], first),
+                         sol.end[j] if until is None else until))
+            break
         by = int(sol.end_by[j])
-        if until is not None:
+        if until is not None and by >= 0 and graph.join[j] >= 0 and sol.start[by] < until:
+            arrived = sol.start[by]      # a waiter resumed inside a collective: after its last arrival
+            segs.append((cur_rank, kind_cat[j], names[j], arrived, until))
+            if by != j:
+                waited += max(arrived - sol.start[j], 0.0)
+            j = by
+        elif until is not None:
             segs.append((cur_rank, kind_cat[j], names[j], sol.start[j], until))
         elif by >= 0 and graph.join[j] >= 0:        # waited for the last arrival
             arrived = sol.start[by]
@@ -45,6 +56,12 @@ def _walk(graph: Graph, sol: Solution, row, columns) -> tuple[list, float]:
             if by != j:
                 waited += max(arrived - sol.start[j], 0.0)
             j = by
+        elif by >= 0 and graph.from_start[j]:      # a send held until its receive was posted
+            posted = sol.start[by]
+            segs.append((cur_rank, kind_cat[j], names[j], posted, sol.end[j]))
+            waited += max(posted - sol.start[j], 0.0)
+            j, until = by, posted
+            continue
         elif by >= 0 and rank[by] != rank[j]:      # a receive that waited for its sender's data
             arrived = sol.end[by]
             segs.append((cur_rank, kind_cat[j], names[j], arrived, sol.end[j]))
@@ -62,6 +79,8 @@ def _walk(graph: Graph, sol: Solution, row, columns) -> tuple[list, float]:
         until = None
         if pred >= 0 and sol.via_launch[j]:
             until = ready = sol.start[pred] + graph.launch_at[j] * _scale_of(sol, graph, pred)
+        elif pred >= 0 and pred == graph.near[j] and graph.near_lead[j] > 0:
+            until = ready = sol.end[pred] - graph.near_lead[j]
         else:
             ready = sol.end[pred] if pred >= 0 else float(step_start[(cur_rank, int(row.step))])
         if sol.start[j] > ready:
@@ -97,7 +116,7 @@ def critical_path(graph: Graph, sol: Solution) -> tuple[pd.DataFrame, pd.DataFra
     if steps.empty:
         return pd.DataFrame(columns=SEGMENT_COLUMNS), pd.DataFrame(columns=["step", "rank", "late_rank_wait"])
     ends = steps.loc[steps.groupby("step")["dur"].idxmax()]
-    columns = _columns(graph)
+    columns = _columns(graph, sol)
     for row in ends.itertuples(index=False):
         segs, waited = _walk(graph, sol, row, columns)
         segs = [s for s in _clip(segs, float(row.ts)) if s[4] > s[3]][::-1]
@@ -110,7 +129,12 @@ def critical_path(graph: Graph, sol: Solution) -> tuple[pd.DataFrame, pd.DataFra
     return segments, pd.DataFrame(facts, columns=["step", "rank", "late_rank_wait"])
 
 
-def _columns(graph: Graph) -> tuple:
-    nodes, steps = graph.nodes, graph.steps
+def _columns(graph: Graph, sol: Solution) -> tuple:
+    """The nodes' rank, category, name and step, and each (rank, step)'s replayed start. A host
+    call that blocks on the device is `sync` on the path: the host waited for the device, also
+    for device work the trace does not show (a CUDA graph replayed without kernel records)."""
+    nodes, steps = graph.nodes, sol.steps
     step_start = dict(zip(zip(steps["rank"].tolist(), steps["step"].tolist()), steps["ts"].tolist()))
-    return nodes["rank"].to_numpy(), nodes["category"].to_numpy(), nodes["name"].to_numpy(), step_start
+    category = nodes["category"].to_numpy().astype(object)
+    category[nodes["syncs"].to_numpy(bool) & ~nodes["device"].to_numpy(bool)] = SYNC
+    return nodes["rank"].to_numpy(), category, nodes["name"].to_numpy(), step_start, nodes["step"].to_numpy()

@@ -20,9 +20,10 @@ class Rounds:
     def __init__(self, wave):
         g = wave.g
         self.g, self.n = g, wave.n
-        self.lane_prev, self.near = g.lane_prev.tolist(), g.near.tolist()
+        self.lane_prev, self.near, self.near_lead = g.lane_prev.tolist(), g.near.tolist(), g.near_lead.tolist()
         self.launch_by, self.launch_at = g.launch_by.tolist(), g.launch_at.tolist()
-        self.join, self.sync_on, self.members = g.join.tolist(), g.sync_on.tolist(), g.members
+        self.join, self.sync_on, self.members = g.join.tolist(), wave.sync_on.tolist(), g.members
+        self.from_start = g.from_start.tolist()
         self.work_f, self.work, self.tail = wave.work_f.tolist(), wave.work.tolist(), wave.tail.tolist()
         self.gap, self.base = wave.gap.tolist(), wave.base.tolist()
         n = self.n
@@ -35,22 +36,36 @@ class Rounds:
         order, first, stop = wave._sequences()
         self.sequences = [order[a:b].tolist() for a, b in zip(first.tolist(), stop.tolist())]
 
-    def run(self) -> tuple[np.ndarray, ...]:
-        pos = [0] * len(self.sequences)
-        active = [k for k, s in enumerate(self.sequences) if s]
+    def set_base(self, nodes: np.ndarray, base: np.ndarray) -> None:
+        for j, b in zip(nodes.tolist(), base.tolist()):
+            self.base[j] = b
+
+    def ends(self, nodes: np.ndarray) -> np.ndarray:
+        """Every node's end as an array, known for `nodes` (NaN elsewhere)."""
+        out = np.full(self.n, np.nan)
+        out[nodes] = [self.end[j] for j in nodes.tolist()]
+        return out
+
+    def run_groups(self, groups: np.ndarray) -> None:
+        """Solve the sequences `groups` (one step's) to their end."""
+        sequences = [self.sequences[k] for k in groups.tolist()]
+        pos = [0] * len(sequences)
+        active = [k for k, s in enumerate(sequences) if s]
         while active:
-            heads = [self.sequences[k][pos[k]] for k in active]
+            heads = [sequences[k][pos[k]] for k in active]
             ready = [self._ready(h) for h in heads]
             moved = [h for h, r in zip(heads, ready) if r]
             if moved:
                 self._start(moved)
                 for k, r in zip(active, ready):
                     pos[k] += r
-                active = [k for k in active if pos[k] < len(self.sequences[k])]
+                active = [k for k in active if pos[k] < len(sequences[k])]
             settled = self._settle(force=not moved)
             if not moved and not settled:
                 raise RuntimeError("critical path: the graph has a cycle")  # measured order forbids it
         self._settle(force=True)
+
+    def result(self) -> tuple[np.ndarray, ...]:
         return (np.array(self.start, float), np.array(self.end, float), np.array(self.start_by, np.int64),
                 np.array(self.end_by, np.int64), np.array(self.via_launch, bool))
 
@@ -64,9 +79,9 @@ class Rounds:
         start, end = self.start, self.end
         for j in nodes:
             ready, by, via = self.base[j], -1, False
-            for p in (self.lane_prev[j], self.near[j]):
-                if p >= 0 and end[p] > ready:
-                    ready, by = end[p], p
+            for p, lead in ((self.lane_prev[j], 0), (self.near[j], self.near_lead[j])):
+                if p >= 0 and end[p] - lead > ready:
+                    ready, by = end[p] - lead, p
             o = self.launch_by[j]
             if o >= 0:
                 t = start[o] + self.launch_at[j] * self.work_f[o]
@@ -93,7 +108,7 @@ class Rounds:
         if any(can):
             for p in [p for p, c in zip(pending, can) if c]:
                 i = self.join[p]
-                after, who = (self.arrival[i], self._last(i)) if i >= 0 else (self.end[self.sync_on[p]], self.sync_on[p])
+                after, who = (self.arrival[i], self._last(i)) if i >= 0 else (self._waited(p), self.sync_on[p])
                 self._end(p, after + self.tail[p], who)
             self.pending = [p for p, c in zip(pending, can) if not c]
             return True
@@ -115,7 +130,11 @@ class Rounds:
         i = self.join[p]
         if i >= 0:
             return self.started[i] == self.size[i]
-        return not math.isnan(self.end[self.sync_on[p]])
+        return not math.isnan(self._waited(p))
+
+    def _waited(self, p: int) -> float:
+        """When what `p`'s end waits for happened: its receive's start for a held send, else its node's end."""
+        return self.start[self.sync_on[p]] if self.from_start[p] else self.end[self.sync_on[p]]
 
     def _end(self, p: int, after: float, who: int) -> None:
         own = self.start[p] + self.work[p]
@@ -135,6 +154,13 @@ class Rounds:
             arrived = [self.start[m] if not math.isnan(self.start[m]) else ts[m] + shift for m in members]
             k = max(range(len(members)), key=lambda i: (arrived[i], -i))   # the first latest
             who, after = members[k], arrived[k] + self.tail[p]
+        elif self.from_start[p]:
+            who = self.sync_on[p]
+            posted = self.start[who]
+            if math.isnan(posted):   # clocks disagree on the order: it keeps its measured offset
+                ts = g.nodes["ts"].to_numpy()
+                posted = ts[who] + self.start[p] - ts[p]
+            after = posted + self.tail[p]
         else:
             who = self.sync_on[p]
             if math.isnan(self.end[who]):

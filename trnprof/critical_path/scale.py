@@ -8,13 +8,28 @@ SELECTOR is one term or several joined by `,` (all must match):
     rank:N                one rank
     size:CLASS            collectives by message size: small (< 1 MiB), medium (< 64 MiB), large
     gap                   the time between recorded work (untraced host work, launch latency)
-    matmul                matrix-multiply compute ops by name, as view compute_dtypes names them
-                          (matmul, gemm, linear, dot, conv, aten::mm/bmm/addmm); the graph keeps no
-                          lane, so tensor-engine ops named after their layer are not matched
+    sync                  host calls that block on the device (synchronize, synchronous copies,
+                          .item(), xm.mark_step / wait_device_ops), or ops holding one
+    matmul                compute whose name says matrix multiply or convolution (GEMM kernels,
+                          aten::mm / addmm / bmm / linear / conv*, cuBLAS, CUTLASS)
 FACTOR is a number from 0 to 1000 (0 removes the time; the factors that meet on one node multiply,
-and their product is bounded the same) or `peers` with a rank term: the rank's matching
-work of each category but communication per step scaled to the median of the other ranks' of
-its pipeline stage (bring a straggler to its peers' pace; stages do different work).
+and their product is bounded the same), or:
+    peers    with a rank term: the rank's matching work of each category but communication per
+             step scaled down to the median of the other ranks' of its pipeline stage, never up
+             (a rank faster than its peers keeps its pace: the peers' ops may hold waits) (bring a
+             straggler to its peers' pace; stages do different work); a plain `rank:N=peers` also
+             brings the rank's untraced time (the lead gaps of its nodes and the gap after its
+             step's last op: Python, I/O, sleep) to its peers' per step
+    launch   the selected blocking host calls no longer wait for the device: the call takes its
+             own time after the device finished (a host sync removed: the call becomes a launch)
+    early    the selected nodes no longer wait for the work that finished last before them (nor
+             for their launch call): they start once their lane and step allow, plus their lead
+             gap (collectives bucketed to start during the backward pass: an upper bound, the
+             trace does not record which gradients each bucket needs)
+Fixes as replays: mixed precision `matmul=R` (R: the device's 16-bit over 32-bit matmul time,
+e.g. its FP32 peak over its BF16 peak; off-path matmuls gain nothing), gradient bucketing
+`collective=early` with fewer launches `name:GLOB=F` on the launch calls, a removed host sync
+`sync=launch` (or `name:aten::item=launch`), a straggler `rank:N=peers`, a loader `input=0`.
 A selector that matches no work event of the run (a rank it does not have, a category none of
 its events is, a name no event has) is an error, not a change of 0 %: `check_matches`.
 """
@@ -24,7 +39,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -32,33 +47,38 @@ import pandas as pd
 from trnprof.errors import TrnprofError
 from trnprof.validation import SCALE_FACTOR
 
-from .graph import CATEGORY_OF_KIND
+from .graph import CATEGORY_OF_KIND, Graph
+from .nodes import matches as _name_matches
 
 KINDS = tuple(CATEGORY_OF_KIND)
 CATEGORIES = tuple(sorted(set(CATEGORY_OF_KIND.values())))
 SIZE_CLASSES = {"small": (0, 1 << 20), "medium": (1 << 20, 64 << 20), "large": (64 << 20, math.inf)}
 PEERS = "peers"
-# view compute_dtypes' matrix-multiply names (trnprof/stdlib/ops.sql), as fnmatch patterns on the lowered name
-MATMUL_NAMES = ("*matmul*", "*gemm*", "*linear*", "*dot*", "*conv*", "aten::mm", "aten::bmm", "aten::addmm")
+LAUNCH, EARLY = "launch", "early"     # operations on the graph's edges, not on durations
+FLAGS = ("gap", "sync", "matmul")     # terms without a value
+MATMUL_NAME = (r"(?i)gemm|matmul|cublas|cutlass|conv|wgrad|dgrad|"
+               r"aten::(?:mm|bmm|addmm|addbmm|baddbmm|linear|_convolution|einsum)$")
 
 
 @dataclass(frozen=True)
 class Scale:
-    terms: tuple[tuple[str, str], ...]   # (field, value): kind, category, name, rank, size, gap
+    terms: tuple[tuple[str, str], ...]   # (field, value): kind, category, name, rank, size, gap, sync, matmul
     factor: float | None                 # None: `peers`
     text: str
+    action: str | None = None            # LAUNCH or EARLY (factor 1.0): rewires edges instead of scaling
 
 
 def _term(text: str, spec: str) -> tuple[str, str]:
     field, sep, value = text.partition(":")
     field, value = field.strip(), value.strip()
     if not sep:
-        if field in ("gap", "matmul"):
+        if field in FLAGS:
             return field, ""
         if field in KINDS or field in CATEGORIES:
             return ("kind" if field in KINDS else "category"), field
         raise TrnprofError(f"--scale {spec}: unknown selector {field!r} (a kind: {', '.join(KINDS)}; "
-                           f"a category: {', '.join(CATEGORIES)}; gap; matmul; or kind:, category:, name:, rank:, size:)")
+                           f"a category: {', '.join(CATEGORIES)}; gap, sync, matmul; or kind:, category:, name:, "
+                           "rank:, size:)")
     allowed = {"kind": KINDS, "category": CATEGORIES, "size": tuple(SIZE_CLASSES)}
     if field in allowed and value not in allowed[field]:
         raise TrnprofError(f"--scale {spec}: {field} {value!r} is not one of {', '.join(allowed[field])}")
@@ -84,6 +104,10 @@ def parse(spec: str) -> Scale:
         if not any(f == "rank" for f, _ in terms):
             raise TrnprofError(f"--scale {spec}: 'peers' needs a rank:N term (whose work to bring to its peers' pace)")
         return Scale(terms, None, spec)
+    if value.strip() in (LAUNCH, EARLY):
+        if any(f == "gap" for f, _ in terms):
+            raise TrnprofError(f"--scale {spec}: {value.strip()!r} rewires nodes, not gaps")
+        return Scale(terms, 1.0, spec, value.strip())
     return Scale(terms, SCALE_FACTOR.check(value.strip(), f"--scale {spec}: factor"), spec)
 
 
@@ -100,19 +124,15 @@ def _matches(nodes: pd.DataFrame, terms, skip_rank: bool = False) -> np.ndarray:
             hit &= nodes["name"].isin(chosen).to_numpy()
         elif field == "rank" and not skip_rank:
             hit &= (nodes["rank"] == int(value)).to_numpy()
+        elif field == "sync":
+            hit &= nodes["syncs"].to_numpy(bool)
+        elif field == "matmul":
+            hit &= (nodes["kind"] == "compute").to_numpy() & _name_matches(nodes["name"], MATMUL_NAME)
         elif field == "size":
             low, high = SIZE_CLASSES[value]
             size = nodes["bytes"].astype("float64").to_numpy()
             hit &= (nodes["category"] == "communication").to_numpy() & (size >= low) & (size < high)
-        elif field == "matmul":
-            hit &= _matmuls(nodes)
     return hit
-
-
-def _matmuls(nodes: pd.DataFrame) -> np.ndarray:
-    names = pd.Series(nodes["name"].unique())
-    chosen = set(names[names.map(lambda n: any(fnmatch.fnmatchcase(str(n).lower(), p) for p in MATMUL_NAMES))])
-    return (nodes["kind"] == "compute").to_numpy() & nodes["name"].isin(chosen).to_numpy()
 
 
 def _peer_factor(nodes: pd.DataFrame, work: np.ndarray, scale: Scale, stages: dict | None = None) -> np.ndarray:
@@ -132,7 +152,7 @@ def _peer_factor(nodes: pd.DataFrame, work: np.ndarray, scale: Scale, stages: di
     per = frame.groupby([*keys, "rank"])["work"].sum().reset_index()
     own = per[per["rank"] == rank].set_index(keys)["work"]
     peers = per[per["rank"] != rank].groupby(keys)["work"].median()
-    ratio = (peers / own).replace([np.inf, -np.inf], np.nan).dropna()
+    ratio = (peers / own).replace([np.inf, -np.inf], np.nan).dropna().clip(upper=1.0)   # a fix never slows a rank
     ratio = ratio[ratio.index.get_level_values("category") != "communication"]
     index = pd.MultiIndex.from_frame(nodes[keys])
     return pd.Series(ratio).reindex(index).fillna(1.0).to_numpy()
@@ -144,6 +164,8 @@ def factors(nodes: pd.DataFrame, work: np.ndarray, scales, stages: dict | None =
     work_f, gap_f = np.ones(len(nodes)), np.ones(len(nodes))
     given = np.ones(len(nodes))   # the product of the factors the user gave (not `peers`' measured ones)
     for scale in scales:
+        if scale.action is not None:    # rewired(), not scaled
+            continue
         if any(f == "gap" for f, _ in scale.terms):
             hit = _matches(nodes, [t for t in scale.terms if t[0] != "gap"])
             gap_f[hit] *= scale.factor if scale.factor is not None else 1.0
@@ -206,3 +228,65 @@ def check_matches(run, scales) -> None:
         if scale.factor is None and not _any(run, [t for t in terms if t[0] != "rank"] + [("other_rank", str(rank))]):
             raise TrnprofError(f"--scale {scale.text}: no other rank does such work, so rank {rank} has no peers "
                                "to be paced by")
+
+
+def node_factors(graph: Graph, scales, stages: dict | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(work factor per node, gap factor per node, factor of the gap after each step's last node,
+    per row of graph.steps) for `scales`; a plain `rank:N=peers` also brings the rank's untraced
+    host time to its peers' (_untraced_to_peers)."""
+    sized = [s for s in scales if s.action is None]
+    work_f, gap_f = factors(graph.nodes, graph.work, sized, stages)
+    step_f = np.ones(len(graph.steps))
+    ranks = graph.steps["rank"].to_numpy(np.int64)
+    for scale in sized:
+        terms = dict(scale.terms)
+        if "gap" in terms and set(terms) <= {"gap", "rank"} and scale.factor is not None:
+            step_f[(ranks == int(terms["rank"])) if "rank" in terms else slice(None)] *= scale.factor
+        elif scale.factor is None and set(terms) == {"rank"}:
+            node_f, row_f = _untraced_to_peers(graph, int(terms["rank"]), stages)
+            gap_f *= node_f
+            step_f *= row_f
+    return work_f, gap_f, step_f
+
+
+def _untraced_to_peers(graph: Graph, rank: int, stages: dict | None) -> tuple[np.ndarray, np.ndarray]:
+    """Factors bringing `rank`'s untraced time per step (the lead gaps of its nodes: time on its
+    lanes with nothing recorded after what they waited for, and the gap after its step's last
+    node) to the median of its peers' (the other ranks of its pipeline stage) in that step, at
+    most their median over the batch's steps, never up:
+    (per node, per row of graph.steps); 1 where the rank has none or no peer recorded the step."""
+    nodes, steps = graph.nodes, graph.steps
+    untraced = pd.DataFrame({"rank": nodes["rank"].to_numpy(), "step": nodes["step"].to_numpy(),
+                             "ns": graph.gap.astype(float)})
+    untraced = pd.concat([untraced, pd.DataFrame({"rank": steps["rank"].to_numpy(), "step": steps["step"].to_numpy(),
+                                                  "ns": steps["tail_gap"].to_numpy(float)})])
+    if stages and rank in stages:
+        untraced = untraced[untraced["rank"].map(lambda r: stages.get(int(r)) == stages[rank])]
+    per = untraced.groupby(["step", "rank"])["ns"].sum().reset_index()
+    own = per[per["rank"] == rank].set_index("step")["ns"]
+    others = per[per["rank"] != rank]
+    # a peer's gap may hold its wait for this rank (a wait outside every recorded op): the
+    # target is the peers' median in the step, at most their median step of the batch
+    peers = others.groupby("step")["ns"].median().clip(upper=float(others["ns"].median()) if len(others) else None)
+    ratio = (peers / own).replace([np.inf, -np.inf], np.nan).dropna().clip(upper=1.0)   # a fix never slows a rank
+    node_f = np.where(nodes["rank"].to_numpy() == rank, nodes["step"].map(ratio).fillna(1.0).to_numpy(), 1.0)
+    row_f = np.where(steps["rank"].to_numpy() == rank, steps["step"].map(ratio).fillna(1.0).to_numpy(), 1.0)
+    return node_f, row_f
+
+
+def rewired(graph: Graph, scales) -> Graph:
+    """`graph` with the edges the `launch` and `early` scales remove (the same graph when none):
+    `launch` drops the end edge of the selected blocking host calls from the device, `early` the
+    selected nodes' latest-finished and launch edges into their start."""
+    near, launch_by, sync_on = graph.near, graph.launch_by, graph.sync_on
+    for scale in scales:
+        if scale.action is None:
+            continue
+        hit = _matches(graph.nodes, scale.terms)
+        if scale.action == LAUNCH:
+            sync_on = np.where(hit & graph.nodes["syncs"].to_numpy(bool), -1, sync_on)
+        else:
+            near, launch_by = np.where(hit, -1, near), np.where(hit, -1, launch_by)
+    if near is graph.near and launch_by is graph.launch_by and sync_on is graph.sync_on:
+        return graph
+    return replace(graph, near=near, launch_by=launch_by, sync_on=sync_on)

@@ -281,3 +281,71 @@ FROM per_owner AS p
 JOIN stack AS c ON c.rank = p.rank AND c.lane = p.lane AND c.seq = p.owner AND c.opens
 GROUP BY c.rank, c.step, c.lane, c.name
 HAVING SUM(p.self) > 0;
+
+-- Per rank and step: how long device work had been launched but not started (queued on the
+-- device), from the launch calls (`cudaLaunchKernel`, `cudaGraphLaunch`, `cudaMemcpyAsync`, ...,
+-- HIP's alike) and the device ops that carry their correlation id (Kineto's `correlation` in
+-- `args`). A launch is pending from its call's end to the first start of its device ops; a
+-- launch none of whose device ops the trace recorded (a CUDA graph replayed without kernel
+-- records) is pending until the rank's next blocking host call ends (view _host_calls: the host
+-- waited for it there), else until its step ends. Overlapping launches count once. While work
+-- is pending the device, not the host, bounds the step: time the device runs work the trace
+-- does not show, or a queue the host keeps full.
+-- @column rank           global rank
+-- @column step           training step of the launch calls
+-- @column launches       launch calls matched by correlation id or left without device ops
+-- @column unrecorded     launches none of whose device ops the trace recorded
+-- @column pending_ns     union of the pending intervals within the step, ns
+-- @column p50_wait_ns    median time from a launch call's end to its first device op's start (recorded ones), ns
+CREATE VIEW launch_pending AS
+WITH calls AS (  -- launch calls with their id (only these rows pay for the regex on args)
+    SELECT rank, step, ts + dur AS launched,
+           TRY_CAST(regexp_extract(args, '"correlation":\s*(-?[0-9]{1,18})', 1) AS BIGINT) AS corr
+    FROM events
+    WHERE kind = 'host' AND step IS NOT NULL
+      AND regexp_matches(name, '^(cuda|hip|cu)(LaunchKernel|LaunchCooperativeKernel|GraphLaunch|MemcpyAsync|MemsetAsync|ModuleLaunchKernel|ExtModuleLaunchKernel)')
+      AND contains(args, '"correlation"')
+),
+ops AS (  -- first start of the device ops of each id
+    SELECT rank, TRY_CAST(regexp_extract(args, '"correlation":\s*(-?[0-9]{1,18})', 1) AS BIGINT) AS corr,
+           MIN(ts) AS first_start
+    FROM events
+    WHERE lane LIKE 'gpu%' AND contains(args, '"correlation"')
+    GROUP BY ALL
+),
+syncs AS (
+    SELECT rank, ts, ts + dur AS sync_end FROM _host_calls WHERE is_sync
+),
+waited AS (  -- the earliest end of the blocking calls that start after each launch
+    SELECT * FROM (
+        SELECT rank, step, launched, corr,
+               MIN(sync_end) OVER (PARTITION BY rank ORDER BY launched, is_call
+                                   ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS sync_end, is_call
+        FROM (SELECT rank, step, launched, corr, NULL AS sync_end, 1 AS is_call FROM calls WHERE corr IS NOT NULL
+              UNION ALL
+              SELECT rank, NULL, ts, NULL, sync_end, 0 FROM syncs))
+    WHERE is_call = 1
+),
+bounded AS (
+    SELECT c.rank, c.step, c.launched, o.first_start, s.end_ts AS step_end, c.sync_end
+    FROM waited AS c
+    LEFT JOIN ops AS o ON o.rank = c.rank AND o.corr = c.corr
+    JOIN steps AS s ON s.rank = c.rank AND s.step = c.step
+),
+intervals AS (
+    SELECT rank, step, launched AS a, first_start IS NULL AS unrecorded,
+           first_start - launched AS wait_ns,
+           LEAST(COALESCE(first_start, sync_end, step_end), step_end) AS b
+    FROM bounded
+),
+swept AS (  -- union length: each interval adds what lies past the reach of those started before it
+    SELECT *, MAX(b) OVER (PARTITION BY rank, step ORDER BY a, b
+                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
+    FROM intervals
+)
+SELECT rank, step, CAST(COUNT(*) AS BIGINT) AS launches,
+       CAST(SUM(CASE WHEN unrecorded THEN 1 ELSE 0 END) AS BIGINT) AS unrecorded,
+       CAST(SUM(GREATEST(b - GREATEST(a, COALESCE(reach, a)), 0)) AS BIGINT) AS pending_ns,
+       MEDIAN(CASE WHEN wait_ns IS NOT NULL THEN GREATEST(wait_ns, 0) END) AS p50_wait_ns
+FROM swept
+GROUP BY rank, step;

@@ -30,3 +30,43 @@ SELECT p.rank, p.step, p.stage, m.peers, p.dur, p.compute, m.median_dur, m.media
        CAST(p.compute - m.median_compute AS DOUBLE) / NULLIF(m.median_compute, 0) AS compute_dev
 FROM per AS p
 JOIN medians AS m ON m.step = p.step AND m.stage = p.stage;
+
+-- Per rank and step: how late the rank arrived at the step's collectives against the other
+-- ranks of each collective (arrival skew). For every collective instance that two ranks or more
+-- recorded (matched by op, group and sequence number), the rank's arrival (its event's start)
+-- minus the median arrival of the instance's other ranks, summed over the step's instances. The
+-- ranks leave a collective together, so each instance's skew is the delay built up since the
+-- previous one, whatever filled it: ops, Python, I/O or sleep the trace does not record. Positive:
+-- the others waited for the rank; negative: it waited for them. The scale.straggler rule sizes a
+-- straggler by it.
+-- @column rank          global rank
+-- @column step          training step; null outside every step
+-- @column instances     matched collective instances of the rank in the step
+-- @column late_ns       summed arrival after the median of the other ranks' arrivals, ns (negative: early)
+-- @column max_late_ns   the largest single instance's skew, ns
+CREATE VIEW collective_lateness AS
+WITH arrivals AS (  -- one arrival per rank and instance (its first event of the instance)
+    SELECT rank, coll_op, coll_group, coll_seq, MIN(step) AS step, MIN(ts) AS ts
+    FROM events
+    WHERE kind = 'collective' AND coll_op IS NOT NULL AND coll_group IS NOT NULL AND coll_seq IS NOT NULL
+    GROUP BY rank, coll_op, coll_group, coll_seq
+),
+ranked AS (  -- pos: place in the instance's arrival order; the others' median sits at q1, q2 of the n - 1 others
+    SELECT *, n // 2 AS q1, (n - 1) // 2 + 1 AS q2
+    FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY coll_op, coll_group, coll_seq ORDER BY ts, rank) AS pos,
+                 COUNT(*) OVER (PARTITION BY coll_op, coll_group, coll_seq) AS n
+          FROM arrivals)
+),
+skew AS (  -- the others' positions in the full order skip the rank itself
+    SELECT a.rank, a.step, AVG(a.ts - b.ts) AS late_ns
+    FROM ranked AS a
+    JOIN ranked AS b
+      ON b.coll_op = a.coll_op AND b.coll_group = a.coll_group AND b.coll_seq = a.coll_seq
+     AND b.pos IN (CASE WHEN a.q1 < a.pos THEN a.q1 ELSE a.q1 + 1 END,
+                   CASE WHEN a.q2 < a.pos THEN a.q2 ELSE a.q2 + 1 END)
+    WHERE a.n > 1
+    GROUP BY a.rank, a.step, a.coll_op, a.coll_group, a.coll_seq, a.ts
+)
+SELECT rank, step, CAST(COUNT(*) AS BIGINT) AS instances, SUM(late_ns) AS late_ns, MAX(late_ns) AS max_late_ns
+FROM skew
+GROUP BY rank, step;
