@@ -66,6 +66,13 @@ def mfu_views(run) -> tuple[float | None, float | None]:
     return _number(row["typical_mfu"]), _number(row["effective_mfu"])
 
 
+def partial_steps(run) -> list[dict]:
+    """The steps the trace cut at its start or end (view `recorded_steps`), left out of every
+    statistic and rule."""
+    frame = run.sql("SELECT rank, step, dur FROM recorded_steps WHERE partial ORDER BY step, rank")
+    return [{"rank": int(r.rank), "step": int(r.step), "recorded_s": _seconds(r.dur)} for r in frame.itertuples()]
+
+
 def run_info(run) -> dict:
     manifest = run.manifest
     by_kind, by_name, span = _counts(run)
@@ -82,6 +89,7 @@ def run_info(run) -> dict:
         "world_size": world_size,
         "steps": (step_time or {}).get("steps", 0) + len(warmup),
         "warmup": warmup,
+        "partial_steps": partial_steps(run),
         "step_time_s": step_time,
         "throughput": _rates(job, step_time),
         "mfu": typical_mfu,

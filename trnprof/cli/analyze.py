@@ -19,7 +19,7 @@ from ..api import run_or_traces, run_plan
 from ..rules_engine.engine import plan
 from ..jsonplain import to_json
 from ..rules_engine.document import Document, to_json_bytes
-from ..rules_engine.render import to_markdown, to_text
+from ..rules_engine.render import NOT_JUDGED, to_markdown, to_text
 from ..rules_engine.sarif import to_sarif
 from ..rules_engine.spec import SEVERITIES, severity_rank
 from ..exitcodes import Exit
@@ -79,6 +79,10 @@ def command(run, select, ignore, assignments, rule_dirs, config, fmt, out, fail_
                                 "markdown": to_markdown, "text": to_text}), out)
     for error in document.errors:
         click.echo(f"warning: rule {error.name} failed: {error.error}", err=True)
+    if not document.steps:
+        click.echo(f"warning: {NOT_JUDGED}", err=True)
+        if fail_on:
+            sys.exit(Exit.USAGE)
     if fail_on and document.errors:
         click.echo(f"error: {len(document.errors)} rule(s) failed, so --fail-on {fail_on} cannot pass this run",
                    err=True)

@@ -20,6 +20,12 @@ def format_info(info: dict) -> str:
                      f"over {step_time['steps']} steady step{'s' if step_time['steps'] != 1 else ''}")
         lines.append(f"effective    {duration(step_time['effective'])} per step (wall time over the steady steps, "
                      f"{duration(step_time['wall'])}), {step_time['outlier_share'] or 0:.1%} of it above the typical step")
+    partial = info.get("partial_steps") or []
+    if partial:
+        cut = ", ".join(f"step {p['step']} on rank {p['rank']} ({duration(p['recorded_s'])} recorded)"
+                        for p in partial[:3]) + (f", +{len(partial) - 3} more" if len(partial) > 3 else "")
+        lines.append(f"partial      {len(partial)} step{'s' if len(partial) != 1 else ''} cut by the trace's "
+                     f"start or end, left out of every statistic and rule: {cut}")
     for warm in info["warmup"]:
         compiles = f", {warm['compiles']:,} compile{'s' if warm['compiles'] != 1 else ''}" if warm["compiles"] else ""
         lines.append(f"warm-up      step {warm['step']}: {duration(warm['seconds'])}{compiles}")

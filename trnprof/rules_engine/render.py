@@ -10,6 +10,10 @@ from .document import Document, Finding
 from .spec import SEVERITIES
 
 
+NOT_JUDGED = ("not judged: the run has no whole step (no step events, or only steps the trace cut at its "
+              "start or end; `trnprof info` lists them): profile at least one whole training step")
+
+
 def _cost(finding: Finding) -> str:
     return cost(finding.impact, finding.projected)
 
@@ -43,7 +47,7 @@ def _where(finding: Finding) -> str:
 
 
 def to_text(document: Document, *, width: int = 100) -> str:
-    lines = [_header(document)]
+    lines = [_header(document)] + (["", NOT_JUDGED] if not document.steps else [])
     wrap = lambda text: textwrap.fill(text, width, initial_indent=" " * 8, subsequent_indent=" " * 8)  # noqa: E731
     for finding in document.findings:
         lines += ["", f"{finding.severity.upper():<7} {_label(finding)}  ({_cost(finding)})",
@@ -61,7 +65,7 @@ def to_text(document: Document, *, width: int = 100) -> str:
     if document.errors:
         lines += ["", f"rule errors ({len(document.errors)}):"]
         lines += [f"  {item.name}: {item.error}" for item in document.errors]
-    if not document.findings and not document.errors:
+    if document.steps and not document.findings and not document.errors:
         lines += ["", "no findings"]
     return terminal("\n".join(lines))
 
@@ -76,6 +80,8 @@ def _table(rows: list[dict]) -> list[str]:
 def to_markdown(document: Document) -> str:
     """Every value from the run or a rule (names, messages, evidence) is escaped (`markdown_text`)."""
     lines = ["# trnprof findings", "", md(_header(document)), ""]
+    if not document.steps:
+        lines += [md(NOT_JUDGED), ""]
     if document.findings:
         lines += markdown_table([[f.severity, f"{f.code} {f.name}", _cost(f), compact(f.ranks) if f.ranks else "",
                                   compact(f.steps) if f.steps else ""] for f in document.findings],

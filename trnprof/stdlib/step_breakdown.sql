@@ -55,3 +55,51 @@ SELECT s.rank, s.step, s.dur,
            AS overlap_ratio
 FROM steps AS s
 LEFT JOIN sums AS b ON b.rank = s.rank AND b.step = s.step;
+
+-- step_breakdown's `transfer_exposed` split by what the copies were: host-to-device (`h2d`: the
+-- input batch), device-to-host (`d2h`: results read back, usually behind a sync), device-to-device
+-- (`d2d`: clones, layout and contiguity copies, peer copies), memsets (`memset`), and copies whose
+-- name does not say (`unknown`). The direction is read from the name as the source spells it
+-- (CUDA/HIP `Memcpy HtoD (Pinned -> Device)`, `Memset (Device)`, the simulator's `h2d.batch`); the
+-- one place that classifies copies. Each exposed instant (a copy or memset running, no compute or
+-- communication) is shared evenly by the copies running then, so a step's rows sum to its
+-- `transfer_exposed`.
+-- @column rank        global rank
+-- @column step        training step number
+-- @column direction   h2d | d2h | d2d | memset | unknown
+-- @column copies      copies (or memsets) of that direction that started in the step
+-- @column dur         their summed duration, ns
+-- @column exposed_ns  their share of the step's transfer_exposed time, ns
+CREATE VIEW copy_exposure AS
+WITH copies AS (
+    SELECT rank, step, ts, ts + dur AS end_ts, dur,
+           CASE WHEN kind = 'memory' OR regexp_matches(name, '(?i)memset') THEN 'memset'
+                WHEN regexp_matches(name, '(?i)htod|h2d|host.?to.?device') THEN 'h2d'
+                WHEN regexp_matches(name, '(?i)dtoh|d2h|device.?to.?host') THEN 'd2h'
+                WHEN regexp_matches(name, '(?i)dtod|d2d|ptop|p2p|device.?to.?device|peer') THEN 'd2d'
+                ELSE 'unknown' END AS direction
+    FROM events
+    WHERE kind IN ('transfer', 'memory') AND dur > 0 AND step IS NOT NULL
+),
+exposed AS (
+    SELECT rank, step, ts, ts + dur AS end_ts, n_transfer
+    FROM device_segments
+    WHERE n_transfer > 0 AND n_compute = 0 AND n_comm = 0 AND step IS NOT NULL
+),
+shared AS (
+    SELECT c.rank, e.step, c.direction,
+           SUM(CAST(LEAST(c.end_ts, e.end_ts) - GREATEST(c.ts, e.ts) AS DOUBLE) / e.n_transfer) AS exposed_ns
+    FROM copies AS c
+    JOIN exposed AS e ON e.rank = c.rank AND e.ts < c.end_ts AND e.end_ts > c.ts
+    GROUP BY c.rank, e.step, c.direction
+),
+counted AS (
+    SELECT rank, step, direction, COUNT(*) AS copies, SUM(dur) AS dur
+    FROM copies GROUP BY rank, step, direction
+)
+SELECT COALESCE(n.rank, s.rank) AS rank, COALESCE(n.step, s.step) AS step,
+       COALESCE(n.direction, s.direction) AS direction, COALESCE(n.copies, 0) AS copies,
+       COALESCE(n.dur, 0) AS dur, COALESCE(s.exposed_ns, 0) AS exposed_ns
+FROM counted AS n
+FULL JOIN shared AS s ON s.rank = n.rank AND s.step = n.step AND s.direction = n.direction
+JOIN steps AS t ON t.rank = COALESCE(n.rank, s.rank) AND t.step = COALESCE(n.step, s.step);
