@@ -1,0 +1,99 @@
+"""The corpus of measured counterfactuals (tests/data/counterfactuals, captured by
+bench/counterfactuals/capture.py): the same real torch CPU job recorded with and without one
+problem under `trnprof record`. What fixing the problem is worth was measured, not modelled:
+
+    expected gain = 1 - (clean step) / (problem step)
+
+over the profiled steps' own wall-clock times (the job's clock, printed by the job; medians of
+three alternated captures of each). Each case's case.json keeps the figures and what was
+injected. The finding that names the problem must print one number, its fix's price, within
++-20 % of that measurement; the clean job must not get the finding at medium or above; and no
+finding at medium or above may be worth under 5 % of the step.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trnprof.api import analyze
+from trnprof.collectors.ingest.traces import run_of_traces
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "counterfactuals"
+CASES = sorted(p.name for p in CORPUS.iterdir() if (p / "case.json").is_file())
+TOLERANCE = 0.20
+SEVERE = ("medium", "high")
+# Cases trnprof gets wrong today, kept in the corpus and run (strict xfail: a fix makes them fail
+# loudly until they are moved back): the pipeline straggler on stage 1 is not named (SC001 sizes
+# arrival skew against the stage's peers, and a two-stage job has none); the clean capture of the
+# sleep case gets SC001 at medium on rank 0; a CPU job's 1,500 small ops per step are reported as low unexplained
+# idle, not compute.small_ops (CU003 reads launch overhead, which a CPU op has none of).
+KNOWN_MISSES = {
+    ("found", "straggler_pipeline"): "a two-stage pipeline straggler has no stage peers to be sized against",
+    ("clean", "straggler_sleep"): "rank 0 of this clean capture arrives ~5 ms (11 %) late at the all-reduces step "
+                                  "after step, and SC001 calls it medium: contention or a real straggler, undecided",
+    ("found", "small_ops"): "CU003 does not see small ops on a CPU job",
+}
+
+
+def cases(test: str):
+    return [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[(test, name)]))
+            if (test, name) in KNOWN_MISSES else name for name in CASES]
+
+
+def case(name: str) -> dict:
+    return json.loads((CORPUS / name / "case.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def findings_of(tmp_path_factory):
+    """Each capture ingested and analyzed once for the module."""
+    done = {}
+
+    def of(traces: Path):
+        if traces not in done:
+            into = tmp_path_factory.mktemp("run") / "run"
+            with run_of_traces([traces], run=into) as traced:
+                done[traces] = analyze(traced.path).findings
+        return done[traces]
+    return of
+
+
+def price(finding) -> float | None:
+    """The finding's one number: the share of the step its fix gives back."""
+    projected = finding.projected or {}
+    return projected.get("gain_fraction")
+
+
+def test_the_corpus_is_there():
+    assert {"slow_loader", "straggler_compute", "straggler_python", "straggler_sleep"} <= set(CASES)
+
+
+@pytest.mark.parametrize("name", cases("found"))
+def test_the_problem_is_found_and_priced_as_measured(name, findings_of):
+    spec = case(name)
+    expected = spec["expected_gain"]
+    found = {f.name: f for f in findings_of(CORPUS / name / "problem")}
+    assert spec["rule"] in found, f"{name}: {spec['problem']}; found {sorted(found)}"
+    finding = found[spec["rule"]]
+    assert finding.severity in SEVERE
+    assert price(finding) == pytest.approx(expected, rel=TOLERANCE), \
+        f"{name}: priced {price(finding)}, measured {expected:+.1%} ({spec['problem']})"
+
+
+@pytest.mark.parametrize("name", cases("clean"))
+def test_the_clean_job_does_not_get_the_finding(name, findings_of):
+    spec = case(name)
+    found = {f.name: f for f in findings_of(CORPUS / name / "clean")}
+    assert spec["rule"] not in found or found[spec["rule"]].severity not in SEVERE
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("variant", ["problem", "clean"])
+def test_nothing_severe_is_worth_under_five_percent(name, variant, findings_of):
+    for finding in findings_of(CORPUS / name / variant):
+        if finding.severity in SEVERE:
+            assert price(finding) is not None and price(finding) >= 0.05, \
+                f"{finding.name} is {finding.severity} at a price of {price(finding)}"
