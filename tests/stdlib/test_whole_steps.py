@@ -56,6 +56,14 @@ def test_long_and_short_steps_inside_the_run_are_whole(tmp_path):
         assert not r.sql("SELECT * FROM recorded_steps WHERE partial").size
 
 
+def test_a_plain_last_step_of_a_run_recompiling_every_other_step_is_whole(tmp_path):
+    # steps 0, 2 and 4 compile (80 ms), 1, 3 and 5 take 10 ms: the interior's median of 45 ms
+    # would make the last plain step look cut; it is judged against a plain step
+    run = write_inline_run(tmp_path / "run", stepped(0, [80 * MS, 10 * MS] * 3))
+    with open_run(run) as r:
+        assert r.sql("SELECT COUNT(*) AS n FROM steps")["n"][0] == 6
+
+
 def test_two_steps_a_compile_and_a_step_are_both_whole(tmp_path):
     # only two steps: the first compiles (8x the second); a cut step is 20x shorter than the other
     run = write_inline_run(tmp_path / "run", stepped(0, [80 * MS, 10 * MS]))

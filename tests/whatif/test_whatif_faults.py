@@ -30,6 +30,8 @@ FAULTS = {
     "no_overlap": {"kind": "no_overlap"},
     "slow_host": {"kind": "slow_host", "factor": 8},
     "slow_loader": {"kind": "slow_loader", "factor": 16},
+    "sbuf_spill": {"kind": "sbuf_spill", "fraction": 0.5},
+    "throttle": {"kind": "throttle", "utilization": 0.6},
 }
 
 

@@ -3,8 +3,9 @@
 -- overlaps the rank's next step cut where the next one starts. A profiler that starts or stops
 -- inside a step records only part of it (PyTorch's profiler closes its last ProfilerStep when it
 -- stops), so the rank's first and last steps are judged against its interior steps: one under
--- half their median duration is partial (with only two steps, under 1/20 of the other one, which
--- may be a compiling warm-up step). `steps` keeps the whole ones; every statistic and rule reads
+-- half their median duration (the lower middle one of an even number: a step's own duration, so
+-- a run recompiling every other step judges against a plain step) is partial (with only two
+-- steps, under 1/20 of the other one, which may be a compiling warm-up step). `steps` keeps the whole ones; every statistic and rule reads
 -- those.
 -- @column rank     global rank
 -- @column step     training step number
@@ -32,7 +33,7 @@ placed AS (
 ),
 edges AS (  -- each edge step against the median of the rank's interior steps (whole by
             -- construction); with two steps, against the other one
-    SELECT e.rank, e.step, PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY o.dur) AS others
+    SELECT e.rank, e.step, PERCENTILE_DISC(0.5) WITHIN GROUP (ORDER BY o.dur) AS others
     FROM placed AS e
     JOIN placed AS o ON o.rank = e.rank AND o.step <> e.step AND (e.n = 2 OR o.position NOT IN (1, e.n))
     WHERE e.n >= 2 AND (e.position = 1 OR e.position = e.n)
