@@ -31,7 +31,7 @@ from .tableread import table_select
 # not listed is computed over the whole run: correct for any view, bounded only if its SQL
 # aggregates or joins with spilling.
 RANK_LOCAL = frozenset({
-    "steps", "device_intervals", "_sweep_points", "_swept", "device_segments", "step_breakdown",
+    "recorded_steps", "steps", "launch_pending", "copy_exposure", "device_intervals", "_sweep_points", "_swept", "device_segments", "step_breakdown",
     "memory_timeline", "memory_totals", "memory_peak", "rank_summary", "_op_stats", "event_stats", "_comm_events",
     "compute_dtypes", "step_memory", "memory_at_peak", "_host_calls", "_host_stack", "host_sync_calls",
     "host_self_time",

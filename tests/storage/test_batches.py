@@ -1,9 +1,12 @@
 """Rank-batched computation of the stdlib views: same rows as one sweep, bounded batches."""
 
+import json
+
 import pandas as pd
 import pytest
 
 from trnprof import batches, open_run
+from trnprof.collectors.ingest import ingest
 from trnprof.collectors.trn1 import load_config, simulate
 from trnprof.stdlib import dependencies
 
@@ -12,13 +15,47 @@ from tests.conftest import write_inline_run
 SMALL = ["cluster.instance=trn1.32xlarge", "parallel.tp=2", "batch.global=64", "batch.micro=2", "run.steps=3"]
 
 
+# an SBUF spill and a throttle, so that the device profile's spill and throttling views have rows
+DEVICE_FAULTS = [{"kind": "sbuf_spill", "fraction": 0.5}, {"kind": "throttle", "utilization": 0.6}]
+
+
 @pytest.fixture(scope="module")
 def trn1_run(tmp_path_factory):
-    """A small execution-model run: compute, collectives, compiles, memory counters, 32 ranks."""
-    return simulate(load_config(preset="tiny", overrides=SMALL), tmp_path_factory.mktemp("runs") / "trn1")
+    """A small execution-model run: compute, collectives, compiles, memory counters, 32 ranks, and
+    the Neuron Explorer device profile of two of them."""
+    return simulate(load_config(preset="tiny", overrides=SMALL, faults=DEVICE_FAULTS),
+                    tmp_path_factory.mktemp("runs") / "trn1", device_profile=True)
+
+
+def _kineto_event(name, cat, ts, dur, pid=100, tid=100, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+
+@pytest.fixture(scope="module")
+def kineto_run(tmp_path_factory):
+    """Three ranks of hand-built Kineto traces (4 steps each): a CUDA graph launch whose kernels
+    the trace does not record, a recorded kernel starting later on each rank, a sync."""
+    folder = tmp_path_factory.mktemp("kineto")
+    for rank in range(3):
+        events = []
+        for k in range(4):
+            t = 10_000 * k
+            events += [_kineto_event(f"ProfilerStep#{k + 1}", "user_annotation", t, 10_000),
+                       _kineto_event("cudaGraphLaunch", "cuda_runtime", t, 100, correlation=10 * k + 1),
+                       _kineto_event("cudaLaunchKernel", "cuda_runtime", t + 200, 50, correlation=10 * k + 3),
+                       _kineto_event("fill_kernel", "kernel", t + 300 + 100 * rank, 200, pid=0, tid=7,
+                                     correlation=10 * k + 3),
+                       _kineto_event("cudaStreamSynchronize", "cuda_runtime", t + 9_000, 900, correlation=10 * k + 2)]
+        trace = {"traceEvents": events, "distributedInfo": {"rank": rank, "world_size": 3}}
+        (folder / f"rank-{rank}.json").write_text(json.dumps(trace))
+    ingest([folder], folder / "run")
+    return folder / "run"
 
 
 VIEWS = sorted(set(dependencies()) - batches.ROW_LEVEL)
+# views the simulated Trainium run cannot fill (CUDA launch calls and their kernels' correlation
+# ids): compared on the Kineto run
+ON_KINETO = ("launch_pending",)
 
 
 def _rows(run_path, names, share) -> dict[str, pd.DataFrame]:
@@ -31,9 +68,13 @@ def _rows(run_path, names, share) -> dict[str, pd.DataFrame]:
 
 
 @pytest.fixture(scope="module")
-def both_ways(trn1_run):
+def both_ways(trn1_run, kineto_run):
     # a huge share puts the whole run in one batch; a tiny one makes every rank its own batch
-    return _rows(trn1_run, VIEWS, 1e6), _rows(trn1_run, VIEWS, 1e-12)
+    on_trn1 = [name for name in VIEWS if name not in ON_KINETO]
+    one_sweep, per_rank = _rows(trn1_run, on_trn1, 1e6), _rows(trn1_run, on_trn1, 1e-12)
+    one_sweep.update(_rows(kineto_run, ON_KINETO, 1e6))
+    per_rank.update(_rows(kineto_run, ON_KINETO, 1e-12))
+    return one_sweep, per_rank
 
 
 # views this clean simulated run leaves empty: no pipeline, no long step, no blocking host call

@@ -190,13 +190,17 @@ WITH bytes AS (
     SELECT rank, COALESCE(step, 0) AS step, SUM(COALESCE(spill_save_bytes, 0)) AS spill_save_bytes,
            SUM(COALESCE(spill_reload_bytes, 0)) AS spill_reload_bytes, SUM(COALESCE(hbm_read_bytes, 0)) AS hbm_read_bytes
     FROM device_instructions GROUP BY rank, COALESCE(step, 0)
+),
+span AS (
+    SELECT rank, step, MAX(device_ns) AS device_ns FROM device_units GROUP BY rank, step
 )
 SELECT b.rank, b.step, b.spill_save_bytes, b.spill_reload_bytes, b.hbm_read_bytes,
        b.spill_reload_bytes / NULLIF(CAST(b.hbm_read_bytes AS DOUBLE), 0) AS reload_share,
        COALESCE(u.busy_ns, 0) AS spill_dma_ns, COALESCE(u.tensor_idle_ns, 0) AS spill_exposed_ns,
-       (SELECT MAX(d.device_ns) FROM device_units AS d WHERE d.rank = b.rank AND d.step = b.step) AS device_ns
+       d.device_ns
 FROM bytes AS b
 LEFT JOIN device_units AS u ON u.rank = b.rank AND u.step = b.step AND u.unit = 'spill'
+LEFT JOIN span AS d ON d.rank = b.rank AND d.step = b.step
 WHERE b.spill_save_bytes + b.spill_reload_bytes > 0 OR u.busy_ns > 0;
 
 -- Tensor-engine throttling per rank and step (Explorer table Throttle: the hardware limits the
@@ -225,14 +229,18 @@ hit AS (
     JOIN _device_islands AS i
       ON i.rank = w.rank AND i.step = w.step AND i.unit = 'tensor' AND i.start_ts < w.end_ts AND w.start_ts < i.end_ts
     GROUP BY w.rank, w.step, w.start_ts, w.end_ts
+),
+span AS (
+    SELECT rank, step, MAX(device_ns) AS device_ns FROM device_units GROUP BY rank, step
 )
 SELECT w.rank, w.step, COUNT(*) AS windows, SUM(w.duration) AS throttled_ns,
        SUM(w.duration * w.allowed) / SUM(w.duration) AS mean_allowed,
        SUM(COALESCE(h.tensor_ns, 0)) AS tensor_throttled_ns,
        SUM(COALESCE(h.tensor_ns, 0) * (1 - LEAST(w.allowed, 1))) AS lost_ns,
-       (SELECT MAX(d.device_ns) FROM device_units AS d WHERE d.rank = w.rank AND d.step = w.step) AS device_ns
+       MAX(d.device_ns) AS device_ns
 FROM windows AS w
 LEFT JOIN hit AS h ON h.rank = w.rank AND h.step = w.step AND h.start_ts = w.start_ts AND h.end_ts = w.end_ts
+LEFT JOIN span AS d ON d.rank = w.rank AND d.step = w.step
 GROUP BY w.rank, w.step;
 
 -- Collective operations of the device profile against the link peak and their group: bus
