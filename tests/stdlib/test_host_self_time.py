@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import re
 
 import numpy as np
 import pytest
@@ -78,13 +77,17 @@ def test_a_real_nested_trio_no_longer_each_gets_the_full_share(cli, tmp_path):
                                   f"WHERE lane = 'host/tid-{tid}' GROUP BY name").itertuples(index=False))
         all_us = float(opened.sql("SELECT SUM(self_ns) / 1e3 FROM host_self_time").iloc[0, 0])
         claimed_us = float(opened.sql("SELECT SUM(host) / 1e3 FROM step_breakdown").iloc[0, 0])
+        pending = opened.sql("SELECT SUM(q.pending_ns) AS pending, SUM(b.dur) AS dur, MIN(q.p50_wait_ns) AS wait "
+                             "FROM launch_pending AS q JOIN steady_breakdown AS b USING (rank, step)").iloc[0]
     for name in TRIO:
         assert self_us[name] <= painted[name] + 10, name  # 10 us: the trace's rounding
     assert all_us <= claimed_us + 1
     assert sum(self_us[name] for name in TRIO) < 0.1 * claimed_us
-    message = next(f.message for f in analyze(run).findings if f.name == "compute.host_bound")
-    shares = [int(s) for s in re.findall(r"\((\d+) %\)", message)]
-    assert sum(shares) <= 100 and not any(name + " (22 %)" in message for name in TRIO), message
+    # The host runs ahead: its kernels start a median 160 ms after their launch, so launched work
+    # pends for nearly every steady step and CU004 (which takes pending launches off the host's
+    # time, view launch_pending) names no host op at all, let alone the trio at 22 % each.
+    assert pending["pending"] > 0.9 * pending["dur"] and pending["wait"] > 100e6
+    assert not [f for f in analyze(run).findings if f.name == "compute.host_bound"]
 
 
 def _reference_self_ns(calls, claimed) -> dict:
