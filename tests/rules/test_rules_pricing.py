@@ -124,7 +124,7 @@ def test_findings_are_ordered_by_severity_then_price(tmp_path):
 # -- the fix declared in the rule file, checked at load ---------------------------------------------
 
 @pytest.mark.parametrize("fix, field, says", [
-    ({"replay": ["rank:{rank}=fast"]}, "fix.replay[0]", "factor 'fast' is not a number or 'peers'"),
+    ({"replay": ["rank:{rank}=fast"]}, "fix.replay[0]", "factor 'fast' is not a number, 'peers', 'launch' or 'early'"),
     ({"replay": ["colective=0"]}, "fix.replay[0]", "unknown selector 'colective'"),
     ({"replay": ["rank:{a.b}=peers"]}, "fix.replay[0]", "not a plain name"),
     ({"model": {"edits": [{"set": {"comm.overlap": True}}], "unchanged": "u"}}, "fix.model.edits[0].set.comm.overlap",

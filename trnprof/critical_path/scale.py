@@ -108,7 +108,19 @@ def parse(spec: str) -> Scale:
         if any(f == "gap" for f, _ in terms):
             raise TrnprofError(f"--scale {spec}: {value.strip()!r} rewires nodes, not gaps")
         return Scale(terms, 1.0, spec, value.strip())
+    if _word(value.strip()):
+        raise TrnprofError(f"--scale {spec}: factor {value.strip()!r} is not a number, 'peers', 'launch' or 'early'")
     return Scale(terms, SCALE_FACTOR.check(value.strip(), f"--scale {spec}: factor"), spec)
+
+
+def _word(value: str) -> bool:
+    """True when `value` is no number at all (a misspelt operation): out-of-range numbers, nan and
+    inf are the range check's to refuse."""
+    try:
+        float(value)
+    except ValueError:
+        return True
+    return False
 
 
 def _matches(nodes: pd.DataFrame, terms, skip_rank: bool = False) -> np.ndarray:
