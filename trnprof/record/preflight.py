@@ -14,6 +14,7 @@ from pathlib import Path
 
 from trnprof.collectors.common.limits import MAX_RANK
 
+from ..atomic import exists_error
 from ..errors import TrnprofError
 from ..manifest import read_manifest
 
@@ -44,7 +45,7 @@ def check_run_output(out: Path, force: bool) -> None:
     """An existing path needs --force and must be a run; a new one must be writable."""
     if out.exists() or out.is_symlink():
         if not force:
-            raise TrnprofError(f"output exists: {out} (choose another path or pass --force to replace it)")
+            raise exists_error(out)
         read_manifest(out, check_files=False, validate=False)
     _writable_folder(out, "output")
 
@@ -72,7 +73,7 @@ def check_report(report: Path, out: Path, capture: Path | None, force: bool) -> 
         raise TrnprofError(f"--report {report}: is a folder")
     if report.exists():
         if not force:
-            raise TrnprofError(f"--report {report} exists (choose another file or pass --force to replace it)")
+            raise exists_error(f"--report {report}")  # the one line of every output refused without --force
         with open(report, "rb") as handle:
             head = handle.read(64).lstrip().lower()
         if not head.startswith(HTML_HEADS):
