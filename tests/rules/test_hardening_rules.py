@@ -213,7 +213,10 @@ try:
     print("fetched", len(frame))
 except SandboxError as exc:
     print("refused:", exc)
-print("rss_mb", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+# this process's own peak (VmHWM: its address space since exec); ru_maxrss would carry over the
+# peak of the pytest process it was started from (Linux keeps it across exec)
+peak_kb = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print("rss_mb", peak_kb // 1024)
 """
 
 
