@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import re
 import shutil
@@ -84,20 +85,28 @@ def keep_traces(capture: Path, dest: Path) -> list[str]:
 
 
 def capture_case(name: str, repeats: int = 3) -> dict:
-    """Problem and clean alternated `repeats` times (load drifts alike for both); the first
-    capture of each is kept, the step times of all are pooled."""
+    """Problem and clean alternated `repeats` times (load drifts alike for both); the step times
+    of all are pooled, and of each variant the capture whose own median is nearest the pooled one
+    is kept (a trace is priced against the measurement, so it must be a typical capture: on a
+    shared 2-core machine one capture in three can run its steps 25 % slower than the others)."""
     ranks, options, rule, what = CASES[name]
     case_dir = OUT / name
     shutil.rmtree(case_dir, ignore_errors=True)
     steps: dict[str, list[float]] = {"problem": [], "clean": []}
-    traces: dict[str, list[str]] = {}
-    for _ in range(repeats):
-        for variant, opts in (("problem", options), ("clean", [])):
-            with tempfile.TemporaryDirectory() as tmp:
-                capture, profiled = record(ranks, opts, Path(tmp))
+    kept: dict[str, list[tuple[list[float], Path]]] = {"problem": [], "clean": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(repeats):
+            for variant, opts in (("problem", options), ("clean", [])):
+                workdir = Path(tmp) / f"{variant}{i}"
+                workdir.mkdir()
+                capture, profiled = record(ranks, opts, workdir)
                 steps[variant] += profiled
-                if variant not in traces:
-                    traces[variant] = keep_traces(capture, case_dir / variant)
+                kept[variant].append((profiled, capture))
+        traces = {}
+        for variant, captures in kept.items():
+            pooled = statistics.median(steps[variant])
+            _, typical = min(captures, key=lambda c: abs(statistics.median(c[0] or [math.inf]) - pooled))
+            traces[variant] = keep_traces(typical, case_dir / variant)
     measured = {v: {"step_ms": steps[v], "median_ms": statistics.median(steps[v]), "traces": traces[v]}
                 for v in steps}
     gain = 1 - measured["clean"]["median_ms"] / measured["problem"]["median_ms"]

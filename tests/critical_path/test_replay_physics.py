@@ -252,3 +252,30 @@ def test_mark_step_waits_for_the_device(tmp_path):
         ("host", "opt", 1 * MS), ("host", "(untraced)", 0.5 * MS)]
     # the device twice as slow: mark_step returns at 18.5, opt ends 19.5, the step 0.5 ms later
     assert _steps(run, "name:graph=2") == [20]
+
+
+def test_tiny_ops_fused_on_a_cpu_thread(tmp_path):
+    """One CPU thread, one 10 ms step: `big` 0-4 ms, then 100 ops `add` of 20 us 10 us apart
+    (4.00-6.99 ms: 100 x 20 + 99 x 10 = 2,990 us), then `tail` 7-10 ms (its lead gap 10 us).
+    Fused (the tiny ops and the short gaps between them gone): 4 + 0.01 + 3 = 7.01 ms (`tail`
+    keeps its lead gap: it is no tiny op). The ops alone gone: 4 + 100 x 0.01 + 3 = 8 ms."""
+    events = [_ev(0, 0, 0, 10, "step", "step", "host/main"), _ev(0, 0, 0, 4, "compute", "big", "host/main")]
+    events += [_ev(0, 0, 4 + i * 0.03, 0.02, "compute", "add", "host/main") for i in range(100)]
+    events.append(_ev(0, 0, 7, 3, "compute", "tail", "host/main"))
+    run = write_inline_run(tmp_path / "run", events)
+    assert _steps(run, "compute,under:25us=0", "compute,under:25us,gap=0") == pytest.approx([7.01])
+    assert _steps(run, "compute,under:25us=0") == pytest.approx([8])             # the gaps stay
+    assert _steps(run, "compute,under:40us,gap=0") == pytest.approx([10 - 0.99])  # the gaps alone go
+    assert _steps(run, "compute,under:5us,gap=0") == [10]                         # no op that short
+
+
+@pytest.mark.parametrize("spec, ns", [("compute,under:20us=0", 20_000), ("under:1.5ms=0", 1_500_000),
+                                      ("under:7=0", 7), ("under:2s,gap=0", 2_000_000_000)])
+def test_under_takes_a_duration(spec, ns):
+    assert dict(scale.parse(spec).terms)["under"] == str(ns)
+
+
+@pytest.mark.parametrize("spec", ["under:0=0", "under:-1us=0", "under:2h=0", "under:nan=0", "under:=0", "under:1e9s=0"])
+def test_under_out_of_range_is_one_error(spec):
+    with pytest.raises(TrnprofError, match="not a duration from 1 ns to a day"):
+        scale.parse(spec)

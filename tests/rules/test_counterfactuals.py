@@ -28,13 +28,11 @@ SEVERE = ("medium", "high")
 # Cases trnprof gets wrong today, kept in the corpus and run (strict xfail: a fix makes them fail
 # loudly until they are moved back): the pipeline straggler on stage 1 is not named (SC001 sizes
 # arrival skew against the stage's peers, and a two-stage job has none); the clean capture of the
-# sleep case gets SC001 at medium on rank 0; a CPU job's 1,500 small ops per step are reported as low unexplained
-# idle, not compute.small_ops (CU003 reads launch overhead, which a CPU op has none of).
+# sleep case gets SC001 at medium on rank 0.
 KNOWN_MISSES = {
     ("found", "straggler_pipeline"): "a two-stage pipeline straggler has no stage peers to be sized against",
     ("clean", "straggler_sleep"): "rank 0 of this clean capture arrives ~5 ms (11 %) late at the all-reduces step "
                                   "after step, and SC001 calls it medium: contention or a real straggler, undecided",
-    ("found", "small_ops"): "CU003 does not see small ops on a CPU job",
 }
 
 

@@ -52,3 +52,17 @@ def test_a_claim_without_category_is_capped_by_the_step_only():
 ])
 def test_grading(severity, cut_short, fraction, costless, expected):
     assert graded(severity, cut_short, fraction, costless) == expected
+
+
+def test_a_claim_over_several_categories_takes_from_each_in_turn():
+    """Tiny ops on a CPU: their gaps are idle time, the ops themselves compute (`idle+compute`)."""
+    tiny = Claim("compute.small_ops", 0.5, "idle+compute", 2, "high")
+    unexplained = Claim("compute.unexplained_idle", 0.4, "idle", 1, "low")
+    matmul = Claim("compute.fp32_matmul", 0.2, "compute", 3, "high")
+    grant([tiny, unexplained, matmul], {"idle": 0.3, "compute": 0.6}, mean_step_s=2.0)
+    assert matmul.granted == pytest.approx(0.2)
+    assert tiny.granted == pytest.approx(0.5)                         # 0.3 of idle, then 0.2 of compute
+    assert unexplained.granted == 0 and unexplained.related == ["compute.small_ops"]
+    short = Claim("compute.small_ops", 0.9, "idle+compute", 2, "high")
+    grant([short, Claim("x.y", 0.5, "compute", 3, "high")], {"idle": 0.3, "compute": 0.6}, mean_step_s=2.0)
+    assert short.granted == pytest.approx(0.4) and short.related == ["x.y"]

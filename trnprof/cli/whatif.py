@@ -29,7 +29,7 @@ from ._output import check_destination, emit, render
 @click.option("--scale", "scales", multiple=True, metavar="SELECTOR=FACTOR",
               help="Replay the run's dependency graph with these durations scaled, repeatable (works on any "
                    "run, no job description): collective=0 removes collectives, input=0.5 halves input "
-                   "waits, rank:3=peers brings rank 3 to its peers' pace, name:GLOB, size:small|medium|large, "
+                   "waits, rank:3=peers brings rank 3 to its peers' pace, name:GLOB, size:small|medium|large, under:20us, "
                    "gap (docs/critical-path.md).")
 @options.document("text", "json")
 @options.config("YAML config file: its engine, spark_master and spark keys choose the engine.")

@@ -7,6 +7,9 @@ SELECTOR is one term or several joined by `,` (all must match):
     name:GLOB             op / kernel / collective name (fnmatch pattern, case-sensitive)
     rank:N                one rank
     size:CLASS            collectives by message size: small (< 1 MiB), medium (< 64 MiB), large
+    under:DURATION        work recorded shorter than DURATION (ns, or with a unit: 20us, 1.5ms, 1s);
+                          with `gap`, the lead gaps shorter than DURATION of such work (the host
+                          dispatching one tiny op after another)
     gap                   the time between recorded work (untraced host work, launch latency)
     sync                  host calls that block on the device (synchronize, synchronous copies,
                           .item(), xm.mark_step / wait_device_ops), or ops holding one
@@ -29,7 +32,9 @@ and their product is bounded the same), or:
 Fixes as replays: mixed precision `matmul=R` (R: the device's 16-bit over 32-bit matmul time,
 e.g. its FP32 peak over its BF16 peak; off-path matmuls gain nothing), gradient bucketing
 `collective=early` with fewer launches `name:GLOB=F` on the launch calls, a removed host sync
-`sync=launch` (or `name:aten::item=launch`), a straggler `rank:N=peers`, a loader `input=0`.
+`sync=launch` (or `name:aten::item=launch`), a straggler `rank:N=peers`, a loader `input=0`,
+tiny ops fused on a device that runs them on the host's thread (a CPU) `compute,under:20us=0`
+with `compute,under:20us,gap=0`.
 A selector that matches no work event of the run (a rank it does not have, a category none of
 its events is, a name no event has) is an error, not a change of 0 %: `check_matches`.
 """
@@ -53,6 +58,9 @@ from .nodes import matches as _name_matches
 KINDS = tuple(CATEGORY_OF_KIND)
 CATEGORIES = tuple(sorted(set(CATEGORY_OF_KIND.values())))
 SIZE_CLASSES = {"small": (0, 1 << 20), "medium": (1 << 20, 64 << 20), "large": (64 << 20, math.inf)}
+DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ns|us|ms|s)?")
+NS_PER_UNIT = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+MAX_DURATION_NS = 86_400 * NS_PER_UNIT["s"]   # a day: longer than any op a trace holds
 PEERS = "peers"
 LAUNCH, EARLY = "launch", "early"     # operations on the graph's edges, not on durations
 FLAGS = ("gap", "sync", "matmul")     # terms without a value
@@ -78,16 +86,27 @@ def _term(text: str, spec: str) -> tuple[str, str]:
             return ("kind" if field in KINDS else "category"), field
         raise TrnprofError(f"--scale {spec}: unknown selector {field!r} (a kind: {', '.join(KINDS)}; "
                            f"a category: {', '.join(CATEGORIES)}; gap, sync, matmul; or kind:, category:, name:, "
-                           "rank:, size:)")
+                           "rank:, size:, under:)")
     allowed = {"kind": KINDS, "category": CATEGORIES, "size": tuple(SIZE_CLASSES)}
     if field in allowed and value not in allowed[field]:
         raise TrnprofError(f"--scale {spec}: {field} {value!r} is not one of {', '.join(allowed[field])}")
     if field == "rank" and not re.fullmatch(r"-?\d{1,9}", value):
         raise TrnprofError(f"--scale {spec}: rank {value!r} is not a rank number")
+    if field == "under":
+        return field, str(_duration_ns(value, spec))
     if field not in ("kind", "category", "name", "rank", "size") or not value:
         raise TrnprofError(f"--scale {spec}: selector {text!r} not understood (kind:K, category:C, name:GLOB, "
-                           "rank:N, size:small|medium|large, gap)")
+                           "rank:N, size:small|medium|large, under:DURATION, gap)")
     return field, value
+
+
+def _duration_ns(value: str, spec: str) -> int:
+    """`20us` -> 20000: a positive duration of at most a day, in whole nanoseconds."""
+    match = DURATION.fullmatch(value)
+    ns = float(match.group(1)) * NS_PER_UNIT[match.group(2) or "ns"] if match else math.nan
+    if not 1 <= ns <= MAX_DURATION_NS:
+        raise TrnprofError(f"--scale {spec}: under {value!r} is not a duration from 1 ns to a day (e.g. 20us)")
+    return int(ns)
 
 
 def parse(spec: str) -> Scale:
@@ -140,6 +159,8 @@ def _matches(nodes: pd.DataFrame, terms, skip_rank: bool = False) -> np.ndarray:
             hit &= nodes["syncs"].to_numpy(bool)
         elif field == "matmul":
             hit &= (nodes["kind"] == "compute").to_numpy() & _name_matches(nodes["name"], MATMUL_NAME)
+        elif field == "under":
+            hit &= (nodes["end"].to_numpy(np.int64) - nodes["ts"].to_numpy(np.int64)) < int(value)
         elif field == "size":
             low, high = SIZE_CLASSES[value]
             size = nodes["bytes"].astype("float64").to_numpy()
@@ -170,9 +191,11 @@ def _peer_factor(nodes: pd.DataFrame, work: np.ndarray, scale: Scale, stages: di
     return pd.Series(ratio).reindex(index).fillna(1.0).to_numpy()
 
 
-def factors(nodes: pd.DataFrame, work: np.ndarray, scales, stages: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+def factors(nodes: pd.DataFrame, work: np.ndarray, scales, stages: dict | None = None,
+            gaps: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(work factor per node, gap factor per node): the scales applied in order, multiplied;
-    `stages` (rank -> pipeline stage) chooses the peers of `peers`."""
+    `stages` (rank -> pipeline stage) chooses the peers of `peers`; `gaps` (each node's lead gap)
+    lets `under:D,gap` select the gaps shorter than D."""
     work_f, gap_f = np.ones(len(nodes)), np.ones(len(nodes))
     given = np.ones(len(nodes))   # the product of the factors the user gave (not `peers`' measured ones)
     for scale in scales:
@@ -180,6 +203,9 @@ def factors(nodes: pd.DataFrame, work: np.ndarray, scales, stages: dict | None =
             continue
         if any(f == "gap" for f, _ in scale.terms):
             hit = _matches(nodes, [t for t in scale.terms if t[0] != "gap"])
+            under = next((int(v) for f, v in scale.terms if f == "under"), None)
+            if under is not None and gaps is not None:
+                hit &= gaps < under
             gap_f[hit] *= scale.factor if scale.factor is not None else 1.0
             continue
         hit = _matches(nodes, scale.terms)
@@ -205,6 +231,8 @@ def _where(terms) -> str:
             parts.append(f"rank = {int(value)}")
         elif field == "other_rank":
             parts.append(f"rank <> {int(value)}")
+        elif field == "under":
+            parts.append(f"dur < {int(value)}")
         elif field == "size":
             low, high = SIZE_CLASSES[value]
             communication = ", ".join(f"'{k}'" for k, c in CATEGORY_OF_KIND.items() if c == "communication")
@@ -247,7 +275,7 @@ def node_factors(graph: Graph, scales, stages: dict | None = None) -> tuple[np.n
     per row of graph.steps) for `scales`; a plain `rank:N=peers` also brings the rank's untraced
     host time to its peers' (_untraced_to_peers)."""
     sized = [s for s in scales if s.action is None]
-    work_f, gap_f = factors(graph.nodes, graph.work, sized, stages)
+    work_f, gap_f = factors(graph.nodes, graph.work, sized, stages, graph.gap)
     step_f = np.ones(len(graph.steps))
     ranks = graph.steps["rank"].to_numpy(np.int64)
     for scale in sized:

@@ -56,23 +56,29 @@ def _band(fraction: float) -> str:
 
 
 def grant(claims: list[Claim], budget: dict[str, float], mean_step_s: float | None) -> None:
-    """Fill each claim's `granted` and `related`, most specific first."""
+    """Fill each claim's `granted` and `related`, most specific first. A claim drawing from
+    several categories (`idle+compute`) takes from each in turn."""
     left = dict(budget)
     step_left = mean_step_s or 0.0
     takers: dict[str | None, list[str]] = {}
     for claim in sorted(claims, key=lambda c: (-c.specificity, -c.seconds, c.name)):
-        pool = left.get(claim.draws_from, 0.0) if claim.draws_from else float("inf")
+        categories = claim.draws_from.split("+") if claim.draws_from else []
+        pool = sum(left.get(c, 0.0) for c in categories) if categories else float("inf")
         claim.granted = max(min(claim.seconds, pool, step_left), 0.0)
         if claim.granted < claim.seconds - _EPS_S:
-            by_category = claim.draws_from and pool <= step_left
-            before = takers.get(claim.draws_from, []) if by_category else \
-                [n for names in takers.values() for n in names]
+            before = [n for c in categories for n in takers.get(c, [])] if categories and pool <= step_left \
+                else [n for names in takers.values() for n in names]
             claim.related = sorted(set(before) - {claim.name})
         step_left -= claim.granted
-        if claim.draws_from:
-            left[claim.draws_from] = pool - claim.granted
-        if claim.granted > 0:
-            takers.setdefault(claim.draws_from, []).append(claim.name)
+        unpaid = claim.granted
+        for category in categories:
+            paid = min(left.get(category, 0.0), unpaid)
+            left[category] = left.get(category, 0.0) - paid
+            unpaid -= paid
+            if paid > 0:
+                takers.setdefault(category, []).append(claim.name)
+        if not categories and claim.granted > 0:
+            takers.setdefault(None, []).append(claim.name)
 
 
 def graded(severity: str, cut_short: bool, fraction: float, costless: bool) -> str:

@@ -226,7 +226,10 @@ def index_md(rules: list[Rule]) -> str:
               "a template are what the rows measured (`impact.measured_seconds_per_step`), and the engine "
               "appends to a finding cut short how much of it is left to it (\"6.71 ms per step of it (28%) is "
               "not explained by collectives.low_bus_bandwidth, which claimed the rest first.\"), the granted "
-              "`impact.seconds_per_step`. A positive figure never prints as zero: a format that would show "
+              "`impact.seconds_per_step`. Where the time at stake lies in another category on another platform, "
+              "the rows may give a `draws_from` column that overrides the rule's for the finding: categories "
+              "joined by `+`, taken from in turn (`compute.small_ops` on a CPU: `idle+compute`, the gaps "
+              "between the tiny ops, then the ops), or null (the step alone caps it). A positive figure never prints as zero: a format that would show "
               "`0%` or `0.00` gets the decimals it needs.", "",
               "**One number.** `trnprof analyze` (not the rule engine alone) then prices each finding's "
               "recommended fix as its rule declares it (`fix:`, below): by the execution model on a Trn1 job "

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import msgspec
 import pandas as pd
 
+from trnprof.errors import TrnprofError
 from trnprof.jsonplain import plain
 from trnprof.textfmt import compact
 from trnprof.units import GIB
@@ -31,7 +32,7 @@ from trnprof.units import GIB
 from . import claims
 from .document import Finding, Impact
 from .loader import Rule
-from .spec import SEVERITIES, SeverityBands, severity_rank
+from .spec import CATEGORIES, SEVERITIES, SeverityBands, severity_rank
 
 ROW_COSTS = {"lost_ns": "_lost", "one_time_ns": "_once", "lost_bytes": "_bytes"}
 
@@ -195,9 +196,20 @@ class Draft:
     finding: Finding
 
     def claim(self) -> claims.Claim:
-        spec = self.rule.spec.impact
-        return claims.Claim(self.finding.name, self.finding.impact.seconds_per_step, spec.draws_from,
-                            spec.specificity, self.finding.severity)
+        return claims.Claim(self.finding.name, self.finding.impact.seconds_per_step, self.draws_from(),
+                            self.rule.spec.impact.specificity, self.finding.severity)
+
+    def draws_from(self) -> str | None:
+        """The step_breakdown category the claim draws from: the rule's (`impact.draws_from`), or
+        its rows' `draws_from` column where they give one (categories joined by `+`, taken from in
+        turn; null: the step itself), for time at stake that lies elsewhere on another platform."""
+        if "draws_from" not in self.fields:
+            return self.rule.spec.impact.draws_from
+        value = self.fields["draws_from"]
+        if value is not None and not (isinstance(value, str) and set(value.split("+")) <= set(CATEGORIES)):
+            raise TrnprofError(f"rule {self.rule.name}: column draws_from is {str(value)[:40]!r}, not "
+                               f"step_breakdown categories ({', '.join(CATEGORIES)}) joined by '+', or null")
+        return value
 
 
 def build(rule: Rule, params: dict, frame: pd.DataFrame, n_steps: int, mean_step_ns: float | None,
@@ -237,7 +249,7 @@ def finish(draft: Draft, granted: claims.Claim, mean_step_ns: float | None) -> F
     seconds = round(granted.granted, 9)
     fraction = round(seconds / (mean_step_ns / 1e9), 6) if mean_step_ns else 0.0
     cost = msgspec.structs.replace(found.impact, seconds_per_step=seconds, fraction_of_step=fraction,
-                                   measured_seconds_per_step=measured, draws_from=draft.rule.spec.impact.draws_from)
+                                   measured_seconds_per_step=measured, draws_from=draft.draws_from())
     cut_short = seconds < measured - 1e-9
     severity = claims.graded(found.severity, cut_short, fraction, cost.costless())
     fields = {**draft.fields, "severity": severity, "seconds_per_step": measured, "ms_per_step": measured * 1e3,
