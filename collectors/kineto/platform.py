@@ -2,8 +2,11 @@
 
 `device_kind`: `mtia`, `xpu` or `hpu` when the trace has that accelerator's event categories;
 `rocm` for CUDA-named categories on an AMD device (ROCm builds keep CUDA's category names);
-`cuda` for NVIDIA; `cpu` when the trace has no device work at all. `device_model`: the device
-name of `deviceProperties` (e.g. `Tesla V100-SXM2-32GB`), when the trace lists one.
+`cuda` for NVIDIA; `cpu` when the trace has no device work and lists no device. A trace that lists a
+GPU in `deviceProperties` (Kineto lists them when the job's torch sees CUDA) but records no device
+work is a GPU job whose device activities were not traced: its host ops launch kernels, so it
+keeps the GPU's kind (a host op's time is then dispatch, not the op's arithmetic). `device_model`:
+the device name of `deviceProperties` (e.g. `Tesla V100-SXM2-32GB`), when the trace lists one.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ def device_kind(platforms: set, device_work: bool, model: str | None) -> str:
     for accelerator in ("mtia", "xpu", "hpu"):
         if accelerator in platforms:
             return accelerator
-    if not device_work:
+    if not device_work and not model:
         return "cpu"
     if model and any(word in model.lower() for word in AMD_NAMES):
         return "rocm"

@@ -111,6 +111,19 @@ def test_cpu_only_trace_makes_the_cpu_the_device(tmp_path):
     assert got["c10d::allreduce_"]["coll_op"] == "all_reduce"
 
 
+def test_a_listed_gpu_without_traced_device_work_keeps_its_kind(tmp_path):
+    """Kineto lists the GPUs torch sees; a trace of such a job that recorded host activities only
+    is still a GPU job (its host ops launch kernels), not a job that computed on the CPU."""
+    steps = [X("ProfilerStep#1", "user_annotation", 0, 1000, tid=1), X("aten::add_", "cpu_op", 10, 3, tid=1)]
+    for folder in ("gpu", "cpu"):
+        (tmp_path / folder).mkdir()
+    gpu = run_of(tmp_path / "gpu", steps, deviceProperties=[{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}])
+    cpu = run_of(tmp_path / "cpu", steps)
+    assert gpu.sql("SELECT device_kind, device_model FROM run_platform").values.tolist() == \
+        [["cuda", "NVIDIA A100-SXM4-80GB"]]
+    assert cpu.sql("SELECT device_kind FROM run_platform").iloc[0, 0] == "cpu"
+
+
 def test_c10d_ops_in_gpu_traces_stay_host_work(tmp_path):
     run = run_of(tmp_path, [X("c10d::allreduce_", "cpu_op", 0, 10), X("k", "kernel", 5, 5, pid=0, tid=1)])
     assert {r["name"]: r["kind"] for r in rows(run)}["c10d::allreduce_"] == "host"
