@@ -120,6 +120,57 @@ def test_a_v100_trace_gets_fp16_advice_not_bf16(cli, tmp_path):
         f.recommendation for f in document.findings)
 
 
+def _queue_limited_steps(events, scale_of) -> np.ndarray:
+    """A reader's model of one CUDA stream behind a full launch queue: the host issues its
+    launch calls in order, keeping the measured host time between them; a call that blocked
+    (long, and its kernel started over 1 ms later) costs a typical call, but no call ends before
+    the op `depth` launches earlier has finished (the queue's depth, as measured at the blocked
+    calls); an op starts after its launch and after the op before it. Returns the replayed
+    host time of each step's first launch."""
+    ops = {e["args"]["correlation"]: e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")}
+    calls = sorted((e for e in events if e.get("cat") == "cuda_runtime" and e["args"].get("correlation") in ops),
+                   key=lambda e: e["ts"])
+    launched = [ops[c["args"]["correlation"]] for c in calls]
+    assert [o["ts"] for o in launched] == sorted(o["ts"] for o in launched)   # one stream, in launch order
+    cs, ce = np.array([c["ts"] for c in calls]), np.array([c["ts"] + c["dur"] for c in calls])
+    os_, od = np.array([o["ts"] for o in launched]), np.array([o["dur"] for o in launched]) * scale_of(launched)
+    blocked = (ce - cs > 20) & (os_ - ce > 1000)
+    inflight = np.arange(len(ce)) - np.searchsorted(np.sort(os_ + [o["dur"] for o in launched]), ce, side="right")
+    depth = int(np.median(inflight[blocked]))
+    own = np.where(blocked, np.median(ce - cs), ce - cs)
+    start, end, op_end = np.empty(len(cs)), np.empty(len(cs)), np.empty(len(cs))
+    for i in range(len(cs)):
+        start[i] = cs[0] if i == 0 else end[i - 1] + (cs[i] - ce[i - 1])
+        end[i] = max(start[i] + own[i], op_end[i - depth] if i >= depth else 0)
+        op_end[i] = max(end[i], op_end[i - 1] if i else 0) + od[i]
+    return np.array([start[np.searchsorted(cs, a)] for _, a, _ in _steps(events)])
+
+
+def test_fp32_matmuls_behind_a_full_launch_queue_are_priced_by_the_device(cli, tmp_path):
+    """The V100 trace's device is ~99 % busy and CUDA's launch queue is full: launch calls block
+    until a kernel ends, and the kernels they launch start ~1,000 launches later. The device sets
+    the pace, so FP16 matmuls (FP32 and FP16 tensor peaks 15.7 and 125 TFLOPS, NVIDIA's V100
+    datasheet) shorten the step until the host's own launch rate bounds it. The derivation
+    replays the launch queue on the raw events; CU002's price (the replay of its fix on the
+    run's graph, where a blocked launch waits for the kernel that freed its slot) must agree on
+    the steps the queue is full through (103 and 104: the model bounds a step by the next one's
+    first launch). Steps 101-102 (35 and 72 ms) fill the queue; the price averages in step 102,
+    which the replay prices 12 % and this model 44 % (issue 35's partial steps, left open)."""
+    events = _raw(next((KINETO / "ns_resolution_trace").glob("*.json.gz")))
+    matmul = re.compile(r"(?i)gemm|matmul|cublas|cutlass|conv|wgrad|dgrad")
+    fp16 = lambda ops: np.array([15.7 / 125 if matmul.search(o["name"]) else 1.0 for o in ops])  # noqa: E731
+    base = _queue_limited_steps(events, lambda ops: np.ones(len(ops)))
+    fast = _queue_limited_steps(events, fp16)
+    full = slice(2, None)   # step lengths from one first launch to the next: steps 103 and 104
+    expected = 1 - np.diff(fast)[full].sum() / np.diff(base)[full].sum()
+    assert 0.25 < expected < 0.40     # the device bounds: a third of the step goes
+    document = analyze(_ingest(cli, KINETO / "ns_resolution_trace", tmp_path / "run"))
+    fp32 = next(f for f in document.findings if f.name == "compute.fp32_matmul")
+    assert fp32.projected["method"] == "replay"
+    assert fp32.impact.fraction_of_step == pytest.approx(expected, rel=PRICE_TOLERANCE)
+    assert fp32.severity == "high"    # the price is past the pack's 20 % bar
+
+
 def test_host_bound_advice_fits_the_platform(cli, tmp_path):
     """A host-bound step on a ROCm GPU (HTA amd_trace: hipLaunchKernel is most of the host's time)
     gets launch-reduction advice for GPUs, never torch-xla's; a run that names no device gets the

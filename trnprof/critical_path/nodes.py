@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from . import edges_launch
 from .events import WORK_KINDS, with_object_categories  # noqa: F401  (WORK_KINDS: the kinds that are work)
 
 # Host calls that block until the device has finished its queued work (as the stdlib's
@@ -78,9 +79,20 @@ def _lane_order(rank, step, lane, ts, dur) -> np.ndarray:
     return stable_order(key, -dur)
 
 
+def _outermost(calls: np.ndarray, owner: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per event: one of `calls` not nested in an earlier one of the same node (lane order)."""
+    rows = np.flatnonzero(calls)
+    ends = pd.Series(end[rows]).groupby(owner[rows])
+    reached = ends.cummax().groupby(owner[rows]).shift(fill_value=np.iinfo(np.int64).min).to_numpy()
+    out = np.zeros(len(calls), bool)
+    out[rows[end[rows] > reached]] = True
+    return out
+
+
 def flatten(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(nodes, marks). Nodes: top-level work per (rank, step, lane), ordered by start, with `nid`
-    (their id here) and `syncs` (the node holds a blocking host sync, itself or a nested call).
+    (their id here) and `syncs` (the node holds a blocking host sync, itself or a nested call,
+    or a launch that blocked on the device's full queue: edges_launch.blocked).
     Marks: the ends of host events nested in a node (rank, step, end, owner nid): where inside
     it a launch or a nested call finished, which device work may wait for; with the call's
     correlation id when the events have one."""
@@ -103,14 +115,22 @@ def flatten(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     device = matches(ev["lane"], DEVICE_LANE)
     is_sync = matches(ev["name"], SYNC_NAME) & ~device
     owner = np.maximum.accumulate(np.where(top, np.arange(n), -1)) if n else np.zeros(0, np.int64)
+    waited = _outermost(is_sync, owner, end) * dur          # a sync call waits its whole length
+    if "corr" in ev:   # launches that blocked on a full device queue wait for the device too
+        queued = edges_launch.blocked(rank, ts, end, device, edges_launch.ids(ev))
+        is_sync, waited = is_sync | (queued > 0), waited + queued
     synced = np.zeros(n, bool)
     synced[owner[is_sync]] = True
+    node_waited = np.zeros(n, np.int64)
+    np.add.at(node_waited, owner[is_sync], waited[is_sync])
     keep = np.flatnonzero(top)
     nodes = ev.take(keep).reset_index(drop=True)
     start = np.maximum(ts, reach)[keep]   # cut partial overlaps
     nodes["ts"], nodes["end"] = start, end[keep]
     nodes["dur"] = end[keep] - start
     nodes["syncs"], nodes["nid"] = synced[keep], keep
+    # the node's own work: its length but the time its calls waited on the device
+    nodes["own"] = np.where(synced[keep], np.clip(end[keep] - start - node_waited[keep], 0, None), 0)
     inner = ~top & ~device
     marks = pd.DataFrame({"rank": rank[inner], "step": step[inner], "end": end[inner], "owner": owner[inner]})
     if "corr" in ev:   # which device op a nested call launched (edges_launch.py)
