@@ -43,8 +43,17 @@ SEVERE = ("medium", "high")
 # and the problem step less rank 1's blocked send: ~44 ms), so the measured 47.35 % is kept as
 # the reference and the price lands 9 % under it.
 KNOWN_MISSES = {
-    ("clean", "straggler_sleep"): "rank 0 of this clean capture arrives ~5 ms (11 %) late at the all-reduces step "
-                                  "after step, and SC001 calls it medium: contention or a real straggler, undecided",
+    # From the trace: both ranks run the same ops (same names, same counts per step); rank 0's
+    # backward matmuls (aten::mm under AddmmBackward0) take 16.4 ms per step against rank 1's
+    # 12.0, in all five steps, so rank 0 reaches the all-reduces 8.0 ms late per step (5.9-12.7)
+    # and its replay at rank 1's pace is worth 11 %. No extra work: the same work ran slower.
+    # In the other clean captures the slower rank changes (straggler_python: rank 0's mm +18 %;
+    # straggler_compute: rank 1's +54 %): contention from other processes on the shared 2-core
+    # machine, persistent over a 0.2 s capture. The noise bar (twice the steps' robust spread,
+    # 6.8 ms here) passes it narrowly; the job's own clock puts its three clean captures at
+    # 43.0, 41.1 and 37.6 ms (median steps), a spread as large as the price. Not decided by a rule yet.
+    ("clean", "straggler_sleep"): "rank 0's same ops ran ~37 % slower for the whole capture (outside contention); "
+                                  "SC001 calls it medium at 11 %, within the job's run-to-run noise",
     ("found", "small_ops"): "CU003 does not see small ops on a CPU job",
 }
 
@@ -108,3 +117,12 @@ def test_nothing_severe_is_worth_under_five_percent(name, variant, findings_of):
         if finding.severity in SEVERE:
             assert price(finding) is not None and price(finding) >= 0.05, \
                 f"{finding.name} is {finding.severity} at a price of {price(finding)}"
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if case(n)["rule"] == "scale.straggler"])
+def test_untraced_time_of_the_late_rank_is_priced_once(name, findings_of):
+    """The late rank's Python or sleep is its work: SC001 prices it (rank:N=peers), and its
+    peers' wait for it is that straggler's cost too, so unexplained idle (CU005) claims no
+    second saving on the same time (it claimed 31-34 % of the step on ranks 0-1 beside SC001)."""
+    found = {f.name: f for f in findings_of(CORPUS / name / "problem")}
+    assert "compute.unexplained_idle" not in found or found["compute.unexplained_idle"].severity not in SEVERE

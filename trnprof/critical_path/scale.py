@@ -16,8 +16,9 @@ FACTOR is a number from 0 to 1000 (0 removes the time; the factors that meet on 
 and their product is bounded the same), or:
     peers    with a rank term: the rank's matching work of each category but communication per
              step scaled down to the median of the other ranks' of its pipeline stage, never up
-             (a rank faster than its peers keeps its pace: the peers' ops may hold waits) (bring a
-             straggler to its peers' pace; stages do different work); a plain `rank:N=peers` also
+             (a rank faster than its peers keeps its pace: the peers' ops may hold waits), taken
+             first off the work (by op name) the peers do not do or do in less time, then evenly
+             (bring a straggler to its peers' pace; stages do different work); a plain `rank:N=peers` also
              brings the rank's untraced time (the lead gaps of its nodes and the gap after its
              step's last op: Python, I/O, sleep) to its peers' per step
     launch   the selected blocking host calls no longer wait for the device: the call takes its
