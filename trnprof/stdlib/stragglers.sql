@@ -41,7 +41,10 @@ JOIN medians AS m ON m.step = p.step AND m.stage = p.stage;
 -- per group and sequence number, as p2p_waits pairs them) the side that arrived first blocks for
 -- the other, at most for its own event's length (a send the transport buffered did not wait):
 -- that wait counts late for the later side and early for the first. A late pipeline stage shows
--- as its neighbours blocked in receive or send for it, step after step. Positive: the others
+-- as its neighbours blocked in receive or send for it, step after step. Where the ranks table
+-- gives two pipeline stages or more, a rank's transfer lateness is counted against the mean of
+-- its stage's other ranks' (the stages wait for each other by design: the bubble); a stage of
+-- one rank keeps its own. Positive: the others
 -- waited for the rank; negative: it waited for them. The scale.straggler rule sizes a straggler
 -- by it.
 -- @column rank          global rank
@@ -92,8 +95,26 @@ p2p_skew AS (  -- the first side's wait for the later one, late for the later si
            CASE WHEN a.ts > b.ts THEN 0 ELSE LEAST(b.ts - a.ts, a.dur) END AS waited_ns
     FROM sides AS a JOIN sides AS b
       ON b.coll_group = a.coll_group AND b.coll_seq = a.coll_seq AND b.coll_op <> a.coll_op AND b.rank <> a.rank
+),
+p2p_rank AS (  -- per rank and step, with its pipeline stage (pp_rank) when the run has two stages or more
+    SELECT s.rank, s.step, COUNT(*) AS n, SUM(s.late_ns) AS late_ns, MAX(s.late_ns) AS max_late_ns,
+           SUM(s.waited_ns) AS waited_ns,
+           CASE WHEN (SELECT COUNT(DISTINCT pp_rank) FROM ranks) > 1 THEN r.pp_rank END AS stage
+    FROM p2p_skew AS s LEFT JOIN ranks AS r ON r.rank = s.rank
+    GROUP BY s.rank, s.step, r.pp_rank
+),
+p2p_late AS (  -- a stage's transfers wait for the other stages by design (the bubble): where the
+               -- stages are known, a rank is late against the mean of its stage's other ranks
+    SELECT rank, step, n, max_late_ns, waited_ns,
+           late_ns - CASE WHEN stage IS NOT NULL AND COUNT(*) OVER w > 1
+                          THEN (SUM(late_ns) OVER w - late_ns) / (COUNT(*) OVER w - 1) ELSE 0 END AS late_ns
+    FROM p2p_rank
+    WINDOW w AS (PARTITION BY step, stage)
 )
-SELECT rank, step, CAST(COUNT(*) AS BIGINT) AS instances, SUM(late_ns) AS late_ns, MAX(late_ns) AS max_late_ns,
+SELECT rank, step, CAST(SUM(n) AS BIGINT) AS instances, SUM(late_ns) AS late_ns, MAX(max_late_ns) AS max_late_ns,
        SUM(waited_ns) AS waited_ns
-FROM (SELECT rank, step, late_ns, waited_ns FROM skew UNION ALL SELECT rank, step, late_ns, waited_ns FROM p2p_skew)
+FROM (SELECT rank, step, COUNT(*) AS n, SUM(late_ns) AS late_ns, MAX(late_ns) AS max_late_ns, SUM(waited_ns) AS waited_ns
+      FROM skew GROUP BY rank, step
+      UNION ALL
+      SELECT rank, step, n, late_ns, max_late_ns, waited_ns FROM p2p_late)
 GROUP BY rank, step;
