@@ -106,10 +106,11 @@ p2p_rank AS (  -- per rank and step, with its pipeline stage (pp_rank) when the 
 p2p_late AS (  -- a stage's transfers wait for the other stages by design (the bubble): where the
                -- stages are known, a rank is late against the mean of its stage's other ranks
     SELECT rank, step, n, max_late_ns, waited_ns,
-           late_ns - CASE WHEN stage IS NOT NULL AND COUNT(*) OVER w > 1
-                          THEN (SUM(late_ns) OVER w - late_ns) / (COUNT(*) OVER w - 1) ELSE 0 END AS late_ns
+           late_ns - CASE WHEN stage IS NOT NULL AND COUNT(*) OVER (PARTITION BY step, stage) > 1
+                          THEN (SUM(late_ns) OVER (PARTITION BY step, stage) - late_ns)
+                               / (COUNT(*) OVER (PARTITION BY step, stage) - 1)
+                          ELSE 0 END AS late_ns
     FROM p2p_rank
-    WINDOW w AS (PARTITION BY step, stage)
 )
 SELECT rank, step, CAST(SUM(n) AS BIGINT) AS instances, SUM(late_ns) AS late_ns, MAX(max_late_ns) AS max_late_ns,
        SUM(waited_ns) AS waited_ns
