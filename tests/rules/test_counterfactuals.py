@@ -26,13 +26,37 @@ CASES = sorted(p.name for p in CORPUS.iterdir() if (p / "case.json").is_file())
 TOLERANCE = 0.20
 SEVERE = ("medium", "high")
 # Cases trnprof gets wrong today, kept in the corpus and run (strict xfail: a fix makes them fail
-# loudly until they are moved back): the pipeline straggler on stage 1 is not named (SC001 sizes
-# arrival skew against the stage's peers, and a two-stage job has none); the clean capture of the
-# sleep case gets SC001 at medium on rank 0.
+# loudly until they are moved back): the clean capture of the sleep case gets SC001 at medium on
+# rank 0 (a flaw of the capture, below).
+#
+# straggler_pipeline, derived from the physics: rank 0 (the first stage) runs 40 ms of matmuls
+# between its last forward send and its first gradient receive, so rank 1's first gradient send
+# blocks ~35 ms every step until rank 0 posts that receive (the raw events: 31.7, 36.9, 36.9,
+# 35.0 and ~33 ms over the five steps). SC001 sizes that as arrival skew at the transfers (the
+# first side's wait for the later one: 35.4 ms per step net of rank 0's own waits) and prices
+# rank:0=peers, which takes rank 0's excess off the work rank 1 does not do (the extra matmuls)
+# first: 43.2 % of the step (the replay: 44.9 ms per step against 79.0 ms). The capture's
+# "clean" job is flawed as a counterfactual: capture.py runs the clean variant without any
+# option, so it is the DDP job (both ranks run all six layers), not the pipeline without its
+# straggler; its 42.2 ms happens to sit near the pipeline's balanced step (the replay's 44.9 ms,
+# and the problem step less rank 1's blocked send: ~44 ms), so the measured 47.35 % is kept as
+# the reference and the price lands 9 % under it.
 KNOWN_MISSES = {
-    ("found", "straggler_pipeline"): "a two-stage pipeline straggler has no stage peers to be sized against",
-    ("clean", "straggler_sleep"): "rank 0 of this clean capture arrives ~5 ms (11 %) late at the all-reduces step "
-                                  "after step, and SC001 calls it medium: contention or a real straggler, undecided",
+    # From the trace: both ranks run the same ops (same names, same counts per step); rank 0's
+    # backward matmuls (aten::mm under AddmmBackward0) take 14.6-19.9 ms per step against rank
+    # 1's 10.9-13.1, in every one of the five steps, so rank 0 reaches the all-reduces 8.0 ms
+    # late per step (rank 1 blocks 5.9-12.7 ms in them) and its replay at rank 1's pace gives
+    # 39.7 ms per step against 44.6: 11 %, what the run would have gained. No extra work: the
+    # same work ran slower, persistently and beyond the run's step noise (twice its robust
+    # spread: 6.8 ms). The cause is outside the job: in the other clean captures the slower
+    # rank changes (straggler_python: rank 0's mm +18 %; straggler_compute: rank 1's +54 %), the
+    # contention of other processes on the shared 2-core machine, persistent over a 0.2 s
+    # capture. Judged by physics the finding is right for this run (a real straggler, priced by
+    # what it cost; SC001's advice names CPU contention) and the capture is flawed as a clean
+    # reference: the job's own clock puts its three clean captures at 43.0, 41.1 and 37.6 ms
+    # (median steps), a spread as large as the price. Kept as a known miss of the corpus.
+    ("clean", "straggler_sleep"): "the clean capture itself had a straggler: rank 0's same ops ran ~37 % slower "
+                                  "for the whole capture (outside contention), a real 11 % for that run",
 }
 
 
@@ -95,3 +119,12 @@ def test_nothing_severe_is_worth_under_five_percent(name, variant, findings_of):
         if finding.severity in SEVERE:
             assert price(finding) is not None and price(finding) >= 0.05, \
                 f"{finding.name} is {finding.severity} at a price of {price(finding)}"
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if case(n)["rule"] == "scale.straggler"])
+def test_untraced_time_of_the_late_rank_is_priced_once(name, findings_of):
+    """The late rank's Python or sleep is its work: SC001 prices it (rank:N=peers), and its
+    peers' wait for it is that straggler's cost too, so unexplained idle (CU005) claims no
+    second saving on the same time (it claimed 31-34 % of the step on ranks 0-1 beside SC001)."""
+    found = {f.name: f for f in findings_of(CORPUS / name / "problem")}
+    assert "compute.unexplained_idle" not in found or found["compute.unexplained_idle"].severity not in SEVERE

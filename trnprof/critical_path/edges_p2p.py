@@ -29,9 +29,10 @@ def _roles(nodes: pd.DataFrame) -> np.ndarray:
     return np.where(np.isnan(role), -1, role).astype(np.int64)
 
 
-def pairs(nodes: pd.DataFrame, group_codes: np.ndarray, e0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def pairs(nodes: pd.DataFrame, group_codes: np.ndarray, s0: np.ndarray, e0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(receive node, its send node): one send and one receive of a (group, sequence) on two
-    ranks, the send ending no later than the receive (else the ranks' clocks disagree)."""
+    ranks, the send starting no later than the receive ends (else the ranks' clocks disagree:
+    data cannot arrive before it was sent)."""
     role = _roles(nodes)
     seq = nodes["coll_seq"].to_numpy("float64", na_value=np.nan)
     rows = np.flatnonzero((role >= 0) & (group_codes >= 0) & ~np.isnan(seq))
@@ -45,6 +46,15 @@ def pairs(nodes: pd.DataFrame, group_codes: np.ndarray, e0: np.ndarray) -> tuple
     pairs = recvs.merge(sends, on=["group", "seq"], suffixes=("", "_send"))
     pairs = pairs[pairs["rank"] != pairs["rank_send"]]
     recv, send = pairs["node"].to_numpy(np.int64), pairs["node_send"].to_numpy(np.int64)
+    causal = s0[send] <= e0[recv]
+    return recv[causal], send[causal]
+
+
+def delivered(recv: np.ndarray, send: np.ndarray, e0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs whose send ended no later than its receive: the receive's end waits for the
+    data. A rendezvous send often ends a few microseconds after its receive (the sender learns
+    of the delivery after the receiver has the data): that receive keeps its own end, and the
+    send is held by the receive's start instead (rendezvous)."""
     ordered = e0[send] <= e0[recv]
     return recv[ordered], send[ordered]
 

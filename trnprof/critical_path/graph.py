@@ -204,9 +204,10 @@ def build(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame) -> Graph
     s = sync_on >= 0
     tail[s] = np.minimum(dur[s], e0[s] - e0[sync_on[s]])   # its own length when the device had finished
     own = nodes["own"].to_numpy(np.int64).copy()           # and its work when the device is not late
-    recv, send = edges_p2p.pairs(nodes, codes(nodes["coll_group"]), e0)
-    sync_on[recv] = send     # the same end edge: the receive ends after the send's data arrived
-    tail[recv] = edges_p2p.after_arrival(recv, send, s0, e0)
+    recv, send = edges_p2p.pairs(nodes, codes(nodes["coll_group"]), s0, e0)
+    got, sent = edges_p2p.delivered(recv, send, e0)
+    sync_on[got] = sent     # the same end edge: the receive ends after the send's data arrived
+    tail[got] = edges_p2p.after_arrival(got, sent, s0, e0)
     held, posted, after = edges_p2p.rendezvous(recv, send, s0, e0)
     from_start = np.zeros(n, bool)
     sync_on[held], tail[held], from_start[held] = posted, after, True   # a send ends after its receive is posted

@@ -19,8 +19,9 @@ FACTOR is a number from 0 to 1000 (0 removes the time; the factors that meet on 
 and their product is bounded the same), or:
     peers    with a rank term: the rank's matching work of each category but communication per
              step scaled down to the median of the other ranks' of its pipeline stage, never up
-             (a rank faster than its peers keeps its pace: the peers' ops may hold waits) (bring a
-             straggler to its peers' pace; stages do different work); a plain `rank:N=peers` also
+             (a rank faster than its peers keeps its pace: the peers' ops may hold waits), taken
+             first off the work (by op name) the peers do not do or do in less time, then evenly
+             (bring a straggler to its peers' pace; stages do different work); a plain `rank:N=peers` also
              brings the rank's untraced time (the lead gaps of its nodes and the gap after its
              step's last op: Python, I/O, sleep) to its peers' per step
     launch   the selected blocking host calls no longer wait for the device: the call takes its
@@ -169,11 +170,15 @@ def _matches(nodes: pd.DataFrame, terms, skip_rank: bool = False) -> np.ndarray:
 
 
 def _peer_factor(nodes: pd.DataFrame, work: np.ndarray, scale: Scale, stages: dict | None = None) -> np.ndarray:
-    """Per node of the scale's rank: the median of the other ranks' matching work of the node's
-    category in that step over the rank's own (1 where either has none): each kind of work is
-    brought to its peers' pace on its own. Peers are the ranks of the same pipeline stage when
-    `stages` (rank -> stage) knows it. Communication keeps its length: a collective's time on
-    one rank is set by the others' arrivals and the shared transfer, not by the rank's pace."""
+    """Per node of the scale's rank: the factor bringing the rank's matching work of the node's
+    category in that step down to the median of the other ranks' (1 where either has none, never
+    up): each kind of work is brought to its peers' pace on its own. The time removed is taken
+    first from the work the peers do not do, or do in less time (per op name, the rank's excess
+    over the peers' median of that name: a straggler's extra ops, its slower kernels), then
+    evenly from the rest: a fix removes the straggler's extra work, not a share of every op.
+    Peers are the ranks of the same pipeline stage when `stages` (rank -> stage) knows it.
+    Communication keeps its length: a collective's time on one rank is set by the others'
+    arrivals and the shared transfer, not by the rank's pace."""
     rank = int(next(v for f, v in scale.terms if f == "rank"))
     hit = _matches(nodes, scale.terms, skip_rank=True)
     if stages and rank in stages:
@@ -181,14 +186,35 @@ def _peer_factor(nodes: pd.DataFrame, work: np.ndarray, scale: Scale, stages: di
         hit &= nodes["rank"].isin(same).to_numpy()
     keys = ["step", "category"]
     frame = pd.DataFrame({"rank": nodes["rank"].to_numpy()[hit], "step": nodes["step"].to_numpy()[hit],
-                          "category": nodes["category"].to_numpy()[hit], "work": work[hit]})
-    per = frame.groupby([*keys, "rank"])["work"].sum().reset_index()
-    own = per[per["rank"] == rank].set_index(keys)["work"]
-    peers = per[per["rank"] != rank].groupby(keys)["work"].median()
-    ratio = (peers / own).replace([np.inf, -np.inf], np.nan).dropna().clip(upper=1.0)   # a fix never slows a rank
-    ratio = ratio[ratio.index.get_level_values("category") != "communication"]
-    index = pd.MultiIndex.from_frame(nodes[keys])
-    return pd.Series(ratio).reindex(index).fillna(1.0).to_numpy()
+                          "category": nodes["category"].astype(str).to_numpy()[hit],
+                          "name": nodes["name"].astype(str).to_numpy()[hit], "work": work[hit].astype(float)})
+    frame = frame[frame["category"] != "communication"]
+    by_name = frame.groupby([*keys, "name", "rank"])["work"].sum().unstack("rank", fill_value=0.0)
+    if rank not in by_name.columns or by_name.shape[1] < 2:
+        return np.ones(len(nodes))
+    totals = frame.groupby([*keys, "rank"])["work"].sum().reset_index()
+    # a peer counts for a name it does not run (0), within the steps and categories it has work of
+    doing = by_name.index.droplevel("name")
+    others = by_name.drop(columns=rank)
+    others = others.where(np.column_stack([doing.isin(pd.MultiIndex.from_frame(totals.loc[totals["rank"] == r, keys]))
+                                           for r in others.columns]))
+    own_name, peers_name = by_name[rank], others.median(axis=1)
+    own = totals[totals["rank"] == rank].set_index(keys)["work"]
+    peers = totals[totals["rank"] != rank].groupby(keys)["work"].median()
+    remove = (own - peers).clip(lower=0).dropna()        # a fix never slows a rank
+    excess = (own_name - peers_name.fillna(0.0)).clip(lower=0)
+    excess_sum = excess.groupby(level=keys).sum()
+    share = (remove / excess_sum).replace([np.inf, -np.inf], np.nan).fillna(0.0).clip(upper=1.0)
+    taken = excess * share.reindex(excess.index.droplevel("name")).to_numpy()   # from the excess first
+    rest_total = (own - excess_sum).reindex(remove.index)
+    rest_cut = ((remove - excess_sum).clip(lower=0) / rest_total).replace([np.inf, -np.inf], np.nan).fillna(0.0)
+    left = (own_name - taken) * (1 - rest_cut.reindex(excess.index.droplevel("name")).fillna(0.0).to_numpy())
+    ratio = (left / own_name).replace([np.inf, -np.inf], np.nan).dropna().clip(0.0, 1.0)
+    ratio = ratio[own_name.reindex(ratio.index) > 0]
+    index = pd.MultiIndex.from_arrays([nodes["step"].to_numpy(), nodes["category"].astype(str).to_numpy(),
+                                       nodes["name"].astype(str).to_numpy()], names=[*keys, "name"])
+    factor = pd.Series(ratio).reindex(index).fillna(1.0).to_numpy()
+    return np.where(nodes["rank"].to_numpy() == rank, factor, 1.0)
 
 
 def factors(nodes: pd.DataFrame, work: np.ndarray, scales, stages: dict | None = None,

@@ -31,22 +31,31 @@ SELECT p.rank, p.step, p.stage, m.peers, p.dur, p.compute, m.median_dur, m.media
 FROM per AS p
 JOIN medians AS m ON m.step = p.step AND m.stage = p.stage;
 
--- Per rank and step: how late the rank arrived at the step's collectives against the other
--- ranks of each collective (arrival skew). For every collective instance that two ranks or more
--- recorded (matched by op, group and sequence number), the rank's arrival (its event's start)
--- minus the median arrival of the instance's other ranks, summed over the step's instances. The
--- ranks leave a collective together, so each instance's skew is the delay built up since the
--- previous one, whatever filled it: ops, Python, I/O or sleep the trace does not record. Positive:
--- the others waited for the rank; negative: it waited for them. The scale.straggler rule sizes a
--- straggler by it.
+-- Per rank and step: how late the rank arrived at the step's collectives and point-to-point
+-- transfers against the other ranks of each (arrival skew). For every collective instance that
+-- two ranks or more recorded (matched by op, group and sequence number), the rank's arrival (its
+-- event's start) minus the median arrival of the instance's other ranks, summed over the step's
+-- instances. The ranks leave a collective together, so each instance's skew is the delay built up
+-- since the previous one, whatever filled it: ops, Python, I/O or sleep the trace does not
+-- record. For every pipeline transfer (a p2p send and its receive on another rank: one of each
+-- per group and sequence number, as p2p_waits pairs them) the side that arrived first blocks for
+-- the other, at most for its own event's length (a send the transport buffered did not wait):
+-- that wait counts late for the later side and early for the first. A late pipeline stage shows
+-- as its neighbours blocked in receive or send for it, step after step. Where the ranks table
+-- gives two pipeline stages or more, a rank's transfer lateness is counted against the mean of
+-- its stage's other ranks' (the stages wait for each other by design: the bubble); a stage of
+-- one rank keeps its own. Positive: the others
+-- waited for the rank; negative: it waited for them. The scale.straggler rule sizes a straggler
+-- by it.
 -- @column rank          global rank
 -- @column step          training step; null outside every step
--- @column instances     matched collective instances of the rank in the step
+-- @column instances     matched collective instances and pipeline transfers of the rank in the step
 -- @column late_ns       summed arrival after the median of the other ranks' arrivals, ns (negative: early)
 -- @column max_late_ns   the largest single instance's skew, ns
+-- @column waited_ns     summed time the rank blocked for later ranks: at each collective until its last arrival, at each transfer until its other side arrived (at most its event's length), ns
 CREATE VIEW collective_lateness AS
 WITH arrivals AS (  -- one arrival per rank and instance (its first event of the instance)
-    SELECT rank, coll_op, coll_group, coll_seq, MIN(step) AS step, MIN(ts) AS ts
+    SELECT rank, coll_op, coll_group, coll_seq, MIN(step) AS step, MIN(ts) AS ts, MAX(ts + dur) AS end_ts
     FROM events
     WHERE kind = 'collective' AND coll_op IS NOT NULL AND coll_group IS NOT NULL AND coll_seq IS NOT NULL
     GROUP BY rank, coll_op, coll_group, coll_seq
@@ -54,19 +63,59 @@ WITH arrivals AS (  -- one arrival per rank and instance (its first event of the
 ranked AS (  -- pos: place in the instance's arrival order; the others' median sits at q1, q2 of the n - 1 others
     SELECT *, n // 2 AS q1, (n - 1) // 2 + 1 AS q2
     FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY coll_op, coll_group, coll_seq ORDER BY ts, rank) AS pos,
-                 COUNT(*) OVER (PARTITION BY coll_op, coll_group, coll_seq) AS n
+                 COUNT(*) OVER (PARTITION BY coll_op, coll_group, coll_seq) AS n,
+                 MAX(ts) OVER (PARTITION BY coll_op, coll_group, coll_seq) AS last_ts
           FROM arrivals)
 ),
 skew AS (  -- the others' positions in the full order skip the rank itself
-    SELECT a.rank, a.step, AVG(a.ts - b.ts) AS late_ns
+    SELECT a.rank, a.step, AVG(a.ts - b.ts) AS late_ns, LEAST(a.last_ts, a.end_ts) - a.ts AS waited_ns
     FROM ranked AS a
     JOIN ranked AS b
       ON b.coll_op = a.coll_op AND b.coll_group = a.coll_group AND b.coll_seq = a.coll_seq
      AND b.pos IN (CASE WHEN a.q1 < a.pos THEN a.q1 ELSE a.q1 + 1 END,
                    CASE WHEN a.q2 < a.pos THEN a.q2 ELSE a.q2 + 1 END)
     WHERE a.n > 1
-    GROUP BY a.rank, a.step, a.coll_op, a.coll_group, a.coll_seq, a.ts
+    GROUP BY a.rank, a.step, a.coll_op, a.coll_group, a.coll_seq, a.ts, a.last_ts, a.end_ts
+),
+transfers AS (  -- pipeline transfers: one send and one receive of a group and sequence number
+    SELECT coll_group, coll_seq
+    FROM events
+    WHERE kind = 'p2p' AND coll_op IN ('send', 'recv') AND coll_group IS NOT NULL AND coll_seq IS NOT NULL
+    GROUP BY coll_group, coll_seq
+    HAVING COUNT(*) FILTER (WHERE coll_op = 'send') = 1 AND COUNT(*) FILTER (WHERE coll_op = 'recv') = 1
+),
+sides AS (
+    SELECT e.rank, e.step, e.coll_op, e.coll_group, e.coll_seq, e.ts, e.dur
+    FROM events AS e JOIN transfers AS t ON t.coll_group = e.coll_group AND t.coll_seq = e.coll_seq
+    WHERE e.kind = 'p2p' AND e.coll_op IN ('send', 'recv')
+),
+p2p_skew AS (  -- the first side's wait for the later one, late for the later side, early for the first
+    SELECT a.rank, a.step,
+           CASE WHEN a.ts > b.ts THEN LEAST(a.ts - b.ts, b.dur) ELSE -LEAST(b.ts - a.ts, a.dur) END AS late_ns,
+           CASE WHEN a.ts > b.ts THEN 0 ELSE LEAST(b.ts - a.ts, a.dur) END AS waited_ns
+    FROM sides AS a JOIN sides AS b
+      ON b.coll_group = a.coll_group AND b.coll_seq = a.coll_seq AND b.coll_op <> a.coll_op AND b.rank <> a.rank
+),
+p2p_rank AS (  -- per rank and step, with its pipeline stage (pp_rank) when the run has two stages or more
+    SELECT s.rank, s.step, COUNT(*) AS n, SUM(s.late_ns) AS late_ns, MAX(s.late_ns) AS max_late_ns,
+           SUM(s.waited_ns) AS waited_ns,
+           CASE WHEN (SELECT COUNT(DISTINCT pp_rank) FROM ranks) > 1 THEN r.pp_rank END AS stage
+    FROM p2p_skew AS s LEFT JOIN ranks AS r ON r.rank = s.rank
+    GROUP BY s.rank, s.step, r.pp_rank
+),
+p2p_late AS (  -- a stage's transfers wait for the other stages by design (the bubble): where the
+               -- stages are known, a rank is late against the mean of its stage's other ranks
+    SELECT rank, step, n, max_late_ns, waited_ns,
+           late_ns - CASE WHEN stage IS NOT NULL AND COUNT(*) OVER (PARTITION BY step, stage) > 1
+                          THEN (SUM(late_ns) OVER (PARTITION BY step, stage) - late_ns)
+                               / (COUNT(*) OVER (PARTITION BY step, stage) - 1)
+                          ELSE 0 END AS late_ns
+    FROM p2p_rank
 )
-SELECT rank, step, CAST(COUNT(*) AS BIGINT) AS instances, SUM(late_ns) AS late_ns, MAX(late_ns) AS max_late_ns
-FROM skew
+SELECT rank, step, CAST(SUM(n) AS BIGINT) AS instances, SUM(late_ns) AS late_ns, MAX(max_late_ns) AS max_late_ns,
+       SUM(waited_ns) AS waited_ns
+FROM (SELECT rank, step, COUNT(*) AS n, SUM(late_ns) AS late_ns, MAX(late_ns) AS max_late_ns, SUM(waited_ns) AS waited_ns
+      FROM skew GROUP BY rank, step
+      UNION ALL
+      SELECT rank, step, n, late_ns, max_late_ns, waited_ns FROM p2p_late)
 GROUP BY rank, step;
