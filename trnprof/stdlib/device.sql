@@ -243,9 +243,10 @@ WITH windows AS (
 numbered AS (
     SELECT *, ROW_NUMBER() OVER (PARTITION BY rank, step ORDER BY start_ts, end_ts, allowed) AS window_id FROM windows
 ),
-edges AS (  -- the tensor engine's busy edges (+1, -1) and each window's (edge 0, read with sign -1 / +1)
+edges AS (  -- the tensor engine's busy edges (+1, -1) and each window's (edge 0; read on side -1 at
+            -- its start, +1 at its end)
     SELECT i.rank, i.step, CASE WHEN e.edge = 1 THEN i.start_ts ELSE i.end_ts END AS ts, e.edge,
-           CAST(NULL AS BIGINT) AS window_id, 0 AS sign
+           CAST(NULL AS BIGINT) AS window_id, 0 AS side
     FROM _device_islands AS i CROSS JOIN (SELECT 1 AS edge UNION ALL SELECT -1 AS edge) AS e
     WHERE i.unit = 'tensor'
     UNION ALL
@@ -253,13 +254,13 @@ edges AS (  -- the tensor engine's busy edges (+1, -1) and each window's (edge 0
     FROM numbered AS w CROSS JOIN (SELECT 1 AS edge UNION ALL SELECT -1 AS edge) AS e
 ),
 swept AS (  -- B(t), the tensor engine's busy time before t (as in _device_overlap)
-    SELECT rank, step, window_id, sign,
+    SELECT rank, step, window_id, side,
            SUM(edge) OVER w * ts - SUM(edge * ts) OVER w AS tensor_before
     FROM edges
     WINDOW w AS (PARTITION BY rank, step ORDER BY ts ROWS UNBOUNDED PRECEDING)
 ),
 hit AS (  -- tensor-engine active time inside each window: B(end) - B(start)
-    SELECT rank, step, window_id, SUM(sign * tensor_before) AS tensor_ns
+    SELECT rank, step, window_id, SUM(side * tensor_before) AS tensor_ns
     FROM swept WHERE window_id IS NOT NULL GROUP BY rank, step, window_id
 ),
 span AS (
