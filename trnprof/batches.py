@@ -22,6 +22,7 @@ import click
 import duckdb
 
 from .derived import Store
+from .device_tables import TABLES as DEVICE_TABLES
 from .errors import first_line
 from .schema import PARTITIONED_TABLES, TABLE_COLUMNS
 from .stdlib import create_view, dependencies, load_views
@@ -39,7 +40,7 @@ RANK_LOCAL = frozenset({
 # Views with about a row per event or finer: never stored (as large as the run itself); the
 # views computed from them are.
 ROW_LEVEL = frozenset({"device_intervals", "_sweep_points", "_swept", "device_segments", "_comm_events",
-                       "_host_calls", "_host_stack"})
+                       "_host_calls", "_host_stack", "_device_units", "_device_islands"})
 # Row-level views kept as a table within a batch while two or more of the batch's stored views
 # read them (directly or through other row-level views), so that they are computed once per
 # batch: the interval sweep (step_breakdown and host_self_time both read device_segments, which
@@ -101,11 +102,13 @@ def local_views() -> set[str]:
 
 
 def _reads_partitions(deps: dict[str, set[str]]) -> set[str]:
-    """The views that read the events or counters, directly or not: the ones worth storing (the
-    others read only small tables such as `ranks` and stay plain views)."""
+    """The views that read the events, counters or device profile, directly or not: the ones
+    worth storing (the others read only small tables such as `ranks` and stay plain views). The
+    device views are stored too: each reads the interval unions of `device_units`, which would
+    otherwise be recomputed by every view and rule that reads them (docs/performance.md)."""
     found = set()
     for name, reads in deps.items():  # load order: what a view reads comes before it
-        if reads & (set(PARTITIONED_TABLES) | found):
+        if reads & (set(PARTITIONED_TABLES) | set(DEVICE_TABLES) | found):
             found.add(name)
     return found
 

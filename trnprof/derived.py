@@ -48,6 +48,7 @@ FORMAT = 2  # 2: entries carry _checksums.json
 FOLDER = "derived"
 CACHE_ENV = "TRNPROF_CACHE"  # "off" disables the cache in the run folder
 CHECKSUMS = "_checksums.json"
+DEVICE_FOLDER = "neuron_explorer"  # the Neuron Explorer device profile's tables
 LOCK = ".lock"
 MAX_CHECKSUMS_BYTES = 16 * 2**20  # a part's line is ~100 bytes: room for 100,000 parts
 KEY_NAME = re.compile(r"^v\d+-[0-9a-f]{16}-[0-9a-f]{16}$")  # the only folders ever swept
@@ -71,13 +72,15 @@ def stdlib_fingerprint() -> str:
 
 
 def data_files(run_dir: Path) -> list[Path]:
-    """The run's table files, in a stable order."""
+    """The run's table files and its device profile's, in a stable order."""
     files = []
     for table in TABLE_COLUMNS:
         if table in PARTITIONED_TABLES:
             files += sorted((run_dir / table).glob("rank=*/*.parquet"))
         elif (run_dir / f"{table}.parquet").is_file():
             files.append(run_dir / f"{table}.parquet")
+    # the device profile (trnprof/device_tables.py): the device views read it and are stored too
+    files += sorted((run_dir / DEVICE_FOLDER).glob("*.parquet"))
     return files
 
 

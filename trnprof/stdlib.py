@@ -14,6 +14,8 @@ from importlib import resources
 
 import duckdb
 
+from .device_tables import TABLES as DEVICE_TABLES
+
 # Load order: a module may use the views of the modules before it.
 MODULES = ("steps", "intervals", "step_breakdown", "collectives", "memory", "rank_summary", "ops",
            "steady_state", "stragglers", "communication", "signals", "hardware", "mfu", "diff_support", "device")
@@ -100,8 +102,9 @@ def create_view(con: duckdb.DuckDBPyConnection, view: ViewDef) -> None:
 
 @lru_cache(maxsize=1)
 def dependencies() -> dict[str, frozenset[str]]:
-    """Each stdlib view (in load order) -> the stdlib views and run tables its SQL reads."""
-    names = {view.name for view in _views()} | {"events", "counters", "ranks"}
+    """Each stdlib view (in load order) -> the stdlib views and run tables (device profile's
+    included) its SQL reads."""
+    names = {view.name for view in _views()} | {"events", "counters", "ranks"} | set(DEVICE_TABLES)
     return {view.name: frozenset(n for n in duckdb.get_table_names(_read_tables_sql(view.sql)) if n in names)
             for view in _views()}
 

@@ -57,21 +57,39 @@ FROM marked GROUP BY rank, step, unit, island;
 
 -- Time two units of the device are busy together, per rank and step: each non-tensor engine,
 -- the DMA units and the collectives against the tensor engine (`other` = tensor), and the DMA
--- units and collectives against any compute engine (`other` = compute).
+-- units and collectives against any compute engine (`other` = compute). One sweep over the
+-- islands' edges per rank and step: B(t), the time `other` was busy before t, is
+-- n(t) x t - the sum of its edges' signed times up to t (n(t): its islands open at t, 0 or 1),
+-- the same whichever order ties take; an island [s, e) of a unit overlaps it B(e) - B(s).
 -- @column rank        rank
 -- @column step        training step
 -- @column unit        the unit
 -- @column other       `tensor` or `compute`
 -- @column overlap_ns  time both are busy, ns
 CREATE VIEW _device_overlap AS
-SELECT a.rank, a.step, a.unit, b.unit AS other,
-       SUM(LEAST(a.end_ts, b.end_ts) - GREATEST(a.start_ts, b.start_ts)) AS overlap_ns
-FROM _device_islands AS a
-JOIN _device_islands AS b
-  ON a.rank = b.rank AND a.step = b.step AND a.start_ts < b.end_ts AND b.start_ts < a.end_ts
-WHERE (b.unit = 'tensor' AND a.unit IN ('vector', 'scalar', 'gpsimd', 'sync', 'dma', 'spill', 'data_dma', 'cc'))
-   OR (b.unit = 'compute' AND a.unit IN ('dma', 'spill', 'data_dma', 'cc'))
-GROUP BY a.rank, a.step, a.unit, b.unit;
+WITH edges AS (
+    SELECT i.rank, i.step, i.unit, CASE WHEN e.edge = 1 THEN i.start_ts ELSE i.end_ts END AS ts, e.edge
+    FROM _device_islands AS i CROSS JOIN (SELECT 1 AS edge UNION ALL SELECT -1 AS edge) AS e
+),
+swept AS (
+    SELECT rank, step, unit, edge,
+           SUM(CASE WHEN unit = 'tensor' THEN edge ELSE 0 END) OVER w * ts
+             - SUM(CASE WHEN unit = 'tensor' THEN edge * ts ELSE 0 END) OVER w AS tensor_before,
+           SUM(CASE WHEN unit = 'compute' THEN edge ELSE 0 END) OVER w * ts
+             - SUM(CASE WHEN unit = 'compute' THEN edge * ts ELSE 0 END) OVER w AS compute_before
+    FROM edges
+    WINDOW w AS (PARTITION BY rank, step ORDER BY ts ROWS UNBOUNDED PRECEDING)
+),
+per AS (
+    SELECT rank, step, unit, SUM(-edge * tensor_before) AS with_tensor, SUM(-edge * compute_before) AS with_compute
+    FROM swept
+    WHERE unit IN ('vector', 'scalar', 'gpsimd', 'sync', 'dma', 'spill', 'data_dma', 'cc')
+    GROUP BY rank, step, unit
+)
+SELECT p.rank, p.step, p.unit, o.other, CASE WHEN o.other = 'tensor' THEN p.with_tensor ELSE p.with_compute END AS overlap_ns
+FROM per AS p CROSS JOIN (SELECT 'tensor' AS other UNION ALL SELECT 'compute' AS other) AS o
+WHERE CASE WHEN o.other = 'tensor' THEN p.with_tensor ELSE p.with_compute END > 0
+  AND (o.other = 'tensor' OR p.unit IN ('dma', 'spill', 'data_dma', 'cc'));
 
 -- Each unit's busy time per rank and step of the device profile, the time it is busy while
 -- the tensor engine idles and while no compute engine works, and the step's device span.
@@ -222,13 +240,28 @@ WITH windows AS (
     FROM device_throttle
     WHERE duration > 0 AND n > 0
 ),
-hit AS (
-    SELECT w.rank, w.step, w.start_ts, w.end_ts,
-           SUM(LEAST(i.end_ts, w.end_ts) - GREATEST(i.start_ts, w.start_ts)) AS tensor_ns
-    FROM windows AS w
-    JOIN _device_islands AS i
-      ON i.rank = w.rank AND i.step = w.step AND i.unit = 'tensor' AND i.start_ts < w.end_ts AND w.start_ts < i.end_ts
-    GROUP BY w.rank, w.step, w.start_ts, w.end_ts
+numbered AS (
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY rank, step ORDER BY start_ts, end_ts, allowed) AS window_id FROM windows
+),
+edges AS (  -- the tensor engine's busy edges (+1, -1) and each window's (edge 0; read on side -1 at
+            -- its start, +1 at its end)
+    SELECT i.rank, i.step, CASE WHEN e.edge = 1 THEN i.start_ts ELSE i.end_ts END AS ts, e.edge,
+           CAST(NULL AS BIGINT) AS window_id, 0 AS side
+    FROM _device_islands AS i CROSS JOIN (SELECT 1 AS edge UNION ALL SELECT -1 AS edge) AS e
+    WHERE i.unit = 'tensor'
+    UNION ALL
+    SELECT w.rank, w.step, CASE WHEN e.edge = 1 THEN w.start_ts ELSE w.end_ts END, 0, w.window_id, -e.edge
+    FROM numbered AS w CROSS JOIN (SELECT 1 AS edge UNION ALL SELECT -1 AS edge) AS e
+),
+swept AS (  -- B(t), the tensor engine's busy time before t (as in _device_overlap)
+    SELECT rank, step, window_id, side,
+           SUM(edge) OVER w * ts - SUM(edge * ts) OVER w AS tensor_before
+    FROM edges
+    WINDOW w AS (PARTITION BY rank, step ORDER BY ts ROWS UNBOUNDED PRECEDING)
+),
+hit AS (  -- tensor-engine active time inside each window: B(end) - B(start)
+    SELECT rank, step, window_id, SUM(side * tensor_before) AS tensor_ns
+    FROM swept WHERE window_id IS NOT NULL GROUP BY rank, step, window_id
 ),
 span AS (
     SELECT rank, step, MAX(device_ns) AS device_ns FROM device_units GROUP BY rank, step
@@ -238,8 +271,8 @@ SELECT w.rank, w.step, COUNT(*) AS windows, SUM(w.duration) AS throttled_ns,
        SUM(COALESCE(h.tensor_ns, 0)) AS tensor_throttled_ns,
        SUM(COALESCE(h.tensor_ns, 0) * (1 - LEAST(w.allowed, 1))) AS lost_ns,
        MAX(d.device_ns) AS device_ns
-FROM windows AS w
-LEFT JOIN hit AS h ON h.rank = w.rank AND h.step = w.step AND h.start_ts = w.start_ts AND h.end_ts = w.end_ts
+FROM numbered AS w
+LEFT JOIN hit AS h ON h.rank = w.rank AND h.step = w.step AND h.window_id = w.window_id
 LEFT JOIN span AS d ON d.rank = w.rank AND d.step = w.step
 GROUP BY w.rank, w.step;
 
