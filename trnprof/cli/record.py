@@ -50,8 +50,9 @@ MAX_STEPS = 1_000_000_000
               help="Cap of the capture folder: host metrics and neuron-monitor stop writing at it, and a "
                    "rank starts no trace once it is reached.")
 @click.option("--neuron", "neuron_mode", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
-              help="Neuron runtime system profile (auto: when /dev/neuron0 exists) and the neuron-monitor "
-                   "sidecar (when on PATH, unless off).")
+              help="Neuron runtime system profile (auto: when /dev/neuron0 exists), with the device profile "
+                   "processed by neuron-explorer when it is on PATH, and the neuron-monitor sidecar (when on "
+                   "PATH, unless off).")
 @click.option("--capture", type=click.Path(path_type=str),
               help="Keep the raw capture (traces, host metrics, Neuron outputs) in this new or empty folder.")
 @click.option("--keep-capture", is_flag=True, help="Keep the capture folder beside the run instead of removing it.")
@@ -115,6 +116,10 @@ def endings(done) -> list[str]:
         where = f"in the run {run}" if run else f"in {done.kept}" if done.kept else "nowhere: nothing was captured"
         lines.append(f"stopped by {captured.stopped_by}: kept {', '.join(kept)} {where}")
     for path in captured.dropped:
+        if path in captured.device_profiles:
+            lines.append(f"note: Neuron Explorer's profile {path} could not be ingested "
+                         f"({captured.refused.get(path, 'refused')}): left out of the run, kept in {done.kept}")
+            continue
         lines.append(f"note: {path.name} was cut short (its process was stopped while writing it): left out of "
                      f"the run, kept in {done.kept}")
     for path in captured.unfinished:
