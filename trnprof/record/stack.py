@@ -8,6 +8,9 @@ by path inside the training interpreter (which need not have trnprof's dependenc
   training stack from Neuron 2.30 on); torch alone (pytorch: CPU / CUDA, or TorchNeuron when
   the run turns out to be on Trainium, as the `run_platform` view reads it). Nothing of these
   imported: none (an unknown stack; `run_platform` states its assumption).
+- **Device**: `trainium` when the process imported a Neuron module (`torch_neuronx`,
+  `libneuronxla`, `jax_neuronx`, `neuronx_distributed`): its PyTorch trace shows no device work
+  (Neuron is not a Kineto device), which alone would read as a CPU-only job.
 - **Neuron SDK release**: the `nki-library` distribution's version when it is 2.28 or later (the
   Neuron component release notes, releases 2.28-2.33, list the NKI Library at the SDK's own
   release number); otherwise unknown. The other Neuron distributions (torch-neuronx, neuronx-cc,
@@ -23,6 +26,7 @@ import sys
 DISTRIBUTIONS = ("torch", "torch-neuronx", "torch-xla", "torchtitan", "neuronx-distributed",
                  "neuronx-distributed-training", "jax", "jax-neuronx", "libneuronxla", "neuronx-cc",
                  "nki-library")
+NEURON_MODULES = ("torch_neuronx", "libneuronxla", "jax_neuronx", "neuronx_distributed")
 RELEASE_DISTRIBUTION = "nki-library"
 RELEASE_SINCE = (2, 28)   # the first release whose notes list the NKI Library at the SDK's number
 
@@ -67,10 +71,12 @@ def sdk_release(packages: dict[str, str]) -> str | None:
 
 
 def detect(modules=None, packages: dict[str, str] | None = None) -> dict:
-    """The job facts of the stack: `framework`, `neuron_sdk` (each only when known) and
-    `stack_packages` (the evidence), as the run's manifest keeps them."""
+    """The job facts of the stack: `framework`, `neuron_sdk`, `device_kind` (each only when
+    known) and `stack_packages` (the evidence), as the run's manifest keeps them."""
     modules = set(sys.modules) if modules is None else set(modules)
     packages = installed() if packages is None else packages
+    on_neuron = any(name in modules for name in NEURON_MODULES)
     facts = {"framework": framework(modules), "neuron_sdk": sdk_release(packages),
+             "device_kind": "trainium" if on_neuron else None,
              "stack_packages": dict(sorted(packages.items()))}
     return {key: value for key, value in facts.items() if value}
