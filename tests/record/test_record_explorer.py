@@ -84,6 +84,7 @@ def test_the_device_profile_explorer_writes_is_ingested_into_the_run(tmp_path):
     result = _record(tmp_path, _path_with(tmp_path, explorer=True))
     assert result.returncode == 0, result.stderr
     assert "Neuron Explorer (neuron-explorer 2.33.38.0): device profile on" in result.stderr
+    assert "neuron-monitor report(s), 1 device profile(s): " in result.stdout
     seen = json.loads((tmp_path / "env.json").read_text())
     assert seen["NEURON_RT_INSPECT_DEVICE_PROFILE"] == "1"
     inspect = seen["NEURON_RT_INSPECT_OUTPUT_DIR"]
@@ -139,5 +140,6 @@ def test_a_broken_explorer_stops_record_before_the_job(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("error: neuron-explorer --version failed (exit 1)")
     assert "--neuron off" in result.stderr
+    assert "recording:" not in result.stderr  # refused before a word about the job (the preflight)
     assert not (tmp_path / "env.json").exists()  # the job never ran
     assert not (tmp_path / "run").exists()

@@ -75,7 +75,8 @@ def command(command, out, wait, warmup, active, shapes, memory, stack, interval,
 
     out = out or _default_output()
     # everything checkable before the job runs, and before a word about it
-    check_all(Path(out), force, Path(capture) if capture else None, Path(report_path) if report_path else None)
+    check_all(Path(out), force, Path(capture) if capture else None, Path(report_path) if report_path else None,
+              neuron_mode)
     if report_path:
         from ..report.build import check_destination
         check_destination(Path(report_path))  # the page can be made (its JavaScript is at hand)
@@ -87,7 +88,9 @@ def command(command, out, wait, warmup, active, shapes, memory, stack, interval,
                   neuron_mode=neuron_mode, interval=interval, note=lambda text: click.echo(f"note: {text}", err=True))
     captured = done.capture
     click.echo(f"captured {len(captured.traces)} trace(s), {captured.host_samples} host-metric sample(s), "
-               f"{captured.monitor_reports} neuron-monitor report(s): {fmt_size(captured.bytes)}"
+               f"{captured.monitor_reports} neuron-monitor report(s)"
+               + (f", {len(captured.device_profiles)} device profile(s)" if captured.device_profiles else "")
+               + f": {fmt_size(captured.bytes)}"
                + (f" in {done.kept}" if done.kept else ""))
     for line in endings(done):
         click.echo(line, err=True)

@@ -168,7 +168,7 @@ def run_captured(command: list[str], settings: Settings, *, neuron_mode: str = "
     """Run `command` to its end, capturing into `settings.capture`; `note` hears one line per
     part that is on or missing."""
     folder = Path(settings.capture)
-    with_neuron = neuron_mode == "on" or (neuron_mode == "auto" and neuron.neuron_host())
+    with_neuron = neuron.wants_runtime(neuron_mode)
     if with_neuron:
         note(f"Neuron runtime system profile: on (inspect output in {folder / neuron.INSPECT_FOLDER})")
     elif neuron_mode == "auto":

@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import threading
 import time
+from functools import lru_cache
 from pathlib import Path
 
 from trnprof.collectors.neuron.monitor import RECEIVED as STAMP
@@ -60,9 +61,16 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else "no output"
 
 
+def wants_runtime(neuron_mode: str) -> bool:
+    """Whether the Neuron runtime's profile is asked for: `on`, or `auto` on a Neuron host."""
+    return neuron_mode == "on" or (neuron_mode == "auto" and neuron_host())
+
+
+@lru_cache(maxsize=1)
 def explorer_version() -> str | None:
-    """`neuron-explorer --version` (Get started, step 1), checked before the job: None when it
-    is not on PATH; one TrnprofError line when it is there and does not work."""
+    """`neuron-explorer --version` (Get started, step 1), checked before the job (once per
+    process: the preflight asks, the capture reuses the answer): None when it is not on PATH;
+    one TrnprofError line when it is there and does not work."""
     path = shutil.which(EXPLORER)
     if path is None:
         return None

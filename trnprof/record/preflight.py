@@ -111,8 +111,10 @@ def check_explorer() -> str | None:
                            f"the Neuron side)") from None
 
 
-def check_all(out: Path, force: bool, capture: Path | None, report: Path | None) -> None:
+def check_all(out: Path, force: bool, capture: Path | None, report: Path | None, neuron_mode: str = "off") -> None:
     check_ranks()
+    if neuron.wants_runtime(neuron_mode):
+        check_explorer()
     check_run_output(out, force)
     if capture is not None:
         check_capture(capture, out)
