@@ -1,7 +1,9 @@
 """`host_metrics.jsonl` (written by `trnprof.record.hostmetrics`) -> counters.
 
 Line 1 is the header (`trnprof_host_metrics`, interval, host name, CPU count: kept in
-`ingest/meta`); every other line is one sample time with its `[rank, name, value, unit]` rows.
+`ingest/meta`); a header's `job` object (the software stack `trnprof record`'s runtime detected
+in the job's process: `framework`, `neuron_sdk`, `device_kind`, `stack_packages`) becomes job facts of the run,
+each kept only when it is a short string (a map of short strings for `stack_packages`); every other line is one sample time with its `[rank, name, value, unit]` rows.
 A line that is not of that shape, or a row whose rank, value or time the tables cannot hold, is
 quarantined (`malformed_event`, `bad_counter_value`, `bad_time`, `rank_out_of_range`).
 **Accounting:** a source record is one line: to counters, meta or quarantine.
@@ -24,6 +26,35 @@ from trnprof.schema import COUNTERS
 
 from .format import FORMAT, HEADER_KEY
 
+
+
+STACK_KEYS = ("framework", "neuron_sdk", "device_kind")
+MAX_FACT = 64        # characters of a stack fact; longer is not one
+MAX_PACKAGES = 32
+
+
+def _fact(value) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= MAX_FACT
+
+
+def _header(meta: list[str]) -> dict:
+    try:
+        header = json.loads(meta[0]) if meta else {}
+    except ValueError:
+        return {}
+    return header if isinstance(header, dict) else {}
+
+
+def stack_job(header: dict) -> dict:
+    """The header's stack facts that have the documented shape; the rest is left out."""
+    given = header.get("job") if isinstance(header.get("job"), dict) else {}
+    job = {key: given[key] for key in STACK_KEYS if _fact(given.get(key))}
+    packages = given.get("stack_packages")
+    if isinstance(packages, dict) and len(packages) <= MAX_PACKAGES:
+        kept = {k: v for k, v in packages.items() if _fact(k) and _fact(v)}
+        if kept:
+            job["stack_packages"] = kept
+    return job
 
 
 class Sample(msgspec.Struct, forbid_unknown_fields=True):
@@ -72,11 +103,11 @@ def read_host_metrics(path: Path, rank: int | None = None) -> Source:
         reasons[reason] = reasons.get(reason, 0) + 1
     counts = {"source_entries": len(lines), "to": {"counters": sampled, "meta": len(meta), "quarantine": len(quarantine)},
               "counter_rows": counters.num_rows, "quarantine_reasons": dict(sorted(reasons.items()))}
-    header = json.loads(meta[0]) if meta else {}
+    header = _header(meta)
     return Source(path=path, format=FORMAT, counters=counters,
                   extra={"ingest/meta": meta_rows([HEADER_KEY] * len(meta), [None] * len(meta), [None] * len(meta),
                                                   meta, FORMAT, None, path.name)},
                   quarantine=quarantine_table(quarantine, None, path.name),
                   ranks=[{"rank": r, "host": header.get("host") if isinstance(header.get("host"), str) else None}
                          for r in sorted(ranks)],
-                  counts=counts, rank_from="each sample row")
+                  counts=counts, rank_from="each sample row", job=stack_job(header))

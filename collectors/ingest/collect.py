@@ -135,7 +135,10 @@ class Collected:
         for row in source.ranks:
             self._merge_rank(row)
         for key, value in source.job.items():
-            self.job.setdefault(key, value)
+            if key == "device_kind" and self.job.get(key) == "cpu":
+                self.job[key] = value  # a trace without device work says cpu; the process knew its device
+            else:
+                self.job.setdefault(key, value)
         if source.quarantine is not None:
             self.extra["ingest/quarantine"].append(source.quarantine)
         for name, table in source.extra.items():

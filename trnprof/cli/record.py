@@ -50,8 +50,9 @@ MAX_STEPS = 1_000_000_000
               help="Cap of the capture folder: host metrics and neuron-monitor stop writing at it, and a "
                    "rank starts no trace once it is reached.")
 @click.option("--neuron", "neuron_mode", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
-              help="Neuron runtime system profile (auto: when /dev/neuron0 exists) and the neuron-monitor "
-                   "sidecar (when on PATH, unless off).")
+              help="Neuron runtime system profile (auto: when /dev/neuron0 exists), with the device profile "
+                   "processed by neuron-explorer when it is on PATH, and the neuron-monitor sidecar (when on "
+                   "PATH, unless off).")
 @click.option("--capture", type=click.Path(path_type=str),
               help="Keep the raw capture (traces, host metrics, Neuron outputs) in this new or empty folder.")
 @click.option("--keep-capture", is_flag=True, help="Keep the capture folder beside the run instead of removing it.")
@@ -74,7 +75,8 @@ def command(command, out, wait, warmup, active, shapes, memory, stack, interval,
 
     out = out or _default_output()
     # everything checkable before the job runs, and before a word about it
-    check_all(Path(out), force, Path(capture) if capture else None, Path(report_path) if report_path else None)
+    check_all(Path(out), force, Path(capture) if capture else None, Path(report_path) if report_path else None,
+              neuron_mode)
     if report_path:
         from ..report.build import check_destination
         check_destination(Path(report_path))  # the page can be made (its JavaScript is at hand)
@@ -86,7 +88,9 @@ def command(command, out, wait, warmup, active, shapes, memory, stack, interval,
                   neuron_mode=neuron_mode, interval=interval, note=lambda text: click.echo(f"note: {text}", err=True))
     captured = done.capture
     click.echo(f"captured {len(captured.traces)} trace(s), {captured.host_samples} host-metric sample(s), "
-               f"{captured.monitor_reports} neuron-monitor report(s): {fmt_size(captured.bytes)}"
+               f"{captured.monitor_reports} neuron-monitor report(s)"
+               + (f", {len(captured.device_profiles)} device profile(s)" if captured.device_profiles else "")
+               + f": {fmt_size(captured.bytes)}"
                + (f" in {done.kept}" if done.kept else ""))
     for line in endings(done):
         click.echo(line, err=True)
@@ -115,6 +119,10 @@ def endings(done) -> list[str]:
         where = f"in the run {run}" if run else f"in {done.kept}" if done.kept else "nowhere: nothing was captured"
         lines.append(f"stopped by {captured.stopped_by}: kept {', '.join(kept)} {where}")
     for path in captured.dropped:
+        if path in captured.device_profiles:
+            lines.append(f"note: Neuron Explorer's profile {path} could not be ingested "
+                         f"({captured.refused.get(path, 'refused')}): left out of the run, kept in {done.kept}")
+            continue
         lines.append(f"note: {path.name} was cut short (its process was stopped while writing it): left out of "
                      f"the run, kept in {done.kept}")
     for path in captured.unfinished:

@@ -19,6 +19,7 @@ from pathlib import Path
 from ..errors import TrnprofError
 from . import neuron
 from .hostmetrics import FILE_NAME as HOST_FILE, Sampler
+from .preflight import check_explorer
 from .runtime import ENV, Settings, folder_bytes
 
 BOOT = Path(__file__).resolve().parent / "boot"
@@ -42,6 +43,8 @@ class Capture:
     lingering: bool = False                            # processes of the command still ran after it ended
     dropped: list[Path] = field(default_factory=list)  # inputs that could not be read (cut short), left out
     unfinished: list[Path] = field(default_factory=list)  # traces whose writer was killed before it finished
+    device_profiles: list[Path] = field(default_factory=list)  # Neuron Explorer's Parquet folders
+    refused: dict[Path, str] = field(default_factory=dict)     # inputs the ingest refused: its error line
 
 
 _PER_RANK = re.compile(r"(trace|job)_rank(\d+)(\.pid\d+)?\.(json\.gz|jsonl)$")
@@ -93,13 +96,27 @@ def _lingering(group: int) -> bool:
     return True
 
 
-def child_env(settings: Settings, with_neuron: bool) -> dict[str, str]:
+def child_env(settings: Settings, with_neuron: bool, device_profile: bool = False) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(BOOT), env.get("PYTHONPATH")) if p)
     env[ENV] = settings.to_env()
     if with_neuron:
-        env.update(neuron.runtime_env(Path(settings.capture)))
+        env.update(neuron.runtime_env(Path(settings.capture), device_profile))
     return env
+
+
+def _explorer(with_neuron: bool, note) -> bool:
+    """Whether Neuron Explorer takes the device profile (checked before the job: a broken
+    install is one error line then, not a surprise after it)."""
+    if not with_neuron:
+        return False
+    version = check_explorer()
+    if version is None:
+        note(f"{neuron.EXPLORER} is not on PATH: no device profile (it comes with aws-neuronx-tools); "
+             "the runtime's system profile is still captured")
+        return False
+    note(f"Neuron Explorer ({version}): device profile on, processed into Parquet after the command")
+    return True
 
 
 def _start(command: list[str], env: dict) -> subprocess.Popen:
@@ -151,17 +168,18 @@ def run_captured(command: list[str], settings: Settings, *, neuron_mode: str = "
     """Run `command` to its end, capturing into `settings.capture`; `note` hears one line per
     part that is on or missing."""
     folder = Path(settings.capture)
-    with_neuron = neuron_mode == "on" or (neuron_mode == "auto" and neuron.neuron_host())
+    with_neuron = neuron.wants_runtime(neuron_mode)
     if with_neuron:
         note(f"Neuron runtime system profile: on (inspect output in {folder / neuron.INSPECT_FOLDER})")
     elif neuron_mode == "auto":
         note("no Neuron device (/dev/neuron0): no Neuron runtime system profile")
+    explorer = _explorer(with_neuron, note)
     monitor = neuron.Monitor(folder, interval, max_bytes) if neuron_mode != "off" and neuron.Monitor.available() else None
     if monitor is not None:
         note("neuron-monitor: running beside the command")
     elif neuron_mode != "off":
         note("neuron-monitor is not on PATH: no Neuron counters")
-    env = child_env(settings, with_neuron)
+    env = child_env(settings, with_neuron, explorer)
     if monitor is not None:
         monitor.start()  # before the job: its first report covers the job's start
     with _Forwarder() as forwarder:
@@ -183,11 +201,16 @@ def run_captured(command: list[str], settings: Settings, *, neuron_mode: str = "
     stopped = signal.Signals(forwarder.received).name if forwarder.received else None
     if sampler.full:
         note("host metrics stopped at the size cap")
+    profiles = []
+    if explorer:
+        profiles, line = neuron.process_device_profile(folder)
+        note(line)
     traces, inputs, apart = _found(folder)
     if not sampler.samples:  # a header alone: nothing to ingest
         inputs = [p for p in inputs if p.name != HOST_FILE]
+    inputs += profiles
     return Capture(folder=folder, returncode=128 - code if code < 0 else code, stopped_by=stopped,
                    host_samples=sampler.samples, monitor_reports=monitor.reports if monitor else 0,
                    traces=traces, inputs=inputs, bytes=folder_bytes(folder), apart=apart,
                    steps_seen=_steps_seen(inputs), lingering=_lingering(child.pid),
-                   unfinished=sorted(folder.glob(".trace_rank*.partial.json.gz")))
+                   unfinished=sorted(folder.glob(".trace_rank*.partial.json.gz")), device_profiles=profiles)

@@ -6,6 +6,15 @@
   `NEURON_RT_INSPECT_OUTPUT_DIR` (Neuron Explorer docs, "Environment Variables"). The launcher
   starts torch.profiler with CPU activities only (no NeuronConfig), so this is the only
   Neuron profiling mechanism in the process, as those docs require.
+- Device profile through Neuron Explorer (`neuron-explorer`, aws-neuronx-tools): when it is on
+  PATH the runtime also captures the device profile (`NEURON_RT_INSPECT_DEVICE_PROFILE=1`, the
+  no-code-change capture of "Capture profiles with Neuron Explorer", section "Capturing a profile
+  from CLI"), and after the job `neuron-explorer view -d <inspect> --ingest-only
+  --output-format parquet --output-file <capture>/neuron-explorer` processes it into the Parquet
+  tables the Explorer reader ingests (flags: "Get started with Neuron Explorer", step 5, and
+  "Analyze Profile Output": Parquet is the default output format, `--output-file` names the
+  folder). `neuron-explorer capture -n NEFF -s NTFF` (the migration guide's command) profiles one
+  compiled NEFF on its own, not a training job, so `record` does not use it.
 - neuron-monitor: run as `neuron-monitor -c CONFIG` (one JSON report per line on stdout, per
   the neuron-monitor user guide); each report is stamped with the time it arrived
   (`trnprof_received_ns`, epoch ns), which places its counters on the traces' clock.
@@ -18,12 +27,18 @@ import shutil
 import subprocess
 import threading
 import time
+from functools import lru_cache
 from pathlib import Path
 
 from trnprof.collectors.neuron.monitor import RECEIVED as STAMP
 from trnprof.errors import TrnprofError
 
 MONITOR = "neuron-monitor"
+EXPLORER = "neuron-explorer"
+EXPLORER_FOLDER = "neuron-explorer"          # its Parquet output, in the capture
+EXPLORER_LOG = "neuron_explorer.log"         # its stdout and stderr (not a .json: ingest skips it)
+EXPLORER_TIMEOUT_S = 1800                    # processing a large profile takes minutes; never forever
+VERSION_TIMEOUT_S = 30
 INSPECT_FOLDER = "neuron-inspect"
 MONITOR_FILE = "neuron_monitor.jsonl"
 
@@ -33,9 +48,81 @@ def neuron_host() -> bool:
     return Path("/dev/neuron0").exists()
 
 
-def runtime_env(capture: Path) -> dict[str, str]:
-    return {"NEURON_RT_INSPECT_ENABLE": "1", "NEURON_RT_INSPECT_SYSTEM_PROFILE": "1",
-            "NEURON_RT_INSPECT_OUTPUT_DIR": str(Path(capture).resolve() / INSPECT_FOLDER)}
+def runtime_env(capture: Path, device_profile: bool = False) -> dict[str, str]:
+    env = {"NEURON_RT_INSPECT_ENABLE": "1", "NEURON_RT_INSPECT_SYSTEM_PROFILE": "1",
+           "NEURON_RT_INSPECT_OUTPUT_DIR": str(Path(capture).resolve() / INSPECT_FOLDER)}
+    if device_profile:  # mode 1 (`model`): the first execution of each NEFF per core
+        env["NEURON_RT_INSPECT_DEVICE_PROFILE"] = "1"
+    return env
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no output"
+
+
+def wants_runtime(neuron_mode: str) -> bool:
+    """Whether the Neuron runtime's profile is asked for: `on`, or `auto` on a Neuron host."""
+    return neuron_mode == "on" or (neuron_mode == "auto" and neuron_host())
+
+
+@lru_cache(maxsize=1)
+def explorer_version() -> str | None:
+    """`neuron-explorer --version` (Get started, step 1), checked before the job (once per
+    process: the preflight asks, the capture reuses the answer): None when it is not on PATH;
+    one TrnprofError line when it is there and does not work."""
+    path = shutil.which(EXPLORER)
+    if path is None:
+        return None
+    try:
+        done = subprocess.run([path, "--version"], capture_output=True, text=True, errors="replace",
+                              stdin=subprocess.DEVNULL, timeout=VERSION_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise TrnprofError(f"{EXPLORER} --version did not answer ({exc})") from None
+    if done.returncode != 0:
+        raise TrnprofError(f"{EXPLORER} --version failed (exit {done.returncode}): "
+                           f"{_last_line(done.stderr + done.stdout)}")
+    return _last_line(done.stdout or done.stderr)
+
+
+def explorer_folders(out: Path) -> list[Path]:
+    """The folders of Explorer Parquet tables under `out`: `out` itself, or each profile folder
+    below it (the docs name the folder, not its layout, so both are looked for)."""
+    from trnprof.collectors.ingest.detect import is_explorer_folder
+
+    if is_explorer_folder(out):
+        return [out]
+    if not out.is_dir():
+        return []
+    return sorted(p for p in out.rglob("*") if p.is_dir() and is_explorer_folder(p))
+
+
+def process_device_profile(capture: Path, timeout_s: float = EXPLORER_TIMEOUT_S) -> tuple[list[Path], str]:
+    """Run Neuron Explorer over the runtime's inspect output; (its Parquet folders, empty when
+    none, and the one line saying what happened). Its output is logged to `neuron_explorer.log`."""
+    inspect, out = Path(capture) / INSPECT_FOLDER, Path(capture) / EXPLORER_FOLDER
+    if not inspect.is_dir() or not any(inspect.iterdir()):
+        return [], f"the Neuron runtime wrote no profile in {inspect}: nothing for {EXPLORER} to process"
+    command = [EXPLORER, "view", "-d", str(inspect), "--ingest-only", "--output-format", "parquet",
+               "--output-file", str(out)]
+    retry = f"the raw profile is kept in {inspect} (`{' '.join(command)}` processes it again)"
+    log = Path(capture) / EXPLORER_LOG
+    try:
+        with log.open("w") as handle:
+            done = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                  timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return [], f"{EXPLORER} did not finish within {timeout_s:g} s: no device profile in the run; {retry}"
+    except OSError as exc:
+        return [], f"cannot start {EXPLORER}: {exc.strerror or exc}; {retry}"
+    if done.returncode != 0:
+        text = log.read_text(errors="replace")
+        return [], (f"{EXPLORER} failed (exit {done.returncode}: {_last_line(text)}): no device profile in "
+                      f"the run; {retry}")
+    folders = explorer_folders(out)
+    if not folders:
+        return [], f"{EXPLORER} wrote no Parquet profile in {out}: no device profile in the run; {retry}"
+    return folders, f"{EXPLORER}: device profile processed into {out}"
 
 
 def monitor_config(period_s: float) -> dict:

@@ -1,6 +1,7 @@
 """What `trnprof record` checks before the job starts, so no error waits for the job's end:
-the run, capture and report paths (free or replaceable, writable, apart from each other) and
-torchrun's rank variables of the environment. Each failure is one `TrnprofError` line.
+the run, capture and report paths (free or replaceable, writable, apart from each other),
+torchrun's rank variables of the environment and, where the device profile is taken, that
+`neuron-explorer` answers `--version`. Each failure is one `TrnprofError` line.
 
 (A local "may I write this path" check: `record` writes its run through the ingest, its capture
 and its report itself, and must know before the job, not when it writes.)
@@ -17,6 +18,7 @@ from trnprof.collectors.common.limits import MAX_RANK
 from ..atomic import exists_error
 from ..errors import TrnprofError
 from ..manifest import read_manifest
+from . import neuron
 
 HTML_HEADS = (b"<!doctype html", b"<html")
 
@@ -99,8 +101,20 @@ def check_ranks(environ=os.environ) -> None:
         raise TrnprofError(f"RANK={rank} is not below WORLD_SIZE={world} in the environment")
 
 
-def check_all(out: Path, force: bool, capture: Path | None, report: Path | None) -> None:
+def check_explorer() -> str | None:
+    """Neuron Explorer's version, None when it is not on PATH; one line (exit 2) when it is
+    there and broken: the job has not started yet."""
+    try:
+        return neuron.explorer_version()
+    except TrnprofError as exc:
+        raise TrnprofError(f"{exc} (fix the aws-neuronx-tools install, or pass --neuron off to record without "
+                           f"the Neuron side)") from None
+
+
+def check_all(out: Path, force: bool, capture: Path | None, report: Path | None, neuron_mode: str = "off") -> None:
     check_ranks()
+    if neuron.wants_runtime(neuron_mode):
+        check_explorer()
     check_run_output(out, force)
     if capture is not None:
         check_capture(capture, out)

@@ -105,6 +105,7 @@ def _ingest(captured: Capture, out: Path, force: bool) -> tuple[dict | None, str
                 return None, str(exc), dropped
             remaining.remove(culprit)
             dropped.append(culprit)
+            captured.refused[culprit] = str(exc)
 
 
 def _named_in(message: str, paths: list[Path]) -> Path | None:

@@ -143,7 +143,7 @@ class JobLog:
         import socket
         rank = rank_identity()["rank"]
         lines = [{"trnprof_host_metrics": 1, "source": "trnprof record runtime", "pid": os.getpid(),
-                  "host": socket.gethostname()}]
+                  "host": socket.gethostname(), "job": stack_facts()}]
         rows = [(ts, [[rank, "job.step", float(n), "count"], [rank, "job.rss", float(rss), "bytes"]])
                 for ts, n, rss in self.marks]
         rows += [(ts, [[rank, "job.profiler", float(on), "state"]]) for ts, on in self.window]
@@ -152,6 +152,20 @@ class JobLog:
                      if trace is not None else job_log_path(self.capture, rank))
         path.write_text("".join(json.dumps(line) + "\n" for line in lines))
         return path
+
+
+def stack_facts() -> dict:
+    """This process's framework and Neuron SDK release (`stack.py`, loaded by path as this file
+    is); {} when it cannot tell. Read once, when the job log is written at the process's end,
+    so the modules the job imported are known."""
+    try:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("_trnprof_record_stack", Path(__file__).with_name("stack.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.detect()
+    except Exception:  # never break the training job over its description
+        return {}
 
 
 def folder_bytes(folder: str | Path) -> int:

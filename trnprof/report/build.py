@@ -18,6 +18,7 @@ from .page import render
 from .sections import (breakdown, collectives, critical_path, findings_table, fixes_worth, header, input_pipeline,
                        memory, stragglers, timeline)
 from .sections import comparison as comparison_section
+from .sections import device as device_section
 
 CHART_SECTIONS = (breakdown, timeline, critical_path, collectives, memory, stragglers, input_pipeline)
 
@@ -50,6 +51,9 @@ def build_report(run, out, *, findings: Document | None, origin: str = "", compa
     if comparison is not None:
         sections.append(comparison_section.build(comparison))
     sections += [module.build(run) for module in CHART_SECTIONS]
+    device = device_section.build(run, findings)  # None without a device profile: no section at all
+    if device is not None:
+        sections.append(device)
     manifest = run.manifest
     specs = {s.id: _spec(s.chart) for s in sections if s.chart is not None}
     job = manifest.get("job") or {}
