@@ -155,7 +155,8 @@ def test_fp32_matmuls_behind_a_full_launch_queue_are_priced_by_the_device(cli, t
     run's graph, where a blocked launch waits for the kernel that freed its slot) must agree on
     the steps the queue is full through (103 and 104: the model bounds a step by the next one's
     first launch). Steps 101-102 (35 and 72 ms) fill the queue; the price averages in step 102,
-    which the replay prices 12 % and this model 44 % (issue 35's partial steps, left open)."""
+    which the replay prices 23 % and this model 44 % (the replay keeps the launch calls' own
+    pace while the queue fills; left open)."""
     events = _raw(next((KINETO / "ns_resolution_trace").glob("*.json.gz")))
     matmul = re.compile(r"(?i)gemm|matmul|cublas|cutlass|conv|wgrad|dgrad")
     fp16 = lambda ops: np.array([15.7 / 125 if matmul.search(o["name"]) else 1.0 for o in ops])  # noqa: E731

@@ -94,8 +94,8 @@ def flatten(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     (their id here) and `syncs` (the node holds a blocking host sync, itself or a nested call,
     or a launch that blocked on the device's full queue: edges_launch.blocked).
     Marks: the ends of host events nested in a node (rank, step, end, owner nid): where inside
-    it a launch or a nested call finished, which device work may wait for; with the call's
-    correlation id when the events have one."""
+    it a launch or a nested call finished, which device work may wait for (less the node's
+    earlier waits on a full launch queue); with the call's correlation id when the events have one."""
     events = with_object_categories(events.copy())
     rank, step = events["rank"].to_numpy(np.int64), events["step"].to_numpy(np.int64)
     lane, ts, dur = codes(events["lane"]), events["ts"].to_numpy(np.int64), events["dur"].to_numpy(np.int64)
@@ -116,6 +116,7 @@ def flatten(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     is_sync = matches(ev["name"], SYNC_NAME) & ~device
     owner = np.maximum.accumulate(np.where(top, np.arange(n), -1)) if n else np.zeros(0, np.int64)
     waited = _outermost(is_sync, owner, end) * dur          # a sync call waits its whole length
+    queued = np.zeros(n, np.int64)
     if "corr" in ev:   # launches that blocked on a full device queue wait for the device too
         queued = edges_launch.blocked(rank, ts, end, device, edges_launch.ids(ev))
         is_sync, waited = is_sync | (queued > 0), waited + queued
@@ -132,7 +133,11 @@ def flatten(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     # the node's own work: its length but the time its calls waited on the device
     nodes["own"] = np.where(synced[keep], np.clip(end[keep] - start - node_waited[keep], 0, None), 0)
     inner = ~top & ~device
-    marks = pd.DataFrame({"rank": rank[inner], "step": step[inner], "end": end[inner], "owner": owner[inner]})
+    # a call's end within its node, less the node's earlier waits on a full queue: a replay that
+    # frees the queue sooner launches sooner (the device still starts an op after the one before)
+    launched = end - pd.Series(queued).groupby(owner).cumsum().to_numpy(np.int64) if n else end
+    launched = np.maximum(launched, np.maximum(ts, reach)[np.maximum(owner, 0)])
+    marks = pd.DataFrame({"rank": rank[inner], "step": step[inner], "end": launched[inner], "owner": owner[inner]})
     if "corr" in ev:   # which device op a nested call launched (edges_launch.py)
         marks["corr"] = ev["corr"].to_numpy()[inner]
     return nodes, marks
