@@ -45,10 +45,27 @@ CASES = {
     "straggler_pipeline": (2, ["--pipeline", "--straggle-rank", "0", "--straggle-kind", "compute",
                                "--straggle-ms", "40"], "scale.straggler",
                            "two pipeline stages; the first (rank 0) computes 40 ms more per step between forward and backward"),
+    "no_overlap": (2, ["--no-overlap"], "overlap.low_overlap_ratio",
+                   "gradients all-reduced one parameter at a time after backward; fixed: DDP all-reducing "
+                   "1 MB buckets as backward produces them"),
+    "one_bucket": (2, [], "overlap.low_overlap_ratio",
+                   "DDP's default 25 MB buckets hold all but the first MiB of the 14 MB of gradients: one "
+                   "all-reduce after backward; fixed: 1 MB buckets"),
     "small_ops": (1, ["--small-ops", "1500"], "compute.small_ops",
                   "1,500 tiny elementwise ops per step on the training thread"),
 }
 STEP_LINE = re.compile(r"step-time rank=(\d+) step=(\d+) ms=([0-9.]+)")
+
+
+# the clean job: the problem's options that shape the job (CLEAN_KEEPS), or where the fix is a
+# setting rather than the problem's absence, the job with that setting (FIXED_BY)
+CLEAN_KEEPS = ("--pipeline",)
+FIXED_BY = {"no_overlap": ["--bucket-mb", "1"], "one_bucket": ["--bucket-mb", "1"]}
+
+
+def clean_options(name: str) -> list[str]:
+    options = CASES[name][1]
+    return FIXED_BY.get(name) or [o for o in options if o in CLEAN_KEEPS]
 
 
 def job_command(ranks: int, options: list[str]) -> list[str]:
@@ -96,7 +113,7 @@ def capture_case(name: str, repeats: int = 3) -> dict:
     kept: dict[str, list[tuple[list[float], Path]]] = {"problem": [], "clean": []}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(repeats):
-            for variant, opts in (("problem", options), ("clean", [])):
+            for variant, opts in (("problem", options), ("clean", clean_options(name))):
                 workdir = Path(tmp) / f"{variant}{i}"
                 workdir.mkdir()
                 capture, profiled = record(ranks, opts, workdir)
@@ -110,7 +127,8 @@ def capture_case(name: str, repeats: int = 3) -> dict:
     measured = {v: {"step_ms": steps[v], "median_ms": statistics.median(steps[v]), "traces": traces[v]}
                 for v in steps}
     gain = 1 - measured["clean"]["median_ms"] / measured["problem"]["median_ms"]
-    doc = {"case": name, "ranks": ranks, "problem": what, "job": ["job.py", *options], "rule": rule,
+    doc = {"case": name, "ranks": ranks, "problem": what, "job": ["job.py", *options],
+           "clean_job": ["job.py", *clean_options(name)], "rule": rule,
            "measured": measured, "expected_gain": round(gain, 4), "load": round(os.getloadavg()[0], 2)}
     (case_dir / "case.json").write_text(json.dumps(doc, indent=2) + "\n")
     return doc

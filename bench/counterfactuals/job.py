@@ -10,6 +10,9 @@ Problems (each off by default):
                         compute (extra matmuls), python (a pure-Python loop) or sleep
   --no-overlap          gradients all-reduced one parameter at a time after backward (no DDP
                         buckets, nothing overlapped) instead of DistributedDataParallel
+  --bucket-mb MB        DistributedDataParallel's bucket_cap_mb (default: DDP's 25 MB, which holds
+                        all but the first MiB of this job's 14 MB of gradients: one bucket after
+                        backward)
   --small-ops N         N tiny elementwise ops per step on the training thread (instead of one)
   --pipeline            two pipeline stages instead of data parallelism (2 ranks: rank 0 holds the
                         first half of the layers, rank 1 the second; --micro microbatches forward
@@ -107,6 +110,7 @@ def main():
     parser.add_argument("--straggle-ms", type=float, default=0.0)
     parser.add_argument("--straggle-kind", choices=("compute", "python", "sleep"), default="compute")
     parser.add_argument("--no-overlap", action="store_true")
+    parser.add_argument("--bucket-mb", type=float, default=None)
     parser.add_argument("--small-ops", type=int, default=0)
     parser.add_argument("--pipeline", action="store_true")
     parser.add_argument("--micro", type=int, default=4)
@@ -127,7 +131,8 @@ def main():
     model = nn.Sequential(*layers)
     ddp = world > 1 and not args.no_overlap and not args.pipeline
     if ddp:
-        model = torch.nn.parallel.DistributedDataParallel(model)
+        buckets = {} if args.bucket_mb is None else {"bucket_cap_mb": args.bucket_mb}
+        model = torch.nn.parallel.DistributedDataParallel(model, **buckets)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
     loader = DataLoader(Batches(args.steps, args.batch, args.width, args.load_ms), batch_size=None)
     scratch = torch.randn(384, 384)

@@ -325,3 +325,18 @@ def test_no_trn1_question_on_a_run_of_another_platform(tmp_path):
     assert finding.impact.fraction_of_step == pytest.approx(0.8 * (1 - 15.7 / 125), abs=0.01)
     text = to_text(document).lower().split("\n", 1)[1]   # past the header, which names the run folder
     assert "trn1" not in text and "trainium" not in text and "instance" not in text and "execution model" not in text
+
+
+def test_cpu_collectives_hidden_under_compute_band_down_to_no_gain(monkeypatch):
+    """Hiding communication on a CPU run (an overlap fix, `at_most_measured`) leaves the
+    collectives' threads on the cores compute needs: the replay's price is an upper bound and the
+    band reaches down to nothing (bench/counterfactuals no_overlap: priced 42 %, measured 18 %)."""
+    finding = _finding(0.45, None)
+    fix = FixSpec(replay=["communication=0"], at_most_measured=True)
+    monkeypatch.setattr(P, "replay_prices", lambda run, fixes: [
+        {"change": {"scale": specs}, "step_time_s": 0.0863, "gain_fraction": 0.30, "steps": 5} for specs in fixes])
+    monkeypatch.setattr(P, "_device_kind", lambda run: "cpu")
+    P.project(None, [finding], {finding.name: fix})
+    assert finding.projected["gain_fraction"] == 0.30
+    assert finding.projected["gain_band"] == {"low": 0.0, "high": 0.30}
+    assert finding.projected["note"] == P.HIDING

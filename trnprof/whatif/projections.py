@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 MODEL, REPLAY, BOUND = "execution model", "replay", "bound"
 CONTENTION = ("on CPU the collectives' threads share the compute cores, a contention the dependency graph "
               "cannot see: the band reaches the share of the step the finding measured")
+HIDING = ("on CPU the collectives' threads run on the cores compute uses: hidden under compute they still take "
+          "those cores, which the trace cannot tell are free, so the band reaches down to no gain")
 
 CAPPED = ("the replay removes all of the time; the fix hides at most what the finding measured, "
           "so the price is capped there")
@@ -157,15 +159,20 @@ def _device_kind(run: Run) -> str | None:
     return str(frame.iloc[0, 0]) if len(frame) and frame.iloc[0, 0] is not None else None
 
 
-def _contention(projected: dict, finding, specs: list[str], device_kind: str | None) -> dict:
-    """On a CPU run whose fix removes communication: the graph cannot see the collectives'
-    threads competing with compute, so the band reaches the measured share."""
-    share = finding.impact.fraction_of_step
-    if device_kind != "cpu" or not _touches_communication(specs) or projected["gain_fraction"] is None \
-            or share <= projected["gain_fraction"]:
+def _contention(projected: dict, finding, specs: list[str], device_kind: str | None, fix: FixSpec) -> dict:
+    """On a CPU run whose fix touches communication, the graph cannot see the collectives'
+    threads competing with compute for the cores: a fix that removes communication frees them
+    (the band reaches up to the measured share), one that hides it under compute
+    (`at_most_measured`) keeps them busy (the band reaches down to no gain)."""
+    gain, share = projected["gain_fraction"], finding.impact.fraction_of_step
+    if device_kind != "cpu" or not _touches_communication(specs) or gain is None:
         return projected
-    return {**projected, "gain_band": {"low": projected["gain_fraction"], "high": share},
-            "note": CONTENTION}
+    if fix.at_most_measured:
+        note = "; ".join(filter(None, (projected["note"], HIDING)))
+        return {**projected, "gain_band": {"low": 0.0, "high": gain}, "note": note} if gain > 0 else projected
+    if share <= gain:
+        return projected
+    return {**projected, "gain_band": {"low": gain, "high": share}, "note": CONTENTION}
 
 
 # ---------------------------------------------------------------- the bound
@@ -251,7 +258,8 @@ def _price_replays(run: Run, replays, fixes, reasons: dict[int, str]) -> None:
         projected = {"method": REPLAY, "change": price["change"], "step_time_s": price["step_time_s"],
                      "gain_fraction": price["gain_fraction"], "band": None, "gain_band": None,
                      "reason": reasons.get(id(finding)), "note": None, "steps": price["steps"]}
-        finding.projected = _contention(_capped(projected, finding, fixes[finding.name]), finding, specs, kind)
+        fix = fixes[finding.name]
+        finding.projected = _contention(_capped(projected, finding, fix), finding, specs, kind, fix)
 
 
 def _capped(projected: dict, finding, fix: FixSpec) -> dict:
