@@ -209,15 +209,21 @@ def test_replay_specs_are_templated_from_the_finding():
         P.replay_specs(fix, msgspec.structs.replace(finding, evidence=[{"factor": None}]))
 
 
+def _priced_on_cpu(monkeypatch, fix: FixSpec, gain: float, measured: float = 0.45):
+    """A finding that measured `measured` of the step, its fix replayed to `gain` on a CPU run."""
+    finding = _finding(measured, None)
+    monkeypatch.setattr(P, "replay_prices", lambda run, fixes: [
+        {"change": {"scale": specs}, "step_time_s": 0.0863, "gain_fraction": gain, "steps": 5} for specs in fixes])
+    monkeypatch.setattr(P, "_device_kind", lambda run: "cpu")
+    P.project(None, [finding], {finding.name: fix})
+    return finding
+
+
 def test_cpu_collectives_widen_the_band_once(monkeypatch):
     """On a CPU run, a fix that removes communication also removes contention for the cores the
     graph cannot see: the price is the replay's, its band reaches the measured share, said once."""
-    finding = _finding(0.45, None)
     fix = FixSpec(replay=["communication=0"])
-    monkeypatch.setattr(P, "replay_prices", lambda run, fixes: [
-        {"change": {"scale": specs}, "step_time_s": 0.0863, "gain_fraction": 0.137, "steps": 5} for specs in fixes])
-    monkeypatch.setattr(P, "_device_kind", lambda run: "cpu")
-    P.project(None, [finding], {finding.name: fix})
+    finding = _priced_on_cpu(monkeypatch, fix, 0.137)
     assert finding.projected["gain_fraction"] == 0.137
     assert finding.projected["gain_band"] == {"low": 0.137, "high": 0.45}
     priced = pricing.headline(finding, fix, {}, MEAN_STEP_S)
@@ -331,12 +337,7 @@ def test_cpu_collectives_hidden_under_compute_band_down_to_no_gain(monkeypatch):
     """Hiding communication on a CPU run (an overlap fix, `at_most_measured`) leaves the
     collectives' threads on the cores compute needs: the replay's price is an upper bound and the
     band reaches down to nothing (bench/counterfactuals no_overlap: priced 42 %, measured 18 %)."""
-    finding = _finding(0.45, None)
-    fix = FixSpec(replay=["communication=0"], at_most_measured=True)
-    monkeypatch.setattr(P, "replay_prices", lambda run, fixes: [
-        {"change": {"scale": specs}, "step_time_s": 0.0863, "gain_fraction": 0.30, "steps": 5} for specs in fixes])
-    monkeypatch.setattr(P, "_device_kind", lambda run: "cpu")
-    P.project(None, [finding], {finding.name: fix})
+    finding = _priced_on_cpu(monkeypatch, FixSpec(replay=["communication=0"], at_most_measured=True), 0.30)
     assert finding.projected["gain_fraction"] == 0.30
     assert finding.projected["gain_band"] == {"low": 0.0, "high": 0.30}
     assert finding.projected["note"] == P.HIDING
