@@ -35,8 +35,9 @@ SEVERE = ("medium", "high")
 # which takes rank 0's excess off the work rank 1 does not do (the extra matmuls) first: 41.5 %
 # of the step (the replay: 49.8 ms per step against the trace's 85.2 ms). The clean job is the
 # same two-stage pipeline without the extra matmuls (capture.py CLEAN_KEEPS): 43.6 ms, a measured
-# 51.7 % (the job's clock, 90.3 ms with the problem), so the price lands 20 % under it: the replay
-# keeps the ~6 ms per step by which rank 0's matmuls also slowed the work around them.
+# 51.7 % (the job's clock, 90.3 ms with the problem), so the price lands 20 % under it. Most of
+# that is capture noise: the two kept traces' own steps (85.7 and 47.9 ms, medians over ranks)
+# differ by 44.1 %, 6 % from the price.
 #
 # The overlap cases, derived from the traces: the fix is DDP all-reducing 1 MB buckets as
 # backward produces them (capture.py FIXED_BY). Hidden under backward on the two cores the two
