@@ -143,7 +143,18 @@ def stdlib_md() -> str:
         lines += [f"### `{view.name}`", "", f"*module `{view.module}.sql`*", "", view.doc, ""]
         lines += _table([(f"`{c}`", d) for c, d in view.columns.items()], ("column", "meaning"))
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines + STDLIB_ADDING)
+
+
+STDLIB_ADDING = [
+    "## Adding a view", "",
+    "A view is one `CREATE VIEW` in a `trnprof/stdlib/*.sql` module, after its comment block: its doc, then",
+    "one `-- @column NAME  meaning` line per column. A module that reads the views of other modules names",
+    "them in its header line, `-- @requires steps, intervals`; the modules load in the order the headers",
+    "imply (those more modules build on first, then by name), so a new module is one file and no list to",
+    "edit. An unknown module or a cycle is one error line. `tests/stdlib/test_stdlib_modules.py` checks each",
+    "header against the views its SQL reads, `tests/stdlib/test_stdlib.py` that every column is",
+    "documented; `python scripts/gen_docs.py` regenerates this page.", ""]
 
 
 def cli_md() -> str:

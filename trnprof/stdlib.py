@@ -3,11 +3,17 @@
 Each `stdlib/*.sql` module holds `CREATE VIEW` statements, each preceded by a comment block:
 free text describing the view, then one `-- @column NAME  description` line per column
 (Perfetto's stdlib is the model). `docs/stdlib.md` is generated from these comments.
+
+A module that reads the views of other modules names them in a header line,
+`-- @requires steps, intervals`; the load order follows from these (`module_order`), so adding
+a view or a module is one `.sql` file. `tests/stdlib/test_stdlib_modules.py` checks each header
+against the tables the module's SQL reads.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -15,13 +21,11 @@ from importlib import resources
 import duckdb
 
 from .device_tables import TABLES as DEVICE_TABLES
-
-# Load order: a module may use the views of the modules before it.
-MODULES = ("steps", "intervals", "step_breakdown", "collectives", "memory", "rank_summary", "ops",
-           "steady_state", "stragglers", "communication", "signals", "hardware", "mfu", "diff_support", "device")
+from .errors import TrnprofError
 
 _CREATE = re.compile(r"^CREATE VIEW\s+(\w+)\s+AS\b", re.IGNORECASE)
 _COLUMN = re.compile(r"^--\s*@column\s+(\w+)\s+(.*\S)\s*$")
+_REQUIRES = re.compile(r"^--\s*@requires\b(.*)$")
 
 
 @dataclass
@@ -45,7 +49,9 @@ def parse_module(module: str, text: str) -> list[ViewDef]:
     while i < len(lines):
         line = lines[i].strip()
         match = _CREATE.match(line)
-        if line.startswith("--"):
+        if _REQUIRES.match(line):  # the module's header, not a view's doc
+            i += 1
+        elif line.startswith("--"):
             column = _COLUMN.match(line)
             if column:
                 columns[column.group(1)] = column.group(2)
@@ -75,13 +81,70 @@ def load_views() -> list[ViewDef]:
     return list(_views())
 
 
+def requires(text: str) -> tuple[str, ...]:
+    """The modules a module's `-- @requires a, b` header lines name."""
+    names = []
+    for line in text.splitlines():
+        match = _REQUIRES.match(line.strip())
+        if match:
+            names += [name.strip() for name in match.group(1).split(",") if name.strip()]
+    return tuple(names)
+
+
+def module_order(required: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """The modules in load order: each after those it requires; among the modules ready to load,
+    the one more modules build on (directly or not) first, then by name. One error line for a
+    required module that does not exist or modules that require each other."""
+    for module, names in sorted(required.items()):
+        unknown = sorted(set(names) - set(required))
+        if unknown:
+            raise TrnprofError(f"stdlib module {module}.sql requires {', '.join(unknown)}, which no "
+                               f"stdlib/*.sql module is (modules: {', '.join(sorted(required))})")
+    users = {module: {other for other, names in required.items() if module in names} for module in required}
+    weight = {module: len(_reached(module, users)) for module in required}
+    order, waiting = [], dict(required)
+    while waiting:
+        ready = [module for module, names in waiting.items() if not set(names) & set(waiting)]
+        if not ready:
+            raise TrnprofError("stdlib modules require each other: " + _cycle(waiting))
+        chosen = min(ready, key=lambda module: (-weight[module], module))
+        order.append(chosen)
+        del waiting[chosen]
+    return order
+
+
+def _reached(module: str, edges: Mapping[str, set[str]]) -> set[str]:
+    """Every module reached from `module` along `edges` (`module` itself only on a cycle)."""
+    found, todo = set(), list(edges[module])
+    while todo:
+        name = todo.pop()
+        if name not in found:
+            found.add(name)
+            todo += edges[name]
+    return found
+
+
+def _cycle(waiting: Mapping[str, tuple[str, ...]]) -> str:
+    """A cycle among modules none of which is ready (each requires another of them), as
+    `a.sql -> b.sql -> a.sql`."""
+    path = [min(waiting)]
+    while path.count(path[-1]) < 2:
+        path.append(min(name for name in waiting[path[-1]] if name in waiting))
+    return " -> ".join(f"{module}.sql" for module in path[path.index(path[-1]):])
+
+
+def load_modules(texts: Mapping[str, str]) -> list[ViewDef]:
+    """The views of the modules `texts` (name -> SQL), in load order."""
+    order = module_order({module: requires(text) for module, text in texts.items()})
+    return [view for module in order for view in parse_module(module, texts[module])]
+
+
 @lru_cache(maxsize=1)
 def _views() -> tuple[ViewDef, ...]:
     package = resources.files("trnprof") / "stdlib"
-    views = []
-    for module in MODULES:
-        views.extend(parse_module(module, (package / f"{module}.sql").read_text(encoding="utf-8")))
-    return tuple(views)
+    texts = {entry.name.removesuffix(".sql"): entry.read_text(encoding="utf-8")
+             for entry in package.iterdir() if entry.name.endswith(".sql")}
+    return tuple(load_modules(texts))
 
 
 _DEFERRED = {"supported": True}  # DuckDB too old for DEFER_BINDING: views are bound when created

@@ -1,3 +1,5 @@
+-- @requires collectives, ops, step_breakdown
+
 -- Collective and point-to-point events only: the columns the communication views below need,
 -- so they share one filtered pass over the events.
 -- @column rank        global rank

@@ -1,3 +1,5 @@
+-- @requires collectives, memory, ops, steady_state, step_breakdown
+
 -- Per steady-state step (step_phases, warm-up excluded): step_breakdown's buckets averaged over
 -- the ranks that recorded the step. The per-rank view of where a step's time went, which runs
 -- of different world sizes share; `trnprof diff` compares two runs on it.

@@ -1,3 +1,5 @@
+-- @requires communication
+
 -- The run's instance type and its row of the `hardware` table: the job metadata's instance type,
 -- else the most common one in the ranks table (ties: the first by name). One row; the peaks are
 -- null when the instance type is unknown or not a Trainium type.

@@ -1,3 +1,5 @@
+-- @requires steps
+
 -- Host events with whether each is a host call that blocks until the device is done: a
 -- synchronous copy (`cudaMemcpy*`, `hipMemcpy*`: a device-to-host copy waits for the work queued
 -- before it), a stream, event, context or device synchronize, `.item()`

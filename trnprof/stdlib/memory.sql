@@ -1,3 +1,5 @@
+-- @requires steps
+
 -- Device-memory residency samples by category: counters named `hbm.<category>` in bytes
 -- (params, grads, optimizer_state, activations, runtime, ...). Categories are additive and a
 -- collector samples all of a rank's categories at the same ts.

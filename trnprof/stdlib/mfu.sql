@@ -1,3 +1,5 @@
+-- @requires ops, steady_state
+
 -- Model FLOPs utilisation of each steady-state step (warm-up steps: see step_phases): the FLOPs
 -- the step needs over what the devices could do in the step time at peak. FLOPs are the job
 -- metadata's model_flops_per_step, else the sum of the step's compute events' FLOPs. The peak is

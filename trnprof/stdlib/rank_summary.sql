@@ -1,3 +1,5 @@
+-- @requires memory, step_breakdown
+
 -- One row per rank: where it sits and where its time went over all steps.
 -- @column rank              global rank
 -- @column node              node index

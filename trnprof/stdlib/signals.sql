@@ -1,3 +1,5 @@
+-- @requires memory, ops, steps
+
 -- What a run holds, in one row of flags: a rule lists the flags it needs under `requires` and
 -- is reported as not evaluated, with the flag's description, when one is false. Every flag is
 -- true or false, never null (a run without events has every event flag false).

@@ -1,3 +1,5 @@
+-- @requires ops, step_breakdown, steps
+
 -- The one definition of warm-up and steady state: one row per step, saying whether it is a
 -- warm-up step. Warm-up steps are the leading steps in which some rank compiled, at most the
 -- first two (XLA compiles the training graph on first sight and the graph with optimizer state

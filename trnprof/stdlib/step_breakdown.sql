@@ -1,3 +1,5 @@
+-- @requires intervals, steps
+
 -- Where each rank's step time went. The exclusive categories partition the step:
 -- dur = compute + exposed_comm + transfer_exposed + input_wait + host_sync + host + compile + idle,
 -- each instant counted once, in the first category that covers it in that order: device work

@@ -1,3 +1,5 @@
+-- @requires steady_state
+
 -- Per rank and steady-state step (see step_phases): how far the rank's step time and compute
 -- time sit from its peers', the ranks of the same pipeline stage in the same step (a stage does
 -- different work from the others). The peers' median is the lower median: for a rank above it,
