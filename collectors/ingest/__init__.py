@@ -1,8 +1,9 @@
 """`ingest(paths, out)`: real traces -> one canonical run, nothing lost (docs/ingest.md).
 
-Each input's format is detected from its content (`detect.py`). Kineto / Chrome traces are
-streamed (`trnprof.collectors.kineto`); Neuron tool outputs are read whole (they are small)
-into the same tables (`trnprof.collectors.neuron`). Besides events, counters and ranks the run
+Each input's format is detected from its content (`detect.py`) by the sniffs of the format
+registry (`formats.py`; the built-in formats in `builtin.py`, others from entry points). Kineto /
+Chrome traces are streamed (`trnprof.collectors.kineto`); Neuron tool outputs are read whole
+(they are small) into the same tables (`trnprof.collectors.neuron`). Besides events, counters and ranks the run
 holds `ingest/flows`, `ingest/meta`, `ingest/quarantine` (and verbatim copies of Neuron Explorer
 tables without a mapping); the manifest's `ingest` block records, per input, where every source
 entry went. Any error aborts the run: no half run is ever left behind.
@@ -19,10 +20,11 @@ from trnprof.manifest import file_fingerprint, new_manifest
 from trnprof.runstore import write_run
 
 from .collect import Collected
-from .detect import FORMATS, expand
+from .detect import expand
+from .formats import lookup
 from trnprof.collectors.common.limits import check_rank
 
-__all__ = ["FORMATS", "ingest"]
+__all__ = ["ingest"]
 
 
 def _fingerprints(inputs: list[tuple[Path, str]], pool: ThreadPoolExecutor):
@@ -49,8 +51,8 @@ def ingest(paths, out, *, fmt: str = "auto", rank: int | None = None, force: boo
     """Ingest `paths` (files or folders) into the run folder `out`; returns a summary dict.
     inputs, fingerprints: `detect.expand(paths)` and the inputs' `file_fingerprint`s, when the
     caller has them already."""
-    if fmt != "auto" and fmt not in FORMATS:
-        raise TrnprofError(f"unknown format {fmt!r}; choose auto or one of {', '.join(FORMATS)}")
+    if fmt != "auto":
+        lookup(fmt)  # one error line for an unknown format
     if rank is not None:
         check_rank(rank, "--rank")
     inputs = inputs if inputs is not None else expand(list(paths), fmt)

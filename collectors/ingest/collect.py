@@ -15,20 +15,10 @@ from trnprof.errors import TrnprofError
 from trnprof.collectors.common.limits import check_rank
 from trnprof.collectors.common.source import Source
 from trnprof.collectors.common.tables import FLOWS, META, QUARANTINE
-from trnprof.collectors.kineto import read_trace
-from trnprof.collectors.host.format import FORMAT as HOST_FORMAT
+
+from . import formats
 
 EXTRA_SCHEMAS = {"ingest/flows": FLOWS, "ingest/meta": META, "ingest/quarantine": QUARANTINE}
-
-
-def _reader(fmt: str):
-    """The reader of a non-Kineto format, loaded when an input needs it (the Neuron readers load
-    duckdb): ingesting Kineto traces imports none of them."""
-    if fmt == HOST_FORMAT:
-        from trnprof.collectors.host.metrics import read_host_metrics
-        return read_host_metrics
-    from trnprof.collectors.neuron import READERS
-    return READERS[fmt]
 
 
 class Collected:
@@ -47,11 +37,13 @@ class Collected:
         self.events = self.counters = 0
 
     def add(self, path: Path, fmt: str) -> None:
-        if fmt == "kineto":
-            self._kineto(path)
+        """Read one input with its format's reader (loaded now: ingesting Kineto traces imports no
+        Neuron reader, nor their duckdb)."""
+        declared = formats.lookup(fmt)
+        if declared.streamed:
+            self._kineto(path, declared.load_reader())
         else:
-            reader = _reader(fmt)
-            source = reader(path, rank=self.rank_option)
+            source = formats.read(declared, path, self.rank_option)
             if self.progress:
                 self.progress(path.stat().st_size if path.is_file() else 0)
             self._source(source)
@@ -71,7 +63,7 @@ class Collected:
                                "(traces of different jobs?)")
         self.world_sizes.setdefault(size, path)
 
-    def _kineto(self, path: Path) -> None:
+    def _kineto(self, path: Path, read_trace) -> None:
         with read_trace(path, rank=self.default_rank, progress=self.progress, spill_dir=self.spill_dir) as trace:
             export = trace.info.export
             if export is not None:

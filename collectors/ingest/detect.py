@@ -1,13 +1,8 @@
-"""Which reader an input needs, from its content (not its name), and the inputs a folder holds.
+"""Which format an input is, from its content (not its name), and the inputs a folder holds.
 
-- `kineto`: Chrome trace JSON (`traceEvents`, or the bare array form), plain or gzip — PyTorch
-  profiler traces, torch-neuronx / XLA traces, and traces written by `trnprof export`;
-- `neuron-monitor`: neuron-monitor's JSON reports (`neuron_runtime_data`), one per line;
-- `neuron-system-profile`: `system_profile.json` of `neuron-profile view --output-format json`
-  (`trace_events`, `mem_usage`, `cpu_util`);
-- `neuron-explorer`: a folder of Neuron Explorer Parquet tables (`CcOp.parquet`, ...);
-- `neuron-explorer-json`: Explorer's deprecated JSON output (`"summary"` and `"instruction"`);
-- `trnprof-host-metrics`: the host metrics `trnprof record` samples (`host_metrics.jsonl`).
+The formats and their sniffs are declared in the registry (`formats.py`, built-ins in
+`builtin.py`): the built-in sniffs are tried in their order, then the third-party ones; a JSON
+object none claims is read as Kineto, whose reader says precisely what is missing.
 """
 
 from __future__ import annotations
@@ -16,63 +11,68 @@ import gzip
 import zlib
 from pathlib import Path
 
-from trnprof.collectors.host.format import FORMAT as HOST_FORMAT, HEADER_KEY as HOST_HEADER
 from trnprof.errors import TrnprofError
 
-FORMATS = ("kineto", "neuron-monitor", "neuron-system-profile", "neuron-explorer", "neuron-explorer-json",
-           HOST_FORMAT)
+from . import formats
+from .formats import SNIFF_BYTES, Probe
+
 TRACE_SUFFIXES = (".json", ".json.gz", ".jsonl", ".jsonl.gz", ".gz")
-_SNIFF = 1 << 16
+FALLBACK = "kineto"  # the format of a JSON object no sniff claims
 
 
 def _head(path: Path) -> bytes:
     try:
         with path.open("rb") as handle:
-            head = handle.read(_SNIFF)
+            head = handle.read(SNIFF_BYTES)
     except OSError as exc:
         raise TrnprofError(f"{path}: cannot read it ({exc})") from None
     if head[:2] == b"\x1f\x8b":
         try:
             with gzip.open(path, "rb") as handle:
-                head = handle.read(_SNIFF)
+                head = handle.read(SNIFF_BYTES)
         except (OSError, EOFError, zlib.error) as exc:
             raise TrnprofError(f"{path}: truncated or corrupt gzip data ({exc})") from None
     return head
 
 
-def is_explorer_folder(path: Path) -> bool:
+def folder_format(path: Path, fmt: str = "auto") -> str | None:
+    """The format of a folder that is one input (a Neuron Explorer profile), else None: with `fmt`
+    given, that format when it reads folders and claims this one."""
     if not path.is_dir():
-        return False
-    from trnprof.collectors.neuron.explorer import table_files  # loads duckdb: only for a folder
-    return bool(table_files(path))
+        return None
+    probe = Probe(path, is_dir=True)
+    if fmt != "auto":
+        return fmt if formats.claims(formats.lookup(fmt), probe) else None
+    for candidates in (formats.builtin, formats.third_party):
+        for found in candidates():
+            if formats.claims(found, probe):
+                return found.name
+    return None
+
+
+def is_explorer_folder(path: Path) -> bool:
+    return folder_format(path, "neuron-explorer") is not None
 
 
 def detect(path: Path) -> str:
-    """The format of one input file or Neuron Explorer folder."""
+    """The format of one input file or folder."""
     if path.is_dir():
-        if is_explorer_folder(path):
-            return "neuron-explorer"
-        raise TrnprofError(f"{path}: a folder without traces")
-    head = _head(path)
-    if head[:4] == b"PAR1":
-        return "neuron-explorer"
-    text = head.lstrip()
+        found = folder_format(path)
+        if found is None:
+            raise TrnprofError(f"{path}: a folder without traces")
+        return found
+    probe = Probe(path, _head(path))
+    text = probe.text
     if not text:
         raise TrnprofError(f"{path}: empty file")
-    if text.startswith(b'{"' + HOST_HEADER.encode()):
-        return HOST_FORMAT
-    if b'"neuron_runtime_data"' in head:
-        return "neuron-monitor"
-    if b'"traceEvents"' in head or text[:1] == b"[":
-        return "kineto"
-    if b'"instruction"' in head and b'"summary"' in head and b'"traceEvents"' not in head:
-        return "neuron-explorer-json"
-    if b'"trace_events"' in head or b'"mem_usage"' in head or b'"cpu_util"' in head:
-        return "neuron-system-profile"
+    for candidates in (formats.builtin, formats.third_party):
+        for found in candidates():
+            if formats.claims(found, probe):
+                return found.name
     if text[:1] == b"{":
-        return "kineto"  # its reader says precisely what is missing
+        return FALLBACK
     raise TrnprofError(f"{path}: not a trace trnprof knows (starts with {text[:16]!r}); "
-                       f"formats: {', '.join(FORMATS)}")
+                       f"formats: {', '.join(formats.names())}")
 
 
 def expand(paths: list[str | Path], fmt: str = "auto") -> list[tuple[Path, str]]:
@@ -82,13 +82,14 @@ def expand(paths: list[str | Path], fmt: str = "auto") -> list[tuple[Path, str]]
         path = Path(given)
         if not path.exists():
             raise TrnprofError(f"input not found: {path}")
-        if path.is_dir() and not (fmt in ("auto", "neuron-explorer") and is_explorer_folder(path)):
+        whole = folder_format(path, fmt)
+        if path.is_dir() and whole is None:
             found = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(TRACE_SUFFIXES))
             if not found:
                 raise TrnprofError(f"{path}: no trace files in this folder (looked for {', '.join(TRACE_SUFFIXES)})")
             inputs += [(p, fmt if fmt != "auto" else detect(p)) for p in found]
         else:
-            inputs.append((path, fmt if fmt != "auto" else detect(path)))
+            inputs.append((path, whole or (fmt if fmt != "auto" else detect(path))))
     seen = set()
     for path, _ in inputs:
         key = path.resolve()

@@ -27,7 +27,7 @@ from trnprof.manifest import file_fingerprint, read_manifest
 from trnprof.schema import MANIFEST_FILE
 
 from . import ingest, input_files
-from .detect import TRACE_SUFFIXES, expand, is_explorer_folder
+from .detect import TRACE_SUFFIXES, expand, folder_format
 
 
 @dataclass
@@ -38,14 +38,16 @@ class TraceRun:
 
 
 def is_trace_input(path: str | Path) -> bool:
-    """True for a file, or a folder that is no run but holds traces (or Neuron Explorer tables):
-    what `ingest` takes. Anything else is left to the run reader and its errors."""
+    """True for a file, or a folder that is no run but holds traces (or is one input of a folder
+    format, a Neuron Explorer profile): what `ingest` takes. Anything else is left to the run
+    reader and its errors."""
     path = Path(path)
     if path.is_file():
         return True
     if not path.is_dir() or (path / MANIFEST_FILE).is_file():
         return False
-    return is_explorer_folder(path) or any(p.name.endswith(TRACE_SUFFIXES) for p in path.rglob("*") if p.is_file())
+    traces = any(p.name.endswith(TRACE_SUFFIXES) for p in path.rglob("*") if p.is_file())
+    return traces or folder_format(path) is not None
 
 
 def _identity(fingerprints: list[dict]) -> list[tuple[str, str]]:

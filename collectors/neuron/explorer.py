@@ -43,33 +43,12 @@ from trnprof.runstore import conform
 from trnprof.schema import COUNTERS, EVENTS
 from trnprof.tableread import sql_string
 
+from .explorer_tables import table_files
 from .names import classify
 
-TABLES = (
-    "ActiveTime AssemblyInstruction BirInstruction CcInstruction CcOp CcStream CoreBarriers CpuUsage "
-    "DeviceProfileList DmaPacket DmaPacketAggregated DmaQueuesInfo DmaUsage DmaUsageSummary Error "
-    "ExecutionInfo Flow FrameworkInstruction FrameworkNode HbmUsage HbmUsageSummaryByType HloInstruction "
-    "HostMemUsage Instruction KernelInstructions KernelIterationVariables KernelStackFrames "
-    "MemoryBandwidthPoint MemoryBandwidthResponse MemoryBandwidthSeries Metadata NeffHeader OpcodeSummary "
-    "PendingDma PenguinInstruction PsumUsage SbufAllocation SbufUsage SchemaFields SemaphoreUpdate StackFrame "
-    "StackFrameFileLocation StackFrameFileName StackFrameFunctionName Summary SystemProfileEvents "
-    "SystemProfileHbmUsage SystemProfileMetadata TensorInfo Throttle ThrottleSummary Warning").split()
 MAPPED_TABLES = ("Instruction", "CcOp", "SystemProfileEvents", "HbmUsage", "HostMemUsage")
 KNOWN_SCHEMA_MAJOR = 7          # profile schema 7.x.y (v7.4.0: Neuron 2.31)
 _SPAN_TABLES = ("Instruction", "DmaPacket", "CcOp")
-_KEY = {re.sub(r"[^a-z]", "", t.lower()): t for t in TABLES}
-
-
-def table_files(folder: Path) -> dict[str, Path]:
-    """Schema table name -> its Parquet file in `folder`."""
-    found = {}
-    if not folder.is_dir():
-        return found
-    for path in folder.glob("*.parquet"):
-        table = _KEY.get(re.sub(r"[^a-z]", "", path.stem.lower()))
-        if table:
-            found[table] = path
-    return found
 
 
 def snake(name: str) -> str:

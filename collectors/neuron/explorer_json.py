@@ -21,7 +21,8 @@ import pyarrow.parquet as pq
 from trnprof.collectors.common.source import Source
 from trnprof.errors import TrnprofError, first_line
 
-from .explorer import _KEY, read_explorer
+from .explorer import read_explorer
+from .explorer_tables import TABLE_KEYS
 
 _ENGINES = (("tensor", "tensor"), ("matrix", "tensor"), ("vector", "vector"), ("scalar", "scalar"),
             ("act", "scalar"), ("gpsimd", "gpsimd"), ("pool", "gpsimd"), ("sync", "sync"), ("sp", "sync"))
@@ -52,7 +53,7 @@ def _tables(document: dict) -> dict[str, pa.Table]:
         if key == "instruction":
             tables["Instruction"] = _instructions(rows)
         else:
-            table = _KEY.get(re.sub(r"[^a-z]", "", key.lower()))
+            table = TABLE_KEYS.get(re.sub(r"[^a-z]", "", key.lower()))
             if table:
                 tables[table] = pa.Table.from_pylist(rows)
     return tables

@@ -6,10 +6,10 @@ import sys
 
 import click
 
-from ..collectors.ingest.detect import FORMATS
+from ..collectors.ingest.formats import names as format_names
 from . import _options as options
 
-INPUT_FORMATS = ["auto", *FORMATS]
+INPUT_FORMATS = ["auto", *format_names()]  # the format registry's, installed ones included
 PROGRESS_MIN_BYTES = 64 << 20  # below this an ingest takes about a second: no bar
 
 
