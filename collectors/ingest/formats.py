@@ -67,7 +67,7 @@ def lookup(name: str) -> Format:
 
 
 def third_party() -> list[Format]:
-    """The registered formats, then the installed ones (loaded now), in name order."""
+    """The registered formats (in their order), then the installed ones (loaded now, by name)."""
     found = dict(_REGISTERED)
     for name in _installed_names():
         if name not in found and name not in _BUILTIN:
