@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import click
 
+from ..api import EXPORT_FORMATS, export
 from . import _options as options
 
 
 @click.command("export")
 @click.argument("run", type=click.Path(path_type=str))
-@click.option("--format", "fmt", type=click.Choice(["chrome"]), default="chrome", show_default=True,
+@click.option("--format", "fmt", type=click.Choice(list(EXPORT_FORMATS)), default="chrome", show_default=True,
               help="chrome: Chrome trace JSON (opens in ui.perfetto.dev and chrome://tracing)")
 @options.output("File to write (.json or .json.gz).", required=True)
 @options.force("an existing output file")
@@ -19,9 +20,7 @@ from . import _options as options
 def command(run, fmt, out, force, config, threads):
     """Export RUN (simulated or ingested): a process per rank, a thread per lane, counters as
     counter tracks. `trnprof ingest` reads the file back into the same run."""
-    from trnprof.export import FORMATS
-
-    counts = FORMATS[fmt](run, out, force=force, threads=threads)
+    counts = export(run, out, fmt=fmt, force=force, threads=threads)
     skipped = f", {counts['skipped_counters']:,} non-finite counter samples left out" if counts["skipped_counters"] else ""
     click.echo(f"{out}: {counts['events']:,} events, {counts['counters']:,} counter samples, "
                f"{counts['ranks']} rank(s){skipped}")
