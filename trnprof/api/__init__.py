@@ -41,7 +41,7 @@ _EXPORTS = {
     "diff": "trnprof.api.comparison", "DEFAULT_ALPHA": "trnprof.diff.stats",
     "whatif": "trnprof.api.prediction", "WHATIF_ALIASES": "trnprof.whatif.describe:ALIASES",
     "report": "trnprof.api.reporting",
-    "export": "trnprof.api.exports", "EXPORT_FORMATS": "trnprof.export:FORMATS",
+    "export": "trnprof.api.exports",
     # making runs: ingest, simulate, record, demo
     "ingest": "trnprof.collectors.ingest", "ingest_traces": "trnprof.api.traces",
     "INPUT_FORMATS": "trnprof.collectors.ingest.detect:FORMATS", "run_or_traces": "trnprof.api.traces",

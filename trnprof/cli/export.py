@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import click
 
-from ..api import EXPORT_FORMATS, export
+from ..api import export
 from . import _options as options
 
 
 @click.command("export")
 @click.argument("run", type=click.Path(path_type=str))
-@click.option("--format", "fmt", type=click.Choice(list(EXPORT_FORMATS)), default="chrome", show_default=True,
+@click.option("--format", "fmt", type=click.Choice(["chrome"]), default="chrome", show_default=True,
               help="chrome: Chrome trace JSON (opens in ui.perfetto.dev and chrome://tracing)")
 @options.output("File to write (.json or .json.gz).", required=True)
 @options.force("an existing output file")
