@@ -44,7 +44,7 @@ _EXPORTS = {
     "export": "trnprof.api.exports",
     # making runs: ingest, simulate, record, demo
     "ingest": "trnprof.collectors.ingest", "ingest_traces": "trnprof.api.traces",
-    "INPUT_FORMATS": "trnprof.collectors.ingest.detect:FORMATS", "run_or_traces": "trnprof.api.traces",
+    "input_formats": "trnprof.collectors.ingest.formats:names", "run_or_traces": "trnprof.api.traces",
     "load_config": "trnprof.collectors.trn1", "simulate": "trnprof.collectors.trn1",
     "presets": "trnprof.api.simulation", "predict": "trnprof.api.simulation",
     "simulate_job": "trnprof.api.simulation",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from ..api import INPUT_FORMATS as FORMATS, ingest_traces
+from ..api import ingest_traces, input_formats
 from . import _options as options
 from ._output import progress_bar
 
-INPUT_FORMATS = ["auto", *FORMATS]
+INPUT_FORMATS = ["auto", *input_formats()]  # the format registry's, installed ones included
 PROGRESS_MIN_BYTES = 64 << 20  # below this an ingest takes about a second: no bar
 
 
