@@ -71,7 +71,7 @@ def test_a_duckdb_error_in_a_command_is_one_line_and_exit_2(cli, sample_run, mon
     def unreadable(*args, **kwargs):
         raise duckdb.IOException("IO Error: no magic bytes\nsecond line")
 
-    monkeypatch.setattr(info, "open_run", unreadable)
+    monkeypatch.setattr(info, "run_info", unreadable)
     result = cli("info", str(sample_run))
     assert result.exit_code == 2
     assert result.output.strip() == "error: reading the run failed: IO Error: no magic bytes"
@@ -85,3 +85,17 @@ def test_ingesting_a_kineto_trace_loads_no_duckdb(tmp_path):
     loaded, output = _loaded("ingest", str(source), "-o", str(tmp_path / "run"))
     assert "1 rank(s) from 1 input(s)" in output
     assert "duckdb" not in loaded and "pyarrow" in loaded
+
+
+def test_analyze_of_a_run_loads_only_what_it_uses(sample_run, tmp_path):
+    """`trnprof analyze RUN` is one call into `trnprof.api`, whose names load on first use: no
+    ingest, simulator, diff or report code, and of the API only its findings module."""
+    prefixes = ("trnprof.collectors.ingest", "trnprof.collectors.trn1", "trnprof.diff", "trnprof.report",
+                "trnprof.api.")
+    probe = PROBE.replace("m for m in {heavy!r} if m in sys.modules",
+                          "m for m in sys.modules if m.startswith({heavy!r})")
+    done = subprocess.run([sys.executable, "-c", probe.format(heavy=prefixes), "analyze", str(sample_run),
+                           "-o", str(tmp_path / "findings.txt")], capture_output=True, text=True, check=True)
+    assert (tmp_path / "findings.txt").read_text()
+    loaded = json.loads(done.stdout.strip().splitlines()[-1].removeprefix("LOADED"))
+    assert loaded == ["trnprof.api.findings", "trnprof.api.traces"]

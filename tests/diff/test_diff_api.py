@@ -13,7 +13,8 @@ def test_the_diff_package_is_a_package_and_its_modules_import():
     import trnprof.diff.stats as stats  # the `import a.b.c as d` form resolves through attributes
     document = importlib.import_module("trnprof.diff.document")
     # trnprof.api.diff is document.diff with the findings priced (one number per finding)
-    assert not callable(trnprof.diff) and callable(document.diff) and trnprof.api.diff.__module__ == "trnprof.api"
+    assert not callable(trnprof.diff) and callable(document.diff)
+    assert trnprof.api.diff.__module__.startswith("trnprof.api.")
     assert gates.parse_gate("step_time>+5%").threshold == 0.05
     assert stats.min_p_value(2, 2) > 0.3
 

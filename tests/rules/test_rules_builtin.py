@@ -11,7 +11,7 @@ from trnprof.rules_engine.engine import collect_tables
 from trnprof.rules_engine.loader import load_rules
 from trnprof.rules_engine.sandbox import Sandbox
 from trnprof.rules_engine.spec import Inline
-from trnprof.rules_engine.testing import test_rules as run_rule_cases
+from trnprof.api import run_rule_cases
 from trnprof.rules_engine.testing import write_inline
 
 from tests.conftest import REPO

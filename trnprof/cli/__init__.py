@@ -1,7 +1,8 @@
 """The `trnprof` command line: thin commands over the Python API.
 
-Each command is a module of this package named after it, defining `command`; modules whose
-names start with `_` are helpers. New commands need no registration.
+Each command is a module of this package named after it, defining `command`, which parses its
+options, calls one `trnprof.api` function and renders the result (it imports no computation:
+tests/core/test_layers.py); modules whose names start with `_` are helpers. New commands need no registration.
 Errors a user can cause print one line and exit 2; findings at or above --fail-on exit 1
 (`trnprof.exitcodes.Exit`). A command that produces a document has `--format` and `-o`
 (`_options.document`, `_output.emit`); one that opens a run has `--engine` and `--threads`.

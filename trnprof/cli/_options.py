@@ -71,13 +71,12 @@ def _spark_settings(pairs) -> dict:
 
 def engine(fn):
     """`--engine duckdb|spark` (or TRNPROF_ENGINE), `--spark-master`, `--spark-conf KEY=VALUE`:
-    the command opens its runs on that engine (`trnprof.engines.using`). A `--config` file's
+    the command opens its runs on that engine (`trnprof.api.using_engine`). A `--config` file's
     `engine`, `spark_master` and `spark` keys apply where the command line says nothing; the
     command gets the file read (a `ConfigFile`), so it is read once."""
-    from ..engines import ENGINES, ENV, using
-    from ..rules_engine.config import read_config
+    from ..api import ENGINE_ENV, ENGINES, read_config, using_engine
 
-    @click.option("--engine", "engine_name", type=click.Choice(ENGINES), envvar=ENV, show_envvar=True,
+    @click.option("--engine", "engine_name", type=click.Choice(ENGINES), envvar=ENGINE_ENV, show_envvar=True,
                   help="Engine that runs the stdlib and the rules [default: duckdb].")
     @click.option("--spark-master", envvar="TRNPROF_SPARK_MASTER", show_envvar=True, metavar="URL",
                   help="Spark master with --engine spark: local[*] (default), local[N], spark://HOST:PORT, "
@@ -92,7 +91,7 @@ def engine(fn):
         name = engine_name or (config and config.engine) or "duckdb"
         master = spark_master or (config and config.spark_master) or None
         settings = {**(config.spark if config else {}), **_spark_settings(spark_conf)}
-        with using(name, master, settings):
+        with using_engine(name, master, settings):
             return fn(*args, **kwargs)
     return wrapper
 

@@ -1,8 +1,11 @@
 """The one output path of the commands: a document rendered in the chosen `--format`, written to
-standard output or to `-o FILE`; and query tables as text, CSV or JSON."""
+standard output or to `-o FILE`; query tables as text, CSV or JSON; and the progress bars of long
+API calls."""
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -59,3 +62,13 @@ def frame_text(frame: pd.DataFrame, fmt: str, *, max_rows: int | None = None) ->
     return render(frame, fmt, {"json": lambda f: to_json(frame_records(f)),
                                "csv": lambda f: f.to_csv(index=False),
                                "table": lambda f: _table_text(f, max_rows)})
+
+
+def progress_bar(label: str, minimum: int, *, terminal_only: bool = False):
+    """The `bar` an API call takes: given the work's length, a click progress bar on standard
+    error from `minimum` on (only on a terminal when `terminal_only`), else nothing drawn."""
+    def bar(length: int):
+        if length < minimum or (terminal_only and not sys.stderr.isatty()):
+            return contextlib.nullcontext()
+        return click.progressbar(length=length, label=label, file=sys.stderr)
+    return bar

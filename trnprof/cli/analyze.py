@@ -13,19 +13,16 @@ import sys
 
 import click
 
-from ..rules_engine.config import read_config
-from . import _options as options
-from ..api import run_or_traces, run_plan
-from ..rules_engine.engine import plan
+from ..api import analyze_input
+from ..exitcodes import Exit
 from ..jsonplain import to_json
 from ..rules_engine.document import Document, to_json_bytes
 from ..rules_engine.render import NOT_JUDGED, to_markdown, to_text
 from ..rules_engine.sarif import to_sarif
 from ..rules_engine.spec import SEVERITIES, severity_rank
-from ..exitcodes import Exit
 from ..validation import TIMEOUT_S
+from . import _options as options
 from ._output import check_destination, emit, render
-
 
 
 def fails(document: Document, fail_on: str | None) -> bool:
@@ -65,17 +62,14 @@ def command(run, select, ignore, assignments, rule_dirs, config, fmt, out, fail_
     Exit codes: 0 clean, 1 a finding at or above --fail-on, 2 usage or input error; with
     --fail-on, also 2 when a rule failed or timed out (listed as a warning)."""
     check_destination(out, force)
-    options = read_config(config) if config else None
-    if options is not None and fail_on is None:
-        fail_on = options.fail_on
-    chosen = plan(select=select, ignore=ignore, set=list(assignments), rules=rule_dirs, config=options,
-                  timeout=timeout, memory_limit=memory_limit)
-    with run_or_traces(run, into=run_dir) as (path, notes):
-        for note in notes:
-            click.echo(note, err=True)
-        document = run_plan(path, chosen, threads=threads)
+    if config and fail_on is None:   # the engine option read the file (a ConfigFile)
+        fail_on = config.fail_on
+    analysis = analyze_input(run, into=run_dir, note=lambda line: click.echo(line, err=True), threads=threads,
+                             select=select, ignore=ignore, set=list(assignments), rules=rule_dirs, config=config,
+                             timeout=timeout, memory_limit=memory_limit)
+    document = analysis.document
     emit(render(document, fmt, {"json": lambda d: to_json_bytes(d).decode(),
-                                "sarif": lambda d: to_json(to_sarif(d, chosen.rules)),
+                                "sarif": lambda d: to_json(to_sarif(d, analysis.rules)),
                                 "markdown": to_markdown, "text": to_text}), out)
     for error in document.errors:
         click.echo(f"warning: rule {error.name} failed: {error.error}", err=True)

@@ -11,30 +11,12 @@ import sys
 
 import click
 
-from ..api import diff
-from ..diff.gates import evaluate_gates, parse_gate
+from ..api import DEFAULT_ALPHA, diff
 from ..diff.render import to_markdown, to_text
-from ..diff.stats import DEFAULT_ALPHA
-from ..errors import TrnprofError
-from ..jsonplain import to_json
-from ..rules_engine.config import read_config
 from ..exitcodes import Exit
+from ..jsonplain import to_json
 from . import _options as options
 from ._output import check_destination, emit, render
-
-
-
-def _check_gateable(document: dict, gates: tuple[str, ...], force: bool) -> None:
-    if not gates:
-        return
-    if not document["comparable"] and not force:
-        raise TrnprofError("the runs are not comparable (" + "; ".join(document["reasons"])
-                           + "), so --fail-if cannot judge them (--force gates them anyway)")
-    errors = document["findings"]["errors"]
-    failed = [e["name"] for side in ("base", "new") for e in errors[side]]
-    if failed and any(parse_gate(g).metric == "new_findings" for g in gates):
-        raise TrnprofError(f"rule(s) {', '.join(sorted(set(failed)))} failed, so new_findings gates cannot "
-                           "judge the runs")
 
 
 @click.command("diff")
@@ -62,14 +44,11 @@ def command(base, new, fmt, out, gates, strict, alpha, top, force, config, threa
     Exit codes: 0 no gate tripped, 1 a --fail-if gate tripped, 2 usage or input error (also
     when gates are given and the runs are not comparable, unless --force)."""
     check_destination(out, force)
-    for gate in gates:
-        parse_gate(gate)  # a bad expression or config fails before any work
-    options = {"config": read_config(config)} if config else None
-    document = diff(base, new, alpha=alpha, top=top, threads=threads, analyze_options=options)
-    _check_gateable(document, gates, force)
-    results = evaluate_gates(gates, document, strict=strict)
-    emit(render(document, fmt, {"json": lambda d: to_json({**d, "gates": results, "strict": strict}),
-                                "markdown": lambda d: to_markdown(d, results), "text": lambda d: to_text(d, results)}), out)
+    document = diff(base, new, gates=gates, strict=strict, gate_incomparable=force, alpha=alpha, top=top,
+                    threads=threads, analyze_options={"config": config} if config else None)
+    results = document["gates"]
+    emit(render(document, fmt, {"json": to_json, "markdown": lambda d: to_markdown(d, results),
+                                "text": lambda d: to_text(d, results)}), out)
     if not document["comparable"]:
         click.echo("warning: the runs are not comparable: " + "; ".join(document["reasons"]), err=True)
     if any(result["tripped"] for result in results):

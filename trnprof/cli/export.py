@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..api import export
 from . import _options as options
 
 
@@ -19,9 +20,7 @@ from . import _options as options
 def command(run, fmt, out, force, config, threads):
     """Export RUN (simulated or ingested): a process per rank, a thread per lane, counters as
     counter tracks. `trnprof ingest` reads the file back into the same run."""
-    from trnprof.export import FORMATS
-
-    counts = FORMATS[fmt](run, out, force=force, threads=threads)
+    counts = export(run, out, fmt=fmt, force=force, threads=threads)
     skipped = f", {counts['skipped_counters']:,} non-finite counter samples left out" if counts["skipped_counters"] else ""
     click.echo(f"{out}: {counts['events']:,} events, {counts['counters']:,} counter samples, "
                f"{counts['ranks']} rank(s){skipped}")

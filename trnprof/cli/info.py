@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..api import open_run
+from ..api import run_info
 from ..jsonplain import to_json
 from ..textfmt import duration, terminal
 from . import _options as options
@@ -63,6 +63,5 @@ def _pair(typical: str, effective, spec: str) -> str:
 def command(run, fmt, out, config, threads, force):
     """Summarise RUN: world size, steps, step time, throughput, counts, time span."""
     check_destination(out, force)
-    with open_run(run, threads=threads) as opened:
-        info = opened.info()
+    info = run_info(run, threads=threads)
     emit(render(info, fmt, {"json": to_json, "text": lambda i: terminal(format_info(i))}), out)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from ..collectors.ingest.formats import names as format_names
+from ..api import ingest_traces, input_formats
 from . import _options as options
+from ._output import progress_bar
 
-INPUT_FORMATS = ["auto", *format_names()]  # the format registry's, installed ones included
+INPUT_FORMATS = ["auto", *input_formats()]  # the format registry's, installed ones included
 PROGRESS_MIN_BYTES = 64 << 20  # below this an ingest takes about a second: no bar
 
 
@@ -28,19 +27,11 @@ def command(paths, out, fmt, legacy_fmt, rank, force):
     """Ingest PyTorch profiler / Chrome traces (.json, .json.gz, or folders of per-rank files)
     and Neuron tool outputs into the run folder RUN. Every source entry ends up in events,
     counters, a metadata table or the quarantine table (see docs/ingest.md)."""
-    from trnprof.collectors.ingest import ingest, input_bytes
-    from trnprof.collectors.ingest.detect import expand
-
     if legacy_fmt:
         click.echo("warning: --format is deprecated for ingest: use --input-format", err=True)
         fmt = legacy_fmt if fmt == "auto" else fmt
-    inputs = expand(list(paths), fmt)
-    total = input_bytes(inputs)
-    if total >= PROGRESS_MIN_BYTES and sys.stderr.isatty():
-        with click.progressbar(length=total, label="ingesting", file=sys.stderr) as bar:
-            summary = ingest(paths, out, fmt=fmt, rank=rank, force=force, progress=bar.update, inputs=inputs)
-    else:
-        summary = ingest(paths, out, fmt=fmt, rank=rank, force=force, inputs=inputs)
+    summary = ingest_traces(paths, out, fmt=fmt, rank=rank, force=force,
+                            bar=progress_bar("ingesting", PROGRESS_MIN_BYTES, terminal_only=True))
     for warning in summary.get("warnings", []):
         click.echo(f"warning: {warning}", err=True)
     reasons = summary["quarantine_reasons"]

@@ -67,25 +67,24 @@ def command(command, out, wait, warmup, active, shapes, memory, stack, interval,
     system profile and neuron-monitor are captured too. Then everything is ingested into the
     run RUN. Exits with the command's exit code; Ctrl-C stops the command and keeps what was
     captured."""
-    from pathlib import Path
-
-    from ..record.preflight import check_all
-    from ..record.recorder import record
-    from ..record.runtime import Settings
-
     out = out or _default_output()
-    # everything checkable before the job runs, and before a word about it
-    check_all(Path(out), force, Path(capture) if capture else None, Path(report_path) if report_path else None,
-              neuron_mode)
-    if report_path:
-        from ..report.build import check_destination
-        check_destination(Path(report_path))  # the page can be made (its JavaScript is at hand)
-    settings = Settings(capture="", wait=wait, warmup=warmup, active=active, shapes=shapes, memory=memory,
-                        stack=stack, max_bytes=int(max_mb * 1e6) if max_mb else None)
-    click.echo(f"recording: {shlex.join(command)}  (steps: wait {wait}, warm-up {warmup}, active {active}; "
-               f"host metrics every {interval:g} s)", err=True)
-    done = record(list(command), out, settings, force=force, capture=capture, keep=keep_capture,
-                  neuron_mode=neuron_mode, interval=interval, note=lambda text: click.echo(f"note: {text}", err=True))
+    made = api.record(list(command), out, wait=wait, warmup=warmup, active=active, shapes=shapes, memory=memory,
+                      stack=stack, max_bytes=int(max_mb * 1e6) if max_mb else None, interval=interval,
+                      neuron_mode=neuron_mode, capture=capture, keep_capture=keep_capture, analyze=analyze,
+                      report=report_path, force=force, note=lambda text: click.echo(f"note: {text}", err=True),
+                      started=lambda: click.echo(f"recording: {shlex.join(command)}  (steps: wait {wait}, warm-up "
+                                                 f"{warmup}, active {active}; host metrics every {interval:g} s)",
+                                                 err=True),
+                      recorded=_say_recorded)
+    if made.document is not None:
+        click.echo(to_text(made.document))
+    if made.report is not None:
+        click.echo(f"wrote {made.report['path']}")
+    sys.exit(made.recorded.capture.returncode)  # the command's own code: trnprof's failure is said
+
+
+def _say_recorded(done) -> None:
+    """What was captured and how the recording ended, said before the findings and the page."""
     captured = done.capture
     click.echo(f"captured {len(captured.traces)} trace(s), {captured.host_samples} host-metric sample(s), "
                f"{captured.monitor_reports} neuron-monitor report(s)"
@@ -96,16 +95,10 @@ def command(command, out, wait, warmup, active, shapes, memory, stack, interval,
         click.echo(line, err=True)
     if done.error:
         click.echo(f"error: no run written: {done.error}", err=True)
-        sys.exit(captured.returncode)  # the command's own code: trnprof's failure is said above
+        return
     summary = done.summary
     click.echo(f"{summary['run']}: {summary['events']:,} events, {summary['counters']:,} counters, "
                f"{summary['ranks']} rank(s)")
-    if analyze:
-        _analyze(summary["run"])
-    if report_path:
-        written = api.report(summary["run"], report_path, overwrite=force)
-        click.echo(f"wrote {written['path']}")
-    sys.exit(captured.returncode)
 
 
 def endings(done) -> list[str]:
@@ -146,6 +139,3 @@ def endings(done) -> list[str]:
                      "record later is not in the run")
     return lines
 
-
-def _analyze(run: str) -> None:
-    click.echo(to_text(api.analyze(run)))

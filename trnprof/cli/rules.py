@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
-from ..errors import TrnprofError
-from ..rules_engine import docs as rule_docs
-from ..rules_engine.loader import builtin_dir, check_binding, check_unique, load_folder, load_rule_file, load_rules
-from ..rules_engine.scaffold import new_rule
-from ..rules_engine.testing import test_rules
-from ..jsonplain import to_json
+from .. import api
 from ..exitcodes import Exit
+from ..jsonplain import to_json
 from ..validation import TIMEOUT_S
 from . import _options as options
 from ._output import check_destination, emit, render
@@ -32,7 +27,7 @@ def command():
 def list_(rule_dirs, fmt, out, force):
     """List every rule: code, name, severity, title."""
     check_destination(out, force)
-    rules = load_rules(rule_dirs)
+    rules = api.list_rules(rule_dirs)
     emit(render(rules, fmt, {
         "json": lambda rs: to_json([{"code": r.code, "name": r.name, "pack": r.pack, "severity": r.severity,
                                      "title": r.spec.title, "path": str(r.path)} for r in rs]),
@@ -44,12 +39,9 @@ def list_(rule_dirs, fmt, out, force):
 @options.rules
 def show(name, rule_dirs):
     """Show one rule (by code or name): docs, parameters, SQL."""
-    rules = load_rules(rule_dirs)
-    match = [r for r in rules if name in (r.code, r.name)]
-    if not match:
-        raise TrnprofError(f"no rule {name!r} (see `trnprof rules list`)")
-    click.echo("\n".join(rule_docs.rule_section(match[0])).rstrip())
-    click.echo(f"\nfile: {match[0].path}")
+    text, path = api.rule_reference(name, rule_dirs)
+    click.echo(text)
+    click.echo(f"\nfile: {path}")
 
 
 @command.command("test")
@@ -63,18 +55,7 @@ def test(path, timeout, config):
     default: the built-in packs). Their SQL must bind against the stdlib's columns, and their
     codes and names must not clash with each other or the built-in rules (as `analyze` requires).
     Exit 1 when a case fails."""
-    if path is None:
-        rules = load_rules()
-    elif Path(path).is_file():
-        rules = [load_rule_file(Path(path), Path(path).parent.name)]
-    else:
-        rules = load_folder(Path(path))
-    if not rules:
-        raise TrnprofError(f"no rule files under {path}")
-    rules = [check_binding(rule) for rule in rules]
-    tested = {rule.path.resolve() for rule in rules}
-    check_unique([r for r in load_folder(builtin_dir()) if r.path.resolve() not in tested] + rules)
-    results = test_rules(rules, timeout=timeout)
+    results = api.rule_tests(path, timeout=timeout)
     for result in results:
         mark = "ok  " if result.ok else "FAIL"
         click.echo(f"{mark} {result.rule.name}: {result.case.name}")
@@ -93,9 +74,7 @@ def test(path, timeout, config):
 @click.option("--code", help="Rule code, e.g. MY001 (default: the pack's prefix and next number).")
 def new(name, folder, code):
     """Write a rule file NAME (pack.rule_name) to fill in; it passes `rules test` as written."""
-    existing = load_rules([folder]) if Path(folder).is_dir() and any(Path(folder).rglob("*.yaml")) else load_rules()
-    path = new_rule(name, Path(folder), existing, code)
-    click.echo(f"wrote {path}")
+    click.echo(f"wrote {api.new_rule(name, folder, code)}")
 
 
 @command.command("docs")
@@ -104,13 +83,12 @@ def new(name, folder, code):
 @options.force("pages of the same names that `trnprof rules docs` did not write")
 def docs(out, check, force):
     """Generate the rule reference (index and one page per pack) from the built-in rules."""
-    rules = load_rules()
     if check:
-        drift = rule_docs.drifted(Path(out), rules)
+        drift = api.rule_docs(out, check=True)["drifted"]
         if drift:
             click.echo(f"{out} drifted from the rules: {', '.join(drift)} (run `trnprof rules docs`)")
             sys.exit(Exit.FAILED)
         click.echo(f"{out} is up to date")
         return
-    for path in rule_docs.write(Path(out), rules, force=force):
+    for path in api.rule_docs(out, force=force)["written"]:
         click.echo(f"wrote {path}")

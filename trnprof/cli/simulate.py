@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
 
 import click
 
@@ -12,6 +11,7 @@ from ..jsonplain import to_json
 from ..textfmt import duration
 from ..units import GIB
 from . import _options as options
+from ._output import progress_bar
 
 PROGRESS_MIN_RANKS = 64  # show a progress bar from this many ranks on
 
@@ -47,31 +47,21 @@ def _band_text(band: dict) -> str:
     return "\n".join(lines)
 
 
-def _layout(name: str) -> dict:
-    """A preset's default layout: nodes, instance, tp, pp, dp and ranks."""
-    from ..model.config import load_config
-    from ..model.job import resolve
-    job = resolve(load_config(preset=name))
-    return {"nodes": job.nodes, "instance": job.config.cluster.instance, "tp": job.tp, "pp": job.pp,
-            "dp": job.dp, "ranks": job.world}
-
-
 def _layout_text(layout: dict) -> str:
     return (f"{layout['nodes']} x {layout['instance']}, tp {layout['tp']}, pp {layout['pp']}, "
             f"dp {layout['dp']}: {layout['ranks']} ranks")
 
 
 def _presets_text(presets: dict) -> str:
-    from ..model.config import job_presets, model_presets
     layouts = presets["layouts"]
     lines = ["job presets (full configs):"]
     for name in presets["job"]:
-        cal = job_presets()[name].get("calibration")
+        cal = presets["calibration"][name]
         note = f"; calibration row: {cal['throughput']} {cal['unit']}" if cal else ""
         lines.append(f"  {name:<24} {_layout_text(layouts[name])}{note}")
     lines.append("model presets (the model on its default job):")
     for name in presets["model"]:
-        arch = model_presets()[name]["model"]
+        arch = presets["architectures"][name]
         lines.append(f"  {name:<14} {arch['kind']}, {arch['layers']} layers, hidden {arch['hidden']}; "
                      f"{_layout_text(layouts[name])}")
     return "\n".join(lines)
@@ -91,13 +81,12 @@ class _SimulateCommand(click.Command):
     """`simulate` with the fault kinds listed at the end of its help (read when help is shown)."""
 
     def format_epilog(self, ctx, formatter):
-        from ..model.faults import FAULT_KINDS
-        from ..model.params import DESCRIPTIONS
+        from ..api import CALIBRATION_PARAMS, FAULT_KINDS
         with formatter.section("Faults (inject with --set 'faults=[...]'; a fault that cannot act in the job is an error)"):
             formatter.write_dl([(kind, f"keys: {keys}. {what}. Example: --set '{example}'")
                                 for kind, (keys, what, example) in FAULT_KINDS.items()])
         with formatter.section("Calibration (free parameters of the model; --set calibration.NAME=VALUE)"):
-            formatter.write_dl(list(DESCRIPTIONS.items()))
+            formatter.write_dl(list(CALIBRATION_PARAMS.items()))
 
 
 @click.command("simulate", cls=_SimulateCommand)
@@ -136,37 +125,23 @@ def command(config, preset, out, overrides, seed, steps, summary_only, fmt, list
     names: every Trn2 job, as no Trn2 training throughput is published) and, in JSON, the free
     parameters used under "calibration" and the band under "band".
     """
-    from ..model import config as cfgmod
-    from ..collectors.trn1.simulate import job_metadata, simulate, summary
-    from ..model.job import resolve
+    from ..api import predict, presets, simulate_job
 
     if list_presets:
-        presets = cfgmod.list_presets()
-        presets["layouts"] = {name: _layout(name) for name in presets["job"] + presets["model"]}
-        click.echo(to_json(presets) if fmt == "json" else _presets_text(presets))
+        listed = presets()
+        click.echo(to_json({key: listed[key] for key in ("job", "model", "layouts")}) if fmt == "json"
+                   else _presets_text(listed))
         return
-    if config is None and preset is None:
-        raise TrnprofError("give a CONFIG.yaml or --preset NAME (see trnprof simulate --list-presets)")
-    extra = [f"run.seed={seed}"] * (seed is not None) + [f"run.steps={steps}"] * (steps is not None)
-    cfg = cfgmod.load_config(preset=preset, path=config, overrides=[*overrides, *extra])
     if summary_only:
-        from ..collectors.trn1.uncertainty import band
-        pred = summary(cfg)
-        pred["band"] = band(cfg, pred)
-        text = _summary_text(pred, job_metadata(resolve(cfg))) + "\n" + _band_text(pred["band"])
+        predicted = predict(config, preset=preset, overrides=overrides, seed=seed, steps=steps)
+        pred = predicted["prediction"]
+        text = _summary_text(pred, predicted["job"]) + "\n" + _band_text(pred["band"])
         click.echo(to_json(pred) if fmt == "json" else text)
         return
-    if not out:
-        raise TrnprofError("give the run folder to write with -o/--output (or --summary-only for predictions)")
-    world = resolve(cfg).world
-    device = dict(device_profile=device_profile or bool(device_ranks), device_ranks=_ranks(device_ranks))
-    if world >= PROGRESS_MIN_RANKS:
-        with click.progressbar(length=world, label="simulating ranks", file=sys.stderr) as bar:
-            path = simulate(cfg, out, overwrite=force, progress=bar.update, **device)
-    else:
-        path = simulate(cfg, out, overwrite=force, **device)
-    from ..manifest import read_manifest
-    manifest = read_manifest(path)
+    made = simulate_job(config, out, preset=preset, overrides=overrides, seed=seed, steps=steps, force=force,
+                        device_profile=device_profile, device_ranks=_ranks(device_ranks),
+                        bar=progress_bar("simulating ranks", PROGRESS_MIN_RANKS))
+    path, manifest = made["run"], made["manifest"]
     pred = manifest["predictions"]
     if fmt == "json":
         click.echo(to_json({"run": str(path), "counts": manifest["counts"], "predictions": pred}))

@@ -4,15 +4,10 @@ durations scaled, on any run (docs/critical-path.md)."""
 
 from __future__ import annotations
 
-import time
-
 import click
 
-from ..errors import TrnprofError
+from ..api import WHATIF_ALIASES as ALIASES, whatif
 from ..jsonplain import to_json
-from ..api import open_run, whatif
-from ..critical_path import scale, whatif as replay
-from ..whatif.describe import ALIASES
 from ..whatif.render import to_text
 from . import _options as options
 from ._output import check_destination, emit, render
@@ -43,20 +38,5 @@ def command(run, job_file, assignments, scales, fmt, out, config, threads, force
     Exit codes: 0 done, 2 usage or input error (an unknown key, a bad value, a run that is not a
     Trn1 job and no description of one)."""
     check_destination(out, force)  # before the work
-    if scales:
-        document, to_text_of = _replay(run, scales, assignments, job_file, threads)
-    else:
-        document, to_text_of = whatif(run, list(assignments), job=job_file, threads=threads), to_text
-    emit(render(document, fmt, {"json": to_json, "text": to_text_of}), out)
-
-
-def _replay(run, scales, assignments, job_file, threads):
-    """The replay's document and its text renderer."""
-    if assignments or job_file:
-        raise TrnprofError("--scale replays the trace; --set/--job change the execution model's job: "
-                           "give one or the other")
-    started = time.perf_counter()
-    for spec in scales:
-        scale.parse(spec)   # a bad selector fails before the run is read
-    with open_run(run, threads=threads) as opened:
-        return replay.document(opened, list(scales), started), replay.to_text
+    document = whatif(run, list(assignments), job=job_file, scales=scales, threads=threads)
+    emit(render(document, fmt, {"json": to_json, "text": to_text}), out)

@@ -96,28 +96,6 @@ def document(run, specs, started: float) -> dict:
     }
 
 
-def to_text(doc: dict) -> str:
-    from trnprof.textfmt import duration
-
-    base, fitted, pred = doc["baseline"], doc["fitted"], doc["predicted"]
-    lines = [f"run        {doc['run']}",
-             f"change     {', '.join(doc['change']['scale'])}",
-             f"method     replay of the run's dependency graph over {base['steps']} steady steps "
-             f"(unchanged replay {doc['fit']['residual']['step']:+.2%} vs measured)",
-             "", f"baseline   {duration(base['step_time_s'])} per step (measured)",
-             f"replayed   {duration(fitted['step_time_s'])} per step (unchanged graph)",
-             f"predicted  {duration(pred['step_time_s'])} per step ({pred['change_fraction']:+.1%} vs replayed)",
-             "", "critical path per step, by category:",
-             f"{'category':<14} {'baseline':>10} {'predicted':>10} {'delta':>10}"]
-    for cat, row in doc["breakdown"].items():
-        if row["baseline_s"] or row["predicted_s"]:
-            sign = "+" if row["delta_s"] >= 0 else "-"
-            lines.append(f"{cat:<14} {duration(row['baseline_s']):>10} {duration(row['predicted_s']):>10} "
-                         f"{sign}{duration(abs(row['delta_s'])):>9}")
-    lines += ["", "note       " + doc["fit"]["notes"][0]]
-    return "\n".join(lines)
-
-
 def replay_prices(run, fixes: list[list[str]]) -> list[dict]:
     """Each fix (scale specs, as `--scale` takes them) priced by replaying the run's dependency
     graph: {"change": {"scale": specs}, "step_time_s": mean replayed step, "gain_fraction":

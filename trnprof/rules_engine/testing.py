@@ -1,35 +1,27 @@
-"""`trnprof rules test`: run every rule's own test cases and compare with what they expect.
+"""A rule's own test cases: the run of an inline case, and what differs from what a case expects.
 
-Each finding is priced as `trnprof analyze` prices it (its rule's `fix:`, by the execution model,
-by replay or as a bound), so a case's `min_fraction`/`max_fraction` bound the fix's price and
-`priced_by` names how it was priced. A case's run is either a tiny inline trace (written with the run store) or a run made by a
-collector's run factory (`simulate`: the Trn1 execution model, a preset plus overrides and
-faults), looked up in the registry of `trnprof.collectors.registry`: the engine imports no
-collector. Factory runs are cached per session so rules that share a scenario make it once.
+An inline case's run is a tiny trace written with the run store; a case's other runs are made by
+a collector's run factory (`trnprof.collectors.registry`), which `trnprof.api.run_rule_cases`
+calls: the rule engine imports no collector. That API function runs the cases (`trnprof rules
+test`), each finding priced as `trnprof analyze` prices it, so a case's `min_fraction` /
+`max_fraction` bound the fix's price and `priced_by` names how it was priced.
 """
 
 from __future__ import annotations
 
 import json
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import msgspec
 import pandas as pd
 
 from trnprof import hardware
-from trnprof.engines import open_run
-from trnprof.collectors.registry import run_factory
-from trnprof.errors import TrnprofError
 from trnprof.manifest import new_manifest
 from trnprof.runstore import write_run
 
 from .document import Document, Finding
-from .engine import Plan, evaluate
 from .loader import Rule
-from .params import cast
-from .spec import Case, Expect, Factory, Inline, Table
+from .spec import Case, Expect, Inline, Table
 
 DEFAULT_INSTANCE = "trn1.32xlarge"
 DEFAULT_LANES = {"compute": "nc/tensor", "collective": "nc/cc", "p2p": "nc/cc", "input": "host/loader",
@@ -123,15 +115,6 @@ def write_inline(inline: Inline, path: Path) -> Path:
     return path
 
 
-def write_from_factory(made: Factory, path: Path) -> Path:
-    """The case's run made by a collector's run factory (`simulate`: the Trn1 execution model)."""
-    factory = run_factory(made.name)
-    if factory is None:
-        raise TrnprofError(f"this case needs the run factory {made.name!r}, which no installed collector "
-                           f"provides (entry-point group trnprof.run_factories)")
-    return factory(dict(made.args), path)
-
-
 def _check(expect: Expect, finding: Finding) -> bool:
     fraction = finding.impact.fraction_of_step
     return ((expect.severity is None or expect.severity == finding.severity)
@@ -173,48 +156,3 @@ def compare(case: Case, rule: Rule, document: Document) -> list[str]:
     if problems and found:
         problems.append("found: " + "; ".join(_summary(f) for f in found))
     return problems
-
-
-class _Runs:
-    """Case runs written under one folder; simulated runs reused across rules."""
-
-    def __init__(self, folder: Path):
-        self.folder = folder
-        self.simulated: dict[str, Path] = {}
-        self.count = 0
-
-    def path_for(self, case: Case) -> Path:
-        if case.run.inline is not None:
-            self.count += 1
-            return write_inline(case.run.inline, self.folder / f"inline-{self.count}")
-        made = case.run.factory or Factory("simulate", msgspec.to_builtins(case.run.simulate))
-        key = json.dumps([made.name, made.args], sort_keys=True)
-        if key not in self.simulated:
-            self.simulated[key] = write_from_factory(made, self.folder / f"sim-{len(self.simulated)}")
-        return self.simulated[key]
-
-
-def run_case(rule: Rule, case: Case, runs: _Runs, timeout: float) -> CaseResult:
-    result = CaseResult(rule, case)
-    try:
-        path = runs.path_for(case)
-        params = rule.defaults()
-        params.update({k: cast(v, rule.spec.params[k].default, f"{case.name}: set {k}") for k, v in case.set.items()})
-        from trnprof.api import priced  # the interface composes: the fix priced as `analyze` prices it
-        with open_run(path) as run:
-            document = evaluate(run, [rule], {rule.name: params}, timeout=timeout)
-            document = priced(run, document, Plan([rule], {rule.name: params}, timeout))
-        result.problems = compare(case, rule, document)
-    except TrnprofError as exc:
-        result.problems = [f"could not run the case: {exc}"]
-    return result
-
-
-def test_rules(rules: list[Rule], *, timeout: float = 60.0, workdir: Path | None = None) -> list[CaseResult]:
-    """Run every case of every rule; one result per case."""
-    with tempfile.TemporaryDirectory(prefix="trnprof-rules-test-", dir=workdir) as tmp:
-        runs = _Runs(Path(tmp))
-        return [run_case(rule, case, runs, timeout) for rule in rules for case in rule.spec.tests]
-
-
-test_rules.__test__ = False  # not a pytest test despite its name

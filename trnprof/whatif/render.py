@@ -1,9 +1,9 @@
-"""The what-if document as text for the terminal."""
+"""The what-if document as text for the terminal: the model's prediction, or the replay of the
+run's dependency graph (`whatif --scale`)."""
 
 from __future__ import annotations
 
 from trnprof.textfmt import change_text, duration, size as _bytes, terminal
-
 
 
 def _row(label: str, numbers: dict) -> str:
@@ -22,7 +22,30 @@ def _params(fit: dict) -> str:
     return "\n".join(parts)
 
 
+def _replay_text(doc: dict) -> str:
+    """A replay's document (`whatif --scale`): the critical path per step, by category."""
+    base, fitted, pred = doc["baseline"], doc["fitted"], doc["predicted"]
+    lines = [f"run        {doc['run']}",
+             f"change     {', '.join(doc['change']['scale'])}",
+             f"method     replay of the run's dependency graph over {base['steps']} steady steps "
+             f"(unchanged replay {doc['fit']['residual']['step']:+.2%} vs measured)",
+             "", f"baseline   {duration(base['step_time_s'])} per step (measured)",
+             f"replayed   {duration(fitted['step_time_s'])} per step (unchanged graph)",
+             f"predicted  {duration(pred['step_time_s'])} per step ({pred['change_fraction']:+.1%} vs replayed)",
+             "", "critical path per step, by category:",
+             f"{'category':<14} {'baseline':>10} {'predicted':>10} {'delta':>10}"]
+    for cat, row in doc["breakdown"].items():
+        if row["baseline_s"] or row["predicted_s"]:
+            sign = "+" if row["delta_s"] >= 0 else "-"
+            lines.append(f"{cat:<14} {duration(row['baseline_s']):>10} {duration(row['predicted_s']):>10} "
+                         f"{sign}{duration(abs(row['delta_s'])):>9}")
+    lines += ["", "note       " + doc["fit"]["notes"][0]]
+    return terminal("\n".join(lines))
+
+
 def to_text(doc: dict) -> str:
+    if doc["fit"]["method"] == "replay":
+        return _replay_text(doc)
     fit, pred = doc["fit"], doc["predicted"]
     residual = fit["residual"]
     lines = [f"run        {doc['run']}",
