@@ -11,7 +11,8 @@ import click
 from ..errors import TrnprofError
 from ..jsonplain import to_json
 from ..api import open_run, whatif
-from ..critical_path import scale, whatif as replay
+from ..critical_path import scale
+from ..whatif import replay
 from ..whatif.describe import ALIASES
 from ..whatif.render import to_text
 from . import _options as options
