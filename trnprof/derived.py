@@ -41,6 +41,7 @@ from pathlib import Path
 
 from . import atomic
 from .cachedir import NotRegular, read_regular
+from .processes import alive
 from ._version import __version__
 from .schema import MANIFEST_FILE, PARTITIONED_TABLES, TABLE_COLUMNS
 
@@ -104,21 +105,11 @@ def cache_disabled() -> bool:
     return os.environ.get(CACHE_ENV, "").lower() in ("off", "0", "false", "no")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # exists, owned by someone else
-    return True
-
-
 def _remove_orphans(root: Path) -> None:
     """Remove the staging folders of processes that died before committing them."""
     for staging in root.glob(".*.tmp"):
         parts = staging.name.split(".")
-        if len(parts) >= 4 and parts[-3].isdigit() and not _alive(int(parts[-3])) and is_real_folder(staging):
+        if len(parts) >= 4 and parts[-3].isdigit() and not alive(int(parts[-3])) and is_real_folder(staging):
             shutil.rmtree(staging, ignore_errors=True)
 
 

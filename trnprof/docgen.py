@@ -1,5 +1,6 @@
 """Documentation generated from the code: the run format, the SQL stdlib, the CLI reference, the
-hardware facts (`docgen_hardware`).
+hardware facts (`docgen_hardware`), and the layer sections of docs/architecture.md
+(`docgen_layers`, spliced into the hand-written page).
 
 `python scripts/gen_docs.py` writes them under docs/; tests fail when the files drift.
 """
@@ -12,6 +13,7 @@ from .runstore import STEP_GROUP_ROWS
 from .schema import FORMAT_NAME, MANIFEST_FILE, SCHEMA_VERSION, TABLE_COLUMNS
 from .critical_path.tables import DOCS as CRITICAL_PATH_TABLES
 from .docgen_hardware import hardware_md
+from .docgen_layers import spliced as architecture_sections
 from .session_tables import DOCS as SESSION_TABLES
 from .stdlib import load_views
 from .textfmt import markdown_table
@@ -174,3 +176,5 @@ def cli_md() -> str:
 
 GENERATED = {"run-format.md": run_format_md, "stdlib.md": stdlib_md, "cli.md": cli_md,
              "hardware.md": lambda: hardware_md(HEADER)}
+# pages written by hand with generated sections: name -> the page's text with them rendered anew
+SPLICED = {"architecture.md": architecture_sections}

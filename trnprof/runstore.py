@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 from .errors import TrnprofError
 from .integrity import problems_with_files
 from .manifest import read_manifest
+from .processes import start_time
 from .schema import EVENT_KINDS, MANIFEST_FILE, PARTITIONED_TABLES, TABLES
 
 MAX_TIME_NS = 1 << 62
@@ -359,21 +360,10 @@ def _leftovers(candidates, purpose: str, foreign: list[Path]) -> list[Path]:
     return dead
 
 
-def _start_time(pid: int) -> float | None:
-    """When process `pid` started (seconds since the epoch), None when there is none."""
-    import psutil  # only writers and recover() need it
-    try:
-        return psutil.Process(pid).create_time()
-    except psutil.NoSuchProcess:
-        return None
-    except psutil.Error:
-        return -1.0  # exists, but cannot be inspected: taken as alive
-
-
 def mark_owner(folder: Path, purpose: str, *, pid: int | None = None, started: float | None = None) -> None:
     """Write the owner marker into `folder`: this process (or `pid` started at `started`)."""
     pid = os.getpid() if pid is None else pid
-    started = _start_time(pid) if started is None else started
+    started = start_time(pid) if started is None else started
     marker = {"made_by": "trnprof", "purpose": purpose, "host": socket.gethostname(), "pid": pid,
               "started": started}
     (folder / OWNER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
@@ -399,7 +389,7 @@ def _owner_alive(owner: dict) -> bool:
     system) counts as alive: its PID says nothing here."""
     if owner["host"] != socket.gethostname():
         return True
-    started = _start_time(owner["pid"])
+    started = start_time(owner["pid"])
     if started is None:
         return False
     return started < 0 or owner["started"] is None or abs(started - owner["started"]) < 0.05

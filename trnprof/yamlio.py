@@ -1,16 +1,13 @@
 """The one YAML reader: safe loading with YAML 1.2 numbers (PyYAML follows YAML 1.1, which reads
 `1e7` or `95.0e12` as strings, where authors of rules, configs and presets mean floats), a bound
-on what aliases expand to (a "billion laughs" file is one error, not exhausted memory), and
-files decoded as UTF-8 with a one-line error."""
+on what aliases expand to (a "billion laughs" file is one error, not exhausted memory). Files
+are read by `trnprof.readfile` (UTF-8, one error line)."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import yaml
-
-from .errors import TrnprofError
 
 YAMLError = yaml.YAMLError
 MAX_NODES = 100_000  # values in a document with every alias expanded: far above any config or rule
@@ -77,19 +74,6 @@ def load(text: str):
                 None, None, f"a value cannot be read ({str(exc).split(':')[0][:100]})", node.start_mark) from None
     finally:
         loader.dispose()
-
-
-def read_text(path: str | Path, what: str) -> str:
-    """A text file as UTF-8; unreadable or not UTF-8 is one error naming `what` and the path."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise TrnprofError(f"cannot read {what} {path}: {exc.strerror or type(exc).__name__}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise TrnprofError(f"{what} {path}: byte {exc.start}: not UTF-8 text (save it as UTF-8)") from None
 
 
 def describe_error(exc: yaml.YAMLError) -> str:

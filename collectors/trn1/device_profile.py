@@ -28,12 +28,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from trnprof.errors import TrnprofError
-from trnprof.model import architecture as A
-from trnprof.model import hardware as H
+from trnprof.model import architecture
+from trnprof.model.hardware import CORE_DMA_BW, MOVING_MAX, PE_COLS, PE_ROWS
 from trnprof.model.faults import Effects
 
 SCHEMA_VERSION = "7.4.0"
-TILE_FLOPS = 2 * H.PE_ROWS * H.PE_COLS * H.MOVING_MAX     # one matmul instruction: stationary x moving tile
+TILE_FLOPS = 2 * PE_ROWS * PE_COLS * MOVING_MAX     # one matmul instruction: stationary x moving tile
 PACKET_BYTES = 64 * 1024                                   # DMA packet size of a large transfer
 ROWS_PER_OP = 32
 MAX_ROWS_PER_STEP = 20_000      # tensor-engine instruction rows per profiled rank and step, at most
@@ -125,7 +125,7 @@ class DeviceProfile:
         overhead = min(self.overhead_ns, dur)
         body = max(dur - overhead - spill_ns, 0.0)
         if tensor:
-            engine_ns = 1e9 * flops / (2 * H.PE_ROWS * H.PE_COLS * self.core.tensor_cycle_hz) * (
+            engine_ns = 1e9 * flops / (2 * PE_ROWS * PE_COLS * self.core.tensor_cycle_hz) * (
                 self.core.matmul_passes(dtype) - 1 + 1 / self.params.tensor_efficiency) / self.fx.tensor_utilization
         else:
             engine_ns = 1e9 * flops / self.core.core_vector_flops
@@ -198,7 +198,7 @@ class DeviceProfile:
         tensor = mine & (ins["engine"] == "tensor")
         hardware = int(ins["raw_flops"][tensor].sum()) if tensor.any() else 0
         adjusted = int(ins["adjusted_flops"][tensor].sum()) if tensor.any() else 0
-        peak = 2 * H.PE_ROWS * H.PE_COLS * self.core.tensor_cycle_hz
+        peak = 2 * PE_ROWS * PE_COLS * self.core.tensor_cycle_hz
         model = int(_model_flops(self.job))
         hbm = float(ins["hbm_read_bytes"][mine].sum() + ins["hbm_write_bytes"][mine].sum())
         return {
@@ -224,9 +224,9 @@ class DeviceProfile:
             "rank": pa.array(list(ranks), pa.int32()), "step": pa.nulls(len(ranks), pa.int32()),
             "profile_schema_version": [SCHEMA_VERSION] * len(ranks),
             "num_physical_cores": [1] * len(ranks), "vnc_enabled": [False] * len(ranks),
-            "tensor_engine_num_rows": [H.PE_ROWS] * len(ranks), "tensor_engine_num_cols": [H.PE_COLS] * len(ranks),
+            "tensor_engine_num_rows": [PE_ROWS] * len(ranks), "tensor_engine_num_cols": [PE_COLS] * len(ranks),
             "tensor_engine_clock_freq": [self.core.tensor_cycle_hz / 1e9] * len(ranks),
-            "hbm_ddr_bandwidth": [self.core.core_hbm_bw] * len(ranks), "dma_ddr_bandwidth": [H.CORE_DMA_BW] * len(ranks),
+            "hbm_ddr_bandwidth": [self.core.core_hbm_bw] * len(ranks), "dma_ddr_bandwidth": [CORE_DMA_BW] * len(ranks),
             "instance_type": [self.job.instance.name] * len(ranks), "neuroncore_idx": list(ranks),
             "is_simulation": [True] * len(ranks)})
 
@@ -273,7 +273,7 @@ def _dtype(args) -> str:
 
 
 def _model_flops(job) -> float:
-    return A.model_flops_per_step(job) / job.world
+    return architecture.model_flops_per_step(job) / job.world
 
 
 def rows_per_op(ops_per_step: int) -> int:

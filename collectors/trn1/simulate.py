@@ -12,7 +12,7 @@ import numpy as np
 from trnprof.manifest import new_manifest
 from trnprof.runstore import write_run
 
-from trnprof.model import architecture as A
+from trnprof.model import architecture
 from trnprof.model.config import Config, load_config, to_dict
 from .counters import build_counters
 from .device_profile import SCHEMA_VERSION, DeviceProfile, profiled_ranks, profiled_steps, rows_per_op
@@ -60,8 +60,8 @@ def job_metadata(job: Job) -> dict:
     cfg = job.config
     return {
         "samples_per_step": job.global_batch, "throughput_unit": job.arch.unit,
-        "model_flops_per_step": A.model_flops_per_step(job), "peak_flops_per_s": peak_flops(job),
-        "model": job.arch.name, "model_kind": job.arch.kind, "parameters": A.total_params(job.arch),
+        "model_flops_per_step": architecture.model_flops_per_step(job), "peak_flops_per_s": peak_flops(job),
+        "model": job.arch.name, "model_kind": job.arch.kind, "parameters": architecture.total_params(job.arch),
         "seq_len": job.arch.seq_len, "instance_type": job.instance.name, "nodes": job.nodes,
         "parallelism": {"tp": job.tp, "pp": job.pp, "dp": job.dp, "sequence_parallel": job.sp,
                         "zero1": job.zero1, "microbatches": job.microbatches},

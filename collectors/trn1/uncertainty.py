@@ -28,7 +28,7 @@ from importlib import resources
 import numpy as np
 import yaml
 
-from trnprof.model import architecture as A
+from trnprof.model import architecture
 from trnprof.model.config import Config, load_config
 from trnprof.model.job import Job, resolve
 from trnprof.model.params import Params, default_params, job_params
@@ -65,7 +65,7 @@ class Range:
 
 
 def evidence_range(jobs: list[Job]) -> Range:
-    sizes = [A.total_params(j.arch) for j in jobs]
+    sizes = [architecture.total_params(j.arch) for j in jobs]
     return Range(params=(min(sizes), max(sizes)), tp=(min(j.tp for j in jobs), max(j.tp for j in jobs)),
                  pp=(min(j.pp for j in jobs), max(j.pp for j in jobs)),
                  nodes=(min(j.nodes for j in jobs), max(j.nodes for j in jobs)),
@@ -92,7 +92,7 @@ def outside(job: Job, span: Range | None = None) -> list[str]:
     if chip not in span.chips:
         reasons.append(f"{chip} ({job.instance.name}): no published {chip} training throughput; the fit "
                        f"rows are {', '.join(sorted(span.chips))} jobs (docs/execution-model.md, \"Trn2\")")
-    size = A.total_params(job.arch)
+    size = architecture.total_params(job.arch)
     if not span.params[0] <= size <= span.params[1]:
         reasons.append(f"model size {_billions(size)} parameters (evidence: "
                        f"{_billions(span.params[0])} to {_billions(span.params[1])})")

@@ -1,5 +1,6 @@
-"""The house plan's layers, checked on the source: every import (at module level or inside a
-function) points down the layer order or stays in its layer, and the import graph has no cycle.
+"""The house plan's layers (`trnprof/layers.py`, the one map) checked on the source: every import
+(at module level or inside a function) points down the layer order or stays in its layer, no
+forbidden reach, no import cycle, and the function-level imports are exactly the map's.
 
 Read with `ast`, so the test sees what the code says, not what one run of it happened to load.
 Importing `a.b.c` also runs the `__init__` of `a` and `a.b`, so those count as imported too.
@@ -8,55 +9,18 @@ Importing `a.b.c` also runs the `__init__` of `a` and `a.b`, so those count as i
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
 from tests.conftest import REPO
+from trnprof.layers import CLI_RENDERS, FORBIDDEN, LAYERS, LAZY_IMPORTS, LAZY_PACKAGES
 
 # package -> source folder (setup.py ships collectors/ and rules/ inside the trnprof namespace)
 ROOTS = {"trnprof": REPO / "trnprof", "trnprof.collectors": REPO / "collectors", "trnprof.rules": REPO / "rules"}
 
-# Lowest first: a module may import modules of its own layer and of the layers below, never above.
-# A module belongs to the layer of the longest prefix that names it (docs/architecture.md).
-LAYERS = [
-    ("foundation", ["trnprof._version", "trnprof.errors", "trnprof.jsonplain", "trnprof.yamlio", "trnprof.textfmt",
-                    "trnprof.hardware", "trnprof.schema", "trnprof.units", "trnprof.breakdown", "trnprof.exitcodes",
-                    "trnprof.validation", "trnprof.atomic", "trnprof.progress", "trnprof.cachedir"]),
-    ("model", ["trnprof.model"]),
-    ("storage", ["trnprof.manifest", "trnprof.integrity", "trnprof.runstore", "trnprof.derived", "trnprof.tableread"]),
-    ("collectors", ["trnprof.collectors", "trnprof.record"]),  # record: capture a live job, ingest it
-    ("query", ["trnprof.stdlib", "trnprof.device_tables", "trnprof.batches", "trnprof.session", "trnprof.session_tables", "trnprof.info",
-               "trnprof.run", "trnprof.spark", "trnprof.engines", "trnprof.critical_path"]),
-    ("analysis", ["trnprof.rules_engine", "trnprof.whatif", "trnprof.diff", "trnprof.export", "trnprof.rules"]),
-    ("report", ["trnprof.report"]),
-    ("api", ["trnprof.api"]),
-    ("interface", ["trnprof.cli", "trnprof.__main__", "trnprof.docgen", "trnprof.docgen_hardware"]),
-]
-# Within a layer: packages that must not reach one another (directly or through others).
-NEVER = [
-    ("trnprof.rules_engine", "trnprof.whatif"),        # the API composes findings and their prices
-    ("trnprof.rules_engine", "trnprof.collectors.trn1"),
-    ("trnprof.report", "trnprof.collectors.trn1"),
-    ("trnprof.report", "trnprof.whatif"),
-    ("trnprof.report", "trnprof.rules_engine.engine"),  # the report draws documents, it runs no rules
-    ("trnprof.report", "trnprof.diff.document"),
-    ("trnprof.collectors.neuron", "trnprof.session"),
-    ("trnprof.diff", "trnprof.whatif"),
-]
-
-# What a command (trnprof.cli) may import: it parses, calls `trnprof.api`, renders the result.
-# Computations (collectors, the model, storage, sessions, rules, what-if, diff, export, the
-# critical path, the report's page, record) are reached only through the API. Allowed: the
-# foundation layer, the API package itself (not its modules: the names it exports), the
-# command line's own modules, and the documents' types and renderers below.
-CLI_RENDERS = {
-    "trnprof.rules_engine.document",  # the findings document and its JSON
-    "trnprof.rules_engine.spec",      # the severities a finding has (--fail-on)
-    "trnprof.rules_engine.render",    # findings as text and Markdown
-    "trnprof.rules_engine.sarif",     # findings as SARIF
-    "trnprof.diff.render",            # the diff document as text and Markdown
-    "trnprof.whatif.render",          # the what-if document as text
-}
+LAYER_NAMES = [layer.name for layer in LAYERS]
+ENTRIES = {module: index for index, layer in enumerate(LAYERS) for module, _ in layer.parts}
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -91,14 +55,20 @@ def _targets(module: str, is_package: bool, node: ast.AST) -> list[str]:
     return [f"{stem}.{a.name}" if f"{stem}.{a.name}" in MODULES else stem for a in node.names]
 
 
+def _tree(module: str) -> ast.Module:
+    return ast.parse(MODULES[module][0].read_text(encoding="utf-8"))
+
+
+TREES = {module: _tree(module) for module in MODULES}
+
+
 def _imports(module: str) -> set[str]:
     """Every trnprof module `module` imports anywhere in its source, with the packages whose
     `__init__` that import runs."""
-    path, is_package = MODULES[module]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(TREES[module]):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for target in filter(None, map(_known, _targets(module, is_package, node))):
+            for target in filter(None, map(_known, _targets(module, MODULES[module][1], node))):
                 parts = target.split(".")
                 found |= {".".join(parts[:i]) for i in range(2, len(parts) + 1)}
     return {t for t in found if t in MODULES and t != module and not module.startswith(t + ".")}
@@ -107,14 +77,34 @@ def _imports(module: str) -> set[str]:
 GRAPH = {module: _imports(module) for module in MODULES}
 
 
+def _under(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
 def layer_of(module: str) -> int:
-    best, layer = "", None
-    for index, (_, prefixes) in enumerate(LAYERS):
-        for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
-                best, layer = prefix, index
-    assert layer is not None, f"{module} is in no layer: add it to LAYERS (and to docs/architecture.md)"
-    return layer
+    """The layer of the longest entry naming `module`; a package's `__init__` no entry names goes
+    with the entries under it, when they share one layer."""
+    named = [entry for entry in ENTRIES if _under(module, entry)]
+    if named:
+        return ENTRIES[max(named, key=len)]
+    below = {ENTRIES[entry] for entry in ENTRIES if entry.startswith(module + ".")}
+    assert len(below) == 1, f"{module} is in no layer: add it to LAYERS in trnprof/layers.py"
+    return below.pop()
+
+
+def _function_level_imports(module: str) -> set[str]:
+    """What the functions of `module` import: trnprof modules by name, other packages as
+    written; Python's own modules left out."""
+    found = set()
+    for function in ast.walk(TREES[module]):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for target in _targets(module, MODULES[module][1], node):
+                    if target.split(".")[0] not in sys.stdlib_module_names:
+                        found.add(_known(target) if target.split(".")[0] == "trnprof" else target)
+    return found
 
 
 def _reach(start: str) -> set[str]:
@@ -132,8 +122,13 @@ def test_every_module_has_a_layer():
             layer_of(module)
 
 
+def test_every_entry_of_the_map_is_a_module():
+    assert [entry for entry in ENTRIES if entry not in MODULES] == []
+    assert len(ENTRIES) == sum(len(layer.parts) for layer in LAYERS), "an entry is in two layers"
+
+
 def test_imports_point_down_the_layers():
-    upward = [f"{m} ({LAYERS[layer_of(m)][0]}) imports {t} ({LAYERS[layer_of(t)][0]})"
+    upward = [f"{m} ({LAYER_NAMES[layer_of(m)]}) imports {t} ({LAYER_NAMES[layer_of(t)]})"
               for m in MODULES if m != "trnprof" for t in GRAPH[m] if t != "trnprof" and layer_of(t) > layer_of(m)]
     assert upward == []
 
@@ -144,18 +139,41 @@ def test_the_package_root_imports_nothing_eagerly():
     assert GRAPH["trnprof"] <= {"trnprof._version"}
 
 
-@pytest.mark.parametrize("low, high", NEVER, ids=[f"{a}-{b}" for a, b in NEVER])
-def test_forbidden_reaches(low, high):
-    starts = [m for m in MODULES if m == low or m.startswith(low + ".")]
-    assert starts, f"no module {low}"
-    reached = sorted(f"{m} -> {t}" for m in starts for t in _reach(m) if t == high or t.startswith(high + "."))
-    assert reached == []
+@pytest.mark.parametrize("reach", FORBIDDEN, ids=[f"{r.source}-{r.target}" for r in FORBIDDEN])
+def test_forbidden_reaches(reach):
+    """A module filed under the source package but mapped to another layer (`rules_engine.testing`,
+    the interface) is not the source's."""
+    home = layer_of(reach.source)
+    starts = [m for m in MODULES if _under(m, reach.source) and layer_of(m) == home]
+    assert starts, f"no module {reach.source}"
+    assert reach.target in MODULES, f"no module {reach.target}"
+    reached = sorted(f"{m} -> {t}" for m in starts for t in _reach(m) if _under(t, reach.target))
+    assert reached == [], reach.why
+
+
+def test_function_level_imports_are_the_listed_ones():
+    """Every import inside a function is in LAZY_IMPORTS with why (trnprof/layers.py), outside
+    the packages that load lazily by design; a listed one that is gone fails too."""
+    found = {(m, t) for m in MODULES if not any(_under(m, p) for p, _ in LAZY_PACKAGES)
+             for t in _function_level_imports(m)}
+    listed = {(lazy.importer, lazy.imported) for lazy in LAZY_IMPORTS}
+    assert len(listed) == len(LAZY_IMPORTS), "an import is listed twice"
+    assert sorted(found - listed) == [], "not in LAZY_IMPORTS: move it to the module's top or list it with why"
+    assert sorted(listed - found) == [], "listed in LAZY_IMPORTS but no function imports it"
+
+
+def test_no_single_letter_module_alias():
+    """`from . import scale as S` hides which module a name comes from: import it by its name."""
+    short = [f"{m}: {alias.name} as {alias.asname}" for m in MODULES for node in ast.walk(TREES[m])
+             if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names
+             if alias.asname is not None and len(alias.asname) == 1]
+    assert short == []
 
 
 def _cli_may_import(target: str) -> bool:
     """Allowed to a command; a renderer's packages too, as importing it runs their (empty) `__init__`."""
     return (layer_of(target) == 0 or target in ("trnprof", "trnprof.api") or target == "trnprof.cli"
-            or target.startswith("trnprof.cli.") or any(r == target or r.startswith(target + ".") for r in CLI_RENDERS))
+            or target.startswith("trnprof.cli.") or any(r == target or r.startswith(target + ".") for r, _ in CLI_RENDERS))
 
 
 def test_the_cli_reaches_computations_only_through_the_api():
@@ -202,3 +220,5 @@ def test_the_checker_sees_function_level_imports_and_package_inits():
     """The graph is only worth its verdicts if it sees the imports that hide in functions."""
     assert "trnprof.spark.run" in GRAPH["trnprof.engines"]       # imported inside open_run
     assert "trnprof.rules_engine" in GRAPH["trnprof.diff.findings"]  # the package __init__ runs
+    assert "trnprof.spark.run" in _function_level_imports("trnprof.engines")
+    assert "trnprof.spark.run" not in _function_level_imports("trnprof.run")

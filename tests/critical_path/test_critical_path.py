@@ -15,7 +15,7 @@ from trnprof.report.sections import critical_path as critical_path_section
 from trnprof.critical_path import compute
 from trnprof.critical_path import events as event_reads
 from trnprof.critical_path.compute import analyse
-from trnprof.critical_path.whatif import Priced
+from trnprof.whatif.replay import Priced
 
 from tests.conftest import DATA, KINETO, write_inline_run
 

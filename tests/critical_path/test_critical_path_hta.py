@@ -15,7 +15,11 @@ import pytest
 
 from trnprof.api import open_run
 from trnprof.collectors.ingest import ingest
-from trnprof.critical_path import events as E, graph as G, nodes as N, path as P, replay as R
+from trnprof.critical_path.events import DERIVED
+from trnprof.critical_path.graph import build as build_graph
+from trnprof.critical_path.nodes import WORK_KINDS, flatten
+from trnprof.critical_path.path import critical_path
+from trnprof.critical_path.replay import solve
 
 from tests.conftest import KINETO
 
@@ -67,13 +71,13 @@ def ours(tmp_path_factory):
     with open_run(run_dir) as run:
         window = run.sql(f"SELECT ts, ts + dur AS end_ts FROM events WHERE name = '{WINDOW}'").iloc[0]
         start, end = int(window["ts"]), int(window["end_ts"])
-        kinds = ", ".join(f"'{k}'" for k in N.WORK_KINDS)
+        kinds = ", ".join(f"'{k}'" for k in WORK_KINDS)
         events = run.sql(f"SELECT rank, 0 AS step, lane, kind, name, ts, dur, coll_group, coll_seq, bytes, "
-                         f"{E.DERIVED} FROM events WHERE kind IN ({kinds}) AND ts >= {start} AND ts + dur <= {end}")
+                         f"{DERIVED} FROM events WHERE kind IN ({kinds}) AND ts >= {start} AND ts + dur <= {end}")
     steps = pd.DataFrame({"rank": [0], "step": [0], "ts": [start], "end_ts": [end]})
-    graph = G.build(N.flatten(events), steps)
+    graph = build_graph(flatten(events), steps)
     assert events["corr"].notna().sum() > 0   # the kernels' launches are known by correlation id
-    segments, _ = P.critical_path(graph, R.solve(graph))
+    segments, _ = critical_path(graph, solve(graph))
     device_names = set(events.loc[events["lane"].str.startswith("gpu"), "name"])
     on_device = segments["name"].isin(device_names) & (segments["category"] != "sync")
     spans = {side: _union([(a - start, a - start + d) for a, d in
@@ -108,7 +112,7 @@ def test_correlation_ids_join_the_pairs_the_traces_flow_arrows_join(tmp_path):
     ingest([CASE / "input" / "trace.json.gz"], run_dir, rank=None)
     with open_run(run_dir) as run:
         def ids(where):
-            return run.sql(f"SELECT corr, ts FROM (SELECT {E.DERIVED}, ts, lane, kind FROM events) WHERE {where}")
+            return run.sql(f"SELECT corr, ts FROM (SELECT {DERIVED}, ts, lane, kind FROM events) WHERE {where}")
         ops = ids("corr IS NOT NULL AND lane LIKE 'gpu%' AND kind IN ('compute', 'transfer', 'memory')")
         calls = ids("corr IS NOT NULL AND lane LIKE 'host%'")
     flows = pq.read_table(run_dir / "ingest" / "flows.parquet").to_pandas()

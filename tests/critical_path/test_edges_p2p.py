@@ -12,7 +12,7 @@ from trnprof.api import analyze as analyze_run, open_run
 from trnprof.collectors.trn1 import simulate
 from trnprof.critical_path import replay, scale
 from trnprof.critical_path.compute import Replayer, analyse
-from trnprof.critical_path.whatif import Priced
+from trnprof.whatif.replay import Priced
 from trnprof.model import config as trn1_config
 
 from tests.conftest import write_inline_run

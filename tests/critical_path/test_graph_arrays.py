@@ -15,7 +15,9 @@ from trnprof import runstore
 from trnprof.api import open_run
 from trnprof.collectors.trn1 import simulate
 from trnprof.model import config as trn1_config
-from trnprof.critical_path import events as E, graph as G, nodes as N
+from trnprof.critical_path.events import CODED, COLUMNS, Reader, events_sql
+from trnprof.critical_path.graph import _latest_end
+from trnprof.critical_path.nodes import segment_cummax, stable_order
 from trnprof.critical_path.compute import analyse
 
 from tests.conftest import write_inline_run
@@ -32,7 +34,7 @@ def test_segment_cummax_is_the_running_maximum_per_segment(rows):
     first = np.ones(len(segment), bool)
     first[1:] = segment[1:] != segment[:-1]
     expected = pd.Series(values).groupby(segment).cummax().to_numpy()
-    assert np.array_equal(N.segment_cummax(values, first), expected)
+    assert np.array_equal(segment_cummax(values, first), expected)
 
 
 @settings(max_examples=80, deadline=None)
@@ -40,7 +42,7 @@ def test_segment_cummax_is_the_running_maximum_per_segment(rows):
 def test_stable_order_is_the_two_key_lexsort(rows):
     primary = np.array([p for p, _ in rows], np.int64) + EPOCH
     secondary = np.array([s for _, s in rows], np.int64)
-    assert np.array_equal(N.stable_order(primary, secondary), np.lexsort((secondary, primary)))
+    assert np.array_equal(stable_order(primary, secondary), np.lexsort((secondary, primary)))
 
 
 @settings(max_examples=60, deadline=None)
@@ -52,7 +54,7 @@ def test_latest_end_finds_the_latest_end_at_or_before_each_query_in_its_group(qu
     e_group = np.array([g for g, _ in ends], np.int64)
     e_time = np.array([t for _, t in ends], np.int64) + EPOCH
     ids = np.arange(len(ends)) + 100
-    found = G._latest_end(q_group, q_time, e_group, e_time, ids)
+    found = _latest_end(q_group, q_time, e_group, e_time, ids)
     for k in range(len(queries)):
         # the latest end <= the query in the same group; among equal ends, the last given
         best = [(e_time[i], i) for i in range(len(ends)) if e_group[i] == q_group[k] and e_time[i] <= q_time[k]]
@@ -85,17 +87,17 @@ def _events():
 def test_coded_read_returns_the_events_the_plain_query_returns(tmp_path):
     run_dir = write_inline_run(tmp_path / "run", _events())
     with open_run(run_dir) as run:
-        reader = E.Reader(run)
+        reader = Reader(run)
         counts = reader.step_counts()
         coded = reader.read((0, 2))
-        plain = run.sql(E.events_sql((0, 2)))
+        plain = run.sql(events_sql((0, 2)))
     assert counts.to_dict("list") == {"step": [0, 1, 2], "n": [8, 8, 8]}
     assert isinstance(coded["name"].dtype, pd.CategoricalDtype)
     key = ["rank", "step", "ts", "lane"]
-    coded = coded.astype({c: object for c in E.CODED}).sort_values(key).reset_index(drop=True)
-    plain = plain.astype({c: object for c in E.CODED}).sort_values(key).reset_index(drop=True)
-    for column in E.COLUMNS:
-        if column in E.CODED:
+    coded = coded.astype({c: object for c in CODED}).sort_values(key).reset_index(drop=True)
+    plain = plain.astype({c: object for c in CODED}).sort_values(key).reset_index(drop=True)
+    for column in COLUMNS:
+        if column in CODED:
             assert coded[column].fillna("-").tolist() == plain[column].fillna("-").tolist(), column
         else:
             assert np.array_equal(coded[column].to_numpy("float64", na_value=np.nan),

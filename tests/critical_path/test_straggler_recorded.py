@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from trnprof.api import analyze, open_run
-from trnprof.critical_path.whatif import Priced
+from trnprof.whatif.replay import Priced
 from trnprof.critical_path import scale
 
 JOB = Path(__file__).resolve().parent / "jobs" / "straggler_gloo.py"

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from trnprof.diff.stats import bulk_noise_test, bulk_sd, compare, mann_whitney, min_p_value
+from trnprof.diff.stats import bulk_noise_test, compare, mann_whitney, min_p_value
+from trnprof.robuststats import bulk_sd
 
 
 @pytest.mark.parametrize("n1,n2,shift", [(3, 4, 0.0), (8, 8, 0.5), (11, 11, 2.0), (30, 40, 0.3), (2, 9, 1.0)])

@@ -17,7 +17,7 @@ from trnprof.rules_engine.render import to_markdown, to_text
 from trnprof.rules_engine.spec import FixSpec, ModelEdit, ModelFix
 from trnprof.rules_engine.testing import write_inline
 from trnprof.rules_engine.spec import Inline
-from trnprof.whatif import projections as P
+from trnprof.whatif import projections
 
 from tests.rules.test_rules_loader import rule_dict, write_rule
 
@@ -183,39 +183,39 @@ LOADER = FixSpec(model=ModelFix(edits=[ModelEdit(multiply={"input.workers": 2},
 
 def test_the_first_edit_that_changes_the_job_is_the_fix():
     # trn1.32xlarge: 128 vCPUs for 32 NeuronCores, 4 per rank, 3 spare for loader workers
-    assert P.model_change(LOADER, _job(input={"workers": 1})) == {"input": {"workers": 2}}
-    assert P.model_change(LOADER, _job(input={"workers": 2})) == {"input": {"workers": 3}}
-    assert P.model_change(LOADER, _job(input={"workers": 3, "prefetch": 2})) == {"input": {"prefetch": 4}}
+    assert projections.model_change(LOADER, _job(input={"workers": 1})) == {"input": {"workers": 2}}
+    assert projections.model_change(LOADER, _job(input={"workers": 2})) == {"input": {"workers": 3}}
+    assert projections.model_change(LOADER, _job(input={"workers": 3, "prefetch": 2})) == {"input": {"prefetch": 4}}
 
 
 def test_an_edit_that_changes_nothing_says_why():
     micro = FixSpec(model=ModelFix(edits=[ModelEdit(multiply={"batch.micro": 0.5})],
                                    unchanged="the micro-batch is 1 already"))
-    assert P.model_change(micro, _job(batch={"micro": 4})) == {"batch": {"micro": 2}}
-    with pytest.raises(P.NoFix, match="the micro-batch is 1 already"):
-        P.model_change(micro, _job(batch={"micro": 1}))
+    assert projections.model_change(micro, _job(batch={"micro": 4})) == {"batch": {"micro": 2}}
+    with pytest.raises(projections.NoFix, match="the micro-batch is 1 already"):
+        projections.model_change(micro, _job(batch={"micro": 1}))
     faults = FixSpec(model=ModelFix(edits=[ModelEdit(remove_faults=["straggler"])], unchanged="no straggler fault"))
     job = _job(faults=[{"kind": "straggler", "rank": 3, "slowdown": 1.5}, {"kind": "no_overlap"}])
-    assert P.model_change(faults, job) == {"faults": [{"kind": "no_overlap"}]}
-    with pytest.raises(P.NoFix, match="no straggler fault"):
-        P.model_change(faults, _job())
+    assert projections.model_change(faults, job) == {"faults": [{"kind": "no_overlap"}]}
+    with pytest.raises(projections.NoFix, match="no straggler fault"):
+        projections.model_change(faults, _job())
 
 
 def test_replay_specs_are_templated_from_the_finding():
     fix = FixSpec(replay=["rank:{rank}=peers", "matmul={factor:.3g}"])
     finding = msgspec.structs.replace(_finding(0.3, None), ranks=[1, 3], evidence=[{"factor": 0.1466253}])
-    assert P.replay_specs(fix, finding) == ["rank:1=peers", "rank:3=peers", "matmul=0.147"]
-    with pytest.raises(P.NoFix, match="no factor"):
-        P.replay_specs(fix, msgspec.structs.replace(finding, evidence=[{"factor": None}]))
+    assert projections.replay_specs(fix, finding) == ["rank:1=peers", "rank:3=peers", "matmul=0.147"]
+    with pytest.raises(projections.NoFix, match="no factor"):
+        projections.replay_specs(fix, msgspec.structs.replace(finding, evidence=[{"factor": None}]))
 
 
 def _priced_on_cpu(monkeypatch, fix: FixSpec, gain: float, measured: float = 0.45):
     """A finding that measured `measured` of the step, its fix replayed to `gain` on a CPU run."""
     finding = _finding(measured, None)
-    monkeypatch.setattr(P, "replay_prices", lambda run, fixes: [
+    monkeypatch.setattr(projections, "replay_prices", lambda run, fixes: [
         {"change": {"scale": specs}, "step_time_s": 0.0863, "gain_fraction": gain, "steps": 5} for specs in fixes])
-    monkeypatch.setattr(P, "_device_kind", lambda run: "cpu")
-    P.project(None, [finding], {finding.name: fix})
+    monkeypatch.setattr(projections, "_device_kind", lambda run: "cpu")
+    projections.project(None, [finding], {finding.name: fix})
     return finding
 
 
@@ -231,19 +231,19 @@ def test_cpu_collectives_widen_the_band_once(monkeypatch):
     assert "13.7% of step, 13.7%..45.0%, by replay" in text
     assert text.count("contention") == 1
     # the same fix on a GPU run: no contention to speak of, no band
-    monkeypatch.setattr(P, "_device_kind", lambda run: "cuda")
+    monkeypatch.setattr(projections, "_device_kind", lambda run: "cuda")
     other = _finding(0.45, None)
-    P.project(None, [other], {other.name: fix})
+    projections.project(None, [other], {other.name: fix})
     assert other.projected["gain_band"] is None and other.projected["note"] is None
 
 
 def test_a_replay_that_does_more_than_the_fix_is_capped_at_the_measurement(monkeypatch):
     finding = _finding(0.09, None)
     fix = FixSpec(replay=["communication=0"], at_most_measured=True)
-    monkeypatch.setattr(P, "replay_prices", lambda run, fixes: [
+    monkeypatch.setattr(projections, "replay_prices", lambda run, fixes: [
         {"change": {"scale": specs}, "step_time_s": 0.07, "gain_fraction": 0.30, "steps": 5} for specs in fixes])
-    monkeypatch.setattr(P, "_device_kind", lambda run: None)
-    P.project(None, [finding], {finding.name: fix})
+    monkeypatch.setattr(projections, "_device_kind", lambda run: None)
+    projections.project(None, [finding], {finding.name: fix})
     assert finding.projected["gain_fraction"] == 0.09 and "capped" in finding.projected["note"]
 
 
@@ -253,9 +253,9 @@ def test_a_run_without_a_replay_falls_back_to_the_bound_with_the_reason(monkeypa
     def no_replay(run, fixes):
         raise TrnprofError("run r: no steps with recorded work to replay")
 
-    monkeypatch.setattr(P, "replay_prices", no_replay)
+    monkeypatch.setattr(projections, "replay_prices", no_replay)
     finding = _finding(0.3, None)
-    P.project(None, [finding], {finding.name: FixSpec(replay=["communication=0"], bound="all of it hides")})
+    projections.project(None, [finding], {finding.name: FixSpec(replay=["communication=0"], bound="all of it hides")})
     assert finding.projected["method"] == "bound" and finding.projected["gain_fraction"] == 0.3
     assert "no steps with recorded work" in finding.projected["reason"]
     assert finding.projected["assumes"] == "all of it hides"
@@ -289,7 +289,7 @@ def test_the_model_and_the_replay_agree_on_a_fix_both_price(tmp_path):
     """A Trn1 job recompiling every second step (docs/whatif.md, *One finding, one price*): the
     model (the `recompile` fault removed) and the replay (`compile=0`) price the same fix alike."""
     from trnprof.collectors.trn1 import load_config, simulate
-    from trnprof.critical_path.whatif import replay_prices
+    from trnprof.whatif.replay import replay_prices
     from trnprof.engines import open_run
     run = simulate(load_config(preset="tiny", faults=[{"kind": "recompile", "every": 2}]), tmp_path / "run",
                    steps=6, seed=0)
@@ -304,13 +304,13 @@ def test_two_findings_with_the_same_fix_are_worth_it_once(monkeypatch):
     """Exposed communication (claimed 1 % of the step: the rest went to low overlap first) and
     low overlap (29 %) share one fix: the price goes to the larger claim, the other is worth 0
     and names whose price it shares."""
-    monkeypatch.setattr(P, "replay_prices", lambda run, fixes: [
+    monkeypatch.setattr(projections, "replay_prices", lambda run, fixes: [
         {"change": {"scale": specs}, "step_time_s": 0.077, "gain_fraction": 0.23, "steps": 5} for specs in fixes])
-    monkeypatch.setattr(P, "_device_kind", lambda run: None)
+    monkeypatch.setattr(projections, "_device_kind", lambda run: None)
     exposed = msgspec.structs.replace(_finding(0.01, None), code="OV001", name="overlap.exposed_communication")
     overlap = _finding(0.29, None)
     fix = FixSpec(replay=["communication=0"])
-    P.project(None, [exposed, overlap], {exposed.name: fix, overlap.name: fix})
+    projections.project(None, [exposed, overlap], {exposed.name: fix, overlap.name: fix})
     assert overlap.projected["gain_fraction"] == 0.23 and overlap.projected["note"] is None
     assert exposed.projected["gain_fraction"] == 0.0 and "OV002" in exposed.projected["note"]
 
@@ -340,4 +340,4 @@ def test_cpu_collectives_hidden_under_compute_band_down_to_no_gain(monkeypatch):
     finding = _priced_on_cpu(monkeypatch, FixSpec(replay=["communication=0"], at_most_measured=True), 0.30)
     assert finding.projected["gain_fraction"] == 0.30
     assert finding.projected["gain_band"] == {"low": 0.0, "high": 0.30}
-    assert finding.projected["note"] == P.HIDING
+    assert finding.projected["note"] == projections.HIDING

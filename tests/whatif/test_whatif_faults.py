@@ -14,11 +14,11 @@ import pytest
 
 from trnprof.api import open_run
 from trnprof.model.faults import FAULT_KINDS
-from trnprof.whatif import validate as V
+from trnprof.whatif import validate
 from trnprof.whatif.document import whatif
 
 STEPS = 6
-JOB = V.JOB_A
+JOB = validate.JOB_A
 # slow_loader at factor 16: the 4 workers' prefetch queue hides it for the first steps of this
 # 6-step run, then one step waits for the next round of batches (tests/whatif/test_whatif_loader.py
 # covers other factors, longer runs and a bigger job).
@@ -47,9 +47,9 @@ def _flow(fault: dict) -> str:
 
 def _simulated(folder, seed: int) -> dict:
     job = JOB + [f"run.seed={seed}"]
-    made = {"clean": V.simulate_job(job, "A", folder / "clean", steps=STEPS)}
+    made = {"clean": validate.simulate_job(job, "A", folder / "clean", steps=STEPS)}
     for kind, fault in FAULTS.items():
-        made[kind] = V.simulate_job(job, "A", folder / kind, faults=_flow(fault), steps=STEPS)
+        made[kind] = validate.simulate_job(job, "A", folder / kind, faults=_flow(fault), steps=STEPS)
     return made
 
 

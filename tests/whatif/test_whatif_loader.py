@@ -19,12 +19,12 @@ from trnprof.model.params import job_params
 from trnprof.model.plan import build_plan
 from trnprof.model.predict import predictions
 from trnprof.model.run_views import run_views
-from trnprof.whatif import validate as V
+from trnprof.whatif import validate
 from trnprof.whatif.describe import expand
 from trnprof.whatif.document import whatif
 
-JOBS = V.LOADER_JOBS   # (sets, steps, loader seconds a step at factor 1 with one worker)
-CASES = [(job, factor) for job, factors in V.LOADER_FACTORS.items() for factor in factors]
+JOBS = validate.LOADER_JOBS   # (sets, steps, loader seconds a step at factor 1 with one worker)
+CASES = [(job, factor) for job, factors in validate.LOADER_FACTORS.items() for factor in factors]
 
 
 def _fault(factor: int) -> str:
@@ -47,7 +47,7 @@ def simulated(tmp_path_factory):
         if key not in made:
             sets, steps, _ = JOBS[job]
             folder = tmp_path_factory.mktemp("loader")
-            made[key] = V.simulate_job(sets + [f"run.seed={seed}"], "A", folder / "run",
+            made[key] = validate.simulate_job(sets + [f"run.seed={seed}"], "A", folder / "run",
                                        faults=_fault(factor) if factor else None, steps=steps)
         return made[key]
     return get
@@ -80,12 +80,13 @@ def test_a_short_run_is_modelled_as_measured_not_as_the_steady_state(tmp_path):
     """Job A at factor 16 over 6 steps: the four workers' queue hides the loader for three steps,
     then one step waits; the model's views of such a run match the simulation's, while the
     loader-bound steady state (after the queue drains) is twice as long."""
-    sets = V.JOB_A + V.perturbed("A") + [f"faults=[{_fault(16)}]", "run.steps=6", "run.noise=0"]
+    sets = validate.JOB_A + validate.perturbed("A") + [f"faults=[{_fault(16)}]", "run.steps=6", "run.noise=0"]
     job = resolve(load_config(overrides=[expand(s) for s in sets]))
     fx = effects(job.config.faults, job.config.comm.overlap_dp)
     plan = build_plan(job, job_params(job.config.calibration), Layout(job), fx.slow_nodes, fx.host_factor)
     views = run_views(plan, fx, 6)
-    truth = _views(V.simulate_job(V.JOB_A + ["run.seed=2"], "A", tmp_path / "short", faults=_fault(16), steps=6))
+    truth = _views(validate.simulate_job(validate.JOB_A + ["run.seed=2"], "A", tmp_path / "short",
+                                         faults=_fault(16), steps=6))
     assert views.typical_s == pytest.approx(truth["typical"], rel=0.01)
     assert views.effective_s == pytest.approx(truth["effective"], rel=0.03)
     assert predictions(job, plan, fx)["step_time_s"] > 2 * truth["effective"]

@@ -15,7 +15,7 @@ from trnprof.model.config import load_config
 from trnprof.collectors.trn1.simulate import simulate
 from trnprof.api import analyze, report
 from trnprof.critical_path.scale import parse
-from trnprof.critical_path.whatif import Priced, document
+from trnprof.whatif.replay import Priced, document
 from trnprof.whatif.measure import steady_step
 from tests.conftest import DATA, REPO
 

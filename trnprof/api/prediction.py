@@ -30,7 +30,8 @@ def _replay(run, scales: list[str], overrides, job, threads) -> dict:
     if overrides or job:
         raise TrnprofError("--scale replays the trace; --set/--job change the execution model's job: "
                            "give one or the other")
-    from ..critical_path import scale, whatif as replay
+    from ..critical_path import scale
+    from ..whatif import replay
     from ..engines import open_run
     started = time.perf_counter()
     for spec in scales:

@@ -13,7 +13,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TrnprofError
-from . import events as E, graph as G, nodes as N, path as P, replay as R, scale as S
+from . import nodes, replay, scale
+from .events import Reader
+from .graph import Graph, build as build_graph
+from .path import SEGMENT_COLUMNS, critical_path
 
 BATCH_EVENTS = 1_000_000   # events per batch of steps: about 1 GB at peak (bench/bench_critical_path.py)
 KEEP_NODES = 5_000_000    # runs of up to this many events keep their graphs (and unchanged replays) between replays
@@ -79,7 +82,7 @@ class Replayer:
     def __init__(self, run, steps: pd.DataFrame | None = None, limit: int = BATCH_EVENTS):
         self.run = run
         self.steps = run.sql("SELECT rank, step, ts, end_ts FROM steps") if steps is None else steps
-        self.reader = E.Reader(run)
+        self.reader = Reader(run)
         counts = self.reader.step_counts()
         counts = counts[counts["step"].isin(self.steps["step"].unique())]
         check_step_sizes(counts)
@@ -87,15 +90,15 @@ class Replayer:
         # keep the graphs only when the whole run fits: keeping part of a bigger run saves a
         # fraction of the rebuilds for memory the next batch needs
         self.keep = int(counts["n"].sum()) <= KEEP_NODES
-        self._kept: dict[tuple[int, int], G.Graph] = {}
-        self._solved: dict[tuple[int, int], R.Solution] = {}
+        self._kept: dict[tuple[int, int], Graph] = {}
+        self._solved: dict[tuple[int, int], replay.Solution] = {}
         self.stages = pipeline_stages(run)
 
-    def _graph(self, low: int, high: int, flat=None) -> G.Graph:
+    def _graph(self, low: int, high: int, flat=None) -> Graph:
         graph = self._kept.get((low, high))
         if graph is None:
             batch_steps = self.steps[(self.steps["step"] >= low) & (self.steps["step"] <= high)]
-            graph = G.build(flat if flat is not None else N.flatten(self.reader.read((low, high))), batch_steps)
+            graph = build_graph(flat if flat is not None else nodes.flatten(self.reader.read((low, high))), batch_steps)
             if self.keep:
                 self._kept[(low, high)] = graph
         return graph
@@ -114,7 +117,7 @@ class Replayer:
                 following = self.batches[k + 1] if k + 1 < len(self.batches) else None
                 ahead = pool.submit(self.reader.read, following) \
                     if following is not None and following not in self._kept else None
-                flat = N.flatten(events) if events is not None else None
+                flat = nodes.flatten(events) if events is not None else None
                 del events   # the raw events are not kept while the graph is built
                 graph = self._graph(low, high, flat)
                 del flat
@@ -125,7 +128,7 @@ class Replayer:
         for (low, high), graph in zip(self.batches, self.graphs()):
             base = self._solved.get((low, high))
             if base is None:
-                base = R.solve_unchanged(graph)
+                base = replay.solve_unchanged(graph)
                 if self.keep:
                     self._solved[(low, high)] = base
             yield graph, base
@@ -134,28 +137,28 @@ class Replayer:
         """Replay every batch with `scales` (Scale or `SELECTOR=FACTOR` strings); the critical
         path is the changed run's (none without `path`: step times only), and also the
         unchanged one's with `base_path`."""
-        scales = [s if isinstance(s, S.Scale) else S.parse(s) for s in scales]
+        scales = [s if isinstance(s, scale.Scale) else scale.parse(s) for s in scales]
         parts = {"segments": [], "walks": [], "measured": [], "replayed": [], "base_segments": []}
         total, carry = 0, None
         for measured, base in self.solved():
             total += len(measured.nodes)
             graph, changed = measured, base
-            if scales:   # each batch starts where the previous one's replay ended (R.carried)
-                graph = S.rewired(measured, scales)
-                work_f, gap_f, step_gap_f = S.node_factors(graph, scales, self.stages)
-                changed = R.solve(graph, work_f, gap_f, step_gap_f, carry=carry)
-                carry = R.carried(graph, changed)
+            if scales:   # each batch starts where the previous one's replay ended (replay.carried)
+                graph = scale.rewired(measured, scales)
+                work_f, gap_f, step_gap_f = scale.node_factors(graph, scales, self.stages)
+                changed = replay.solve(graph, work_f, gap_f, step_gap_f, carry=carry)
+                carry = replay.carried(graph, changed)
             segments = None
             if path or (base_path and not scales):
-                segments, walks = P.critical_path(graph, changed)
+                segments, walks = critical_path(graph, changed)
                 parts["segments"].append(segments)
                 parts["walks"].append(walks)
             if base_path:
-                parts["base_segments"].append(P.critical_path(measured, base)[0] if scales else segments)
+                parts["base_segments"].append(critical_path(measured, base)[0] if scales else segments)
             parts["measured"].append(base.steps.groupby("step", as_index=False)["dur"].max())
             parts["replayed"].append(changed.steps.groupby("step", as_index=False)["dur"].max())
-        empty = {"segments": pd.DataFrame(columns=P.SEGMENT_COLUMNS),
-                 "base_segments": pd.DataFrame(columns=P.SEGMENT_COLUMNS),
+        empty = {"segments": pd.DataFrame(columns=SEGMENT_COLUMNS),
+                 "base_segments": pd.DataFrame(columns=SEGMENT_COLUMNS),
                  "walks": pd.DataFrame(columns=["step", "rank", "late_rank_wait"]),
                  "measured": pd.DataFrame(columns=["step", "dur"]), "replayed": pd.DataFrame(columns=["step", "dur"])}
         out = {k: (pd.concat(v, ignore_index=True) if v else empty[k]) for k, v in parts.items()}

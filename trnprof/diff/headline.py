@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..robuststats import bulk_sd
 from ..units import NS_PER_S
 
 from .load import BUCKETS, Side
-from .stats import bulk_sd, compare, compare_means, min_p_value
+from .stats import compare, compare_means, min_p_value
 
 
 

@@ -14,6 +14,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..robuststats import bulk_sd
+
 EXACT_MAX_CELLS = 10_000
 DEFAULT_ALPHA = 0.01
 
@@ -115,26 +117,13 @@ def permutation_means(base, new, *, rounds: int = PERMUTATIONS, seed: int = 0) -
     return (hits + 1) / (rounds + 1)
 
 
-def bulk_sd(values) -> float:
-    """Standard deviation of the bulk of the values: those within 5 robust standard deviations
-    (1.4826 x the median absolute deviation) of the median, which a few very long steps do not
-    inflate."""
-    x = np.asarray(values, dtype=float)
-    if len(x) < 2:
-        return 0.0
-    middle = np.median(x)
-    robust = 1.4826 * np.median(np.abs(x - middle))
-    bulk = x[np.abs(x - middle) <= 5 * robust]
-    return float(np.std(bulk, ddof=1)) if len(bulk) >= 2 else 0.0
-
-
 def bulk_noise_test(base, new) -> float:
     """Two-sided p-value of the difference of means against the noise of the bulk of the steps:
     Welch's t = (mean new - mean base) / sqrt(sd_b^2 / n_b + sd_n^2 / n_n) with the bulk standard
-    deviations (`bulk_sd`) and the smaller sample's degrees of freedom. Under steady noise it is
-    the usual test on means; a few very long steps move the means but not the noise, so they
-    cannot hide behind their own spread (as they do in a permutation test, which may hand them to
-    either run)."""
+    deviations (`trnprof.robuststats.bulk_sd`) and the smaller sample's degrees of freedom. Under
+    steady noise it is the usual test on means; a few very long steps move the means but not the
+    noise, so they cannot hide behind their own spread (as they do in a permutation test, which may
+    hand them to either run)."""
     from scipy.special import stdtr  # Student's t CDF; scipy.special loads in a third of scipy.stats' time
 
     x, y = np.asarray(base, dtype=float), np.asarray(new, dtype=float)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import architecture as A
+from . import architecture
 from .attention import SOFTMAX_FLOPS, core_backward, core_forward, score_pairs
 from .faults import device_effects
 from .hardware import Instance
@@ -86,7 +86,7 @@ def attention_projections(job: Job) -> list[Matmul]:
 def mlp_matmuls(job: Job) -> list[Matmul]:
     arch, t = job.arch, job.tp
     T, h, f = job.micro * arch.seq_len, arch.hidden, arch.ffn_hidden / t
-    return [Matmul(h, T, f * (A.mlp_matrices(arch) - 1)), Matmul(f, T, h)]
+    return [Matmul(h, T, f * (architecture.mlp_matrices(arch) - 1)), Matmul(f, T, h)]
 
 
 # Dropout (Srivastava et al. 2014) as the stacks run it: a random keep-mask of 1 byte per element
@@ -138,7 +138,7 @@ class LayerCosts:
         self.norm_bwd = dict(vector=16 * local, nbytes=5 * local * ab)
         if arch.dropout > 0:  # each norm takes the dropout-add of the sublayer before it
             self.norm, self.norm_bwd = _with_dropout(self.norm, local, False), _with_dropout(self.norm_bwd, local, True)
-        wa = A.attention_params(arch) / t
+        wa = architecture.attention_params(arch) / t
         projections = attention_projections(job)
         core, softmax = core_forward(job)
         core_bwd, softmax_bwd = core_backward(job, job.checkpointing == "selective")
@@ -152,14 +152,14 @@ class LayerCosts:
         self.attn_bwd = dict(matmuls=_backward(projections) + core_bwd, scalar=softmax_bwd,
                              nbytes=2 * self.attn["nbytes"] + 2 * wa * gb)
         self.softmax, self.softmax_bwd = softmax_work(job) if eager else (None, None)
-        wm = A.mlp_params(arch) / t
+        wm = architecture.mlp_params(arch) / t
         act = T * f / t * (6 if arch.mlp == "swiglu" else 8)
         self.mlp = dict(matmuls=mlp_matmuls(job), scalar=act,
-                        nbytes=wm * wb + T * ab * (h + (A.mlp_matrices(arch) - 1) * f / t + h / t))
+                        nbytes=wm * wb + T * ab * (h + (architecture.mlp_matrices(arch) - 1) * f / t + h / t))
         self.mlp_bwd = dict(matmuls=_backward(self.mlp["matmuls"]), scalar=2 * act,
                             nbytes=2 * self.mlp["nbytes"] + 2 * wm * gb)
         self.tp_bytes = T * h * ab  # gathered activations: all-gather output / reduce-scatter input
-        self.grad_bytes = A.layer_params(arch) / t * gb
+        self.grad_bytes = architecture.layer_params(arch) / t * gb
 
     def forward(self, i: int, phase: str = "fwd", suffix: str = ""):
         """Items of layer i's forward: Ops and ('tp', op, bytes, name) collective markers."""
@@ -224,7 +224,7 @@ def embedding_items(job: Job, r: Rates, phase: str):
 def head_items(job: Job, r: Rates, phase: str):
     arch, t = job.arch, job.tp
     T = job.micro * arch.seq_len
-    Th = A.head_tokens(arch, job.micro)
+    Th = architecture.head_tokens(arch, job.micro)
     ab, gb, h, V = job.act_bytes, job.param_bytes, arch.hidden, arch.vocab
     local = T * h / t if job.sp else T * h
     norm = _op(r, "norm", "nc/vector", phase, vector=8 * local * (2 if phase == "bwd" else 1),
@@ -250,7 +250,7 @@ def head_items(job: Job, r: Rates, phase: str):
 
 def optimizer_ops(job: Job, r: Rates, stage: int) -> list[Op]:
     """AdamW over the rank's parameters (its 1/dp shard under ZeRO-1): memory-bound."""
-    params = A.stage_params(job, stage)
+    params = architecture.stage_params(job, stage)
     shard = params / job.dp if job.zero1 else params
     gb, pb, sb = job.param_bytes, job.param_bytes, job.state_bytes
     return [

@@ -21,6 +21,7 @@ import msgspec
 
 from trnprof import yamlio
 from trnprof.errors import TrnprofError
+from trnprof.readfile import read_text
 from trnprof.textfmt import brief
 
 # Every number has a finite range (docs/whatif.md, "Value ranges"): far beyond any real job,
@@ -267,7 +268,7 @@ def parse_override(text: str) -> dict:
 def read_config_file(path: str | Path) -> dict:
     path = Path(path)
     try:
-        data = yamlio.load(yamlio.read_text(path, "config"))
+        data = yamlio.load(read_text(path, "config"))
     except yamlio.YAMLError as exc:
         raise TrnprofError(f"config {path} is not valid YAML: {str(exc).splitlines()[0][:200]}") from None
     return _normalise(data, str(path))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from trnprof.units import MIB
 
-from . import architecture as A
+from . import architecture
 from .hardware import DEFAULT_INSTANCE, RUNTIME_BASE_BYTES, Instance
 from .job import Job
 
@@ -35,14 +35,14 @@ class Residency:
 
 
 def residency(job: Job, stage: int) -> Residency:
-    params = A.stage_params(job, stage)
+    params = architecture.stage_params(job, stage)
     in_flight = min(job.pp - stage, job.microbatches)
     arch = job.arch
-    acts = A.activation_bytes_per_layer(job) * job.layers_per_stage * in_flight
+    acts = architecture.activation_bytes_per_layer(job) * job.layers_per_stage * in_flight
     if job.checkpointing == "full":  # one layer is recomputed in full during its backward
-        acts += A.activation_bytes_per_layer(job, "none")
+        acts += architecture.activation_bytes_per_layer(job, "none")
     if stage == job.pp - 1:
-        acts += A.head_tokens(arch, job.micro) * arch.vocab / job.tp * 4  # fp32 logits for the loss
+        acts += architecture.head_tokens(arch, job.micro) * arch.vocab / job.tp * 4  # fp32 logits for the loss
     states = 2 * params * job.state_bytes
     buffers = job.config.comm.bucket_mb * MIB + job.micro * arch.seq_len * arch.hidden * job.act_bytes
     return Residency(params=params * job.param_bytes, grads=params * job.param_bytes,

@@ -18,7 +18,7 @@ import numpy as np
 
 from trnprof.units import MIB
 
-from . import architecture as A
+from . import architecture
 from .collectives import Placement, collective_time, placement
 from .hardware import DMA_ENGINE_BW, GRAPH_LAUNCH_S
 from .inputs import batch_seconds
@@ -137,7 +137,7 @@ def _stage(job: Job, params: Params, stage: int, tp_place: Placement) -> StagePl
     if last:
         bwd_items += head_items(job, r, "bwd")
         tied_copy = job.arch.vocab * job.arch.hidden if job.arch.tie_embeddings and job.pp > 1 else 0
-        chunks.append((A.head_params(job.arch) + tied_copy) / job.tp * gb)
+        chunks.append((architecture.head_params(job.arch) + tied_copy) / job.tp * gb)
         marks.append(len(bwd_items) - 1)
     for i in reversed(layers):
         bwd_items += costs.backward(i)
@@ -145,7 +145,7 @@ def _stage(job: Job, params: Params, stage: int, tp_place: Placement) -> StagePl
         marks.append(len(bwd_items) - 1)
     if first:
         bwd_items += embedding_items(job, r, "bwd")
-        chunks.append(A.embedding_params(job.arch) / job.tp * gb)
+        chunks.append(architecture.embedding_params(job.arch) / job.tp * gb)
         marks.append(len(bwd_items) - 1)
     bwd, ends = _template(bwd_items, "bwd", tp_place, job, params, marks)
     buckets = _buckets(chunks, ends, job.config.comm.bucket_mb * MIB)
@@ -194,7 +194,7 @@ def build_plan(job: Job, params: Params, layout: Layout, slow_nodes: dict[int, f
     dp_cost = np.zeros((job.pp, job.tp, n_buckets))
     ag_chunks = []
     for s, st in enumerate(stages):
-        total = A.stage_params(job, s) * job.param_bytes
+        total = architecture.stage_params(job, s) * job.param_bytes
         size = job.config.comm.bucket_mb * MIB
         ag_chunks.append([size] * int(total // size) + ([total % size] if total % size else []))
     n_ag = max(len(c) for c in ag_chunks) if job.zero1 else 0

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import architecture as A
+from . import architecture
 from .faults import Effects, effects as fault_effects
 from .job import Job
 from .layout import Layout
@@ -136,7 +136,7 @@ def peak_flops(job: Job) -> float:
 
 def predicted_mfu(job: Job, seconds: float) -> float:
     """The MFU of `job` at a step of `seconds`: the model's FLOPs over the cluster's BF16 peak."""
-    return A.model_flops_per_step(job) / (seconds * peak_flops(job))
+    return architecture.model_flops_per_step(job) / (seconds * peak_flops(job))
 
 
 def predict(job: Job, params: Params | None = None) -> dict:

@@ -8,6 +8,7 @@ import msgspec
 
 from trnprof import yamlio
 from trnprof.errors import TrnprofError
+from trnprof.readfile import read_text
 from trnprof.validation import TIMEOUT_S, dotted, explain
 
 from .sandbox import parse_size
@@ -21,7 +22,7 @@ def read_config(path: str | Path | ConfigFile) -> ConfigFile:
         return path
     path = Path(path)
     try:
-        raw = yamlio.load(yamlio.read_text(path, "config")) or {}
+        raw = yamlio.load(read_text(path, "config")) or {}
     except yamlio.YAMLError as exc:
         raise TrnprofError(f"config {path}: {yamlio.describe_error(exc)}") from None
     try:

@@ -11,6 +11,7 @@ import msgspec
 
 from trnprof.errors import TrnprofError
 from trnprof.jsonplain import plain
+from trnprof.readfile import read_bytes
 
 from .spec import Severity
 
@@ -88,10 +89,7 @@ def read_document(path: str | Path) -> Document:
     """A saved findings document (`trnprof analyze --format json`), checked; one TrnprofError
     line when it is not one."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise TrnprofError(f"cannot read findings file {path}: {exc.strerror}") from None
+    raw = read_bytes(path, "findings file")
     try:
         schema = msgspec.json.decode(raw, type=dict).get("schema")
     except (msgspec.DecodeError, AttributeError):

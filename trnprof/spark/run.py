@@ -38,19 +38,20 @@ def is_remote(location: str) -> bool:
 
 
 def _spark_schema(table: str):
-    from pyspark.sql import types as T  # noqa: PLC0415 (optional dependency)
-    spark_type = {pa.int32(): T.IntegerType(), pa.int64(): T.LongType(), pa.float64(): T.DoubleType(),
-                  pa.string(): T.StringType()}
-    return T.StructType([T.StructField(name, spark_type[typ], nullable)
-                         for name, typ, nullable, _ in TABLE_COLUMNS[table]])
+    from pyspark.sql import types as spark_types  # noqa: PLC0415 (optional dependency)
+    spark_type = {pa.int32(): spark_types.IntegerType(), pa.int64(): spark_types.LongType(),
+                  pa.float64(): spark_types.DoubleType(), pa.string(): spark_types.StringType()}
+    return spark_types.StructType([spark_types.StructField(name, spark_type[typ], nullable)
+                                   for name, typ, nullable, _ in TABLE_COLUMNS[table]])
 
 
 def _arrow_to_spark(schema: pa.Schema):
     """A Spark schema for a device table (it may be empty: Spark cannot infer the types then)."""
-    from pyspark.sql import types as T  # noqa: PLC0415 (optional dependency)
-    spark_type = {pa.int32(): T.IntegerType(), pa.int64(): T.LongType(), pa.float64(): T.DoubleType(),
-                  pa.string(): T.StringType(), pa.bool_(): T.BooleanType()}
-    return T.StructType([T.StructField(f.name, spark_type[f.type], True) for f in schema])
+    from pyspark.sql import types as spark_types  # noqa: PLC0415 (optional dependency)
+    spark_type = {pa.int32(): spark_types.IntegerType(), pa.int64(): spark_types.LongType(),
+                  pa.float64(): spark_types.DoubleType(), pa.string(): spark_types.StringType(),
+                  pa.bool_(): spark_types.BooleanType()}
+    return spark_types.StructType([spark_types.StructField(f.name, spark_type[f.type], True) for f in schema])
 
 
 class SparkRun(Run):

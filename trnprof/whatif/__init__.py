@@ -7,8 +7,8 @@ steady-state steps, then predict the step of the same job changed (docs/whatif.m
 
 Layout: `describe` the job (manifest, --config, --set), `measure` the run's steady state,
 `model` the execution model's side, `fit` the least squares, `document` assembles the answer,
-`render` writes text, `projections` prices the findings' fixes, `validate` the ground-truth
-check.
+`render` writes text, `replay` prices a change or a fix by replaying the run's dependency graph
+(any run), `projections` prices the findings' fixes, `validate` the ground-truth check.
 
 The package holds no code of its own: `trnprof.api.whatif` or `document.whatif`.
 """

@@ -35,7 +35,7 @@ from trnprof.model.params import BOUNDS, Params, default_params
 from trnprof.model.predict import predicted_mfu
 from trnprof.errors import TrnprofError
 
-from . import describe as D
+from . import describe
 from .fit import FitResult, least_squares
 from .measure import Measured, measure
 from .model import Modelled, classes_of, model
@@ -143,10 +143,10 @@ class Prepared:
 
     def __init__(self, run: Run, config_file=None, describe_overrides=None):
         self.run = run
-        self.description, self.pending = D.describe(run.manifest, config_file, describe_overrides or {})
-        self.job = D.job_of(self.description, "the run's job")
+        self.description, self.pending = describe.describe(run.manifest, config_file, describe_overrides or {})
+        self.job = describe.job_of(self.description, "the run's job")
         if self.pending:   # a bad change fails before any reading or fitting
-            D.job_of(D.changed(self.description, self.pending), "the changed job")
+            describe.job_of(describe.changed(self.description, self.pending), "the changed job")
         self.measured = measure(run, self.job.tp, self.job.dp)
         start = default_params()
         class_fit = _class_fit(self.job, self.measured, start)
@@ -220,7 +220,7 @@ class Prepared:
                 if self.measured.effective_s else None}
 
     def predict(self, changes: dict) -> tuple[Job, Modelled]:
-        job = D.job_of(D.changed(self.description, changes), "the changed job")
+        job = describe.job_of(describe.changed(self.description, changes), "the changed job")
         return job, model(job, self.result.params)
 
 
@@ -252,7 +252,7 @@ def whatif(run: str | Path | Run, overrides=(), *, config: str | Path | None = N
     """Fit the model to `run` and predict it with `overrides` (key=value strings such as
     "tp=16" or "parallel.tp=16", or a mapping): the `trnprof whatif --format json` document."""
     started = time.perf_counter()
-    changes = D.parse_overrides(overrides)
+    changes = describe.parse_overrides(overrides)
     opened = run if isinstance(run, Run) else open_run(run, threads=threads)
     try:
         prep = Prepared(opened, config, changes)

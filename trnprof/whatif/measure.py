@@ -18,6 +18,7 @@ import pandas as pd
 from trnprof.model.run_views import WAIT_FLOOR_S, unwaited
 from trnprof.run import Run
 from trnprof.errors import TrnprofError
+from trnprof.robuststats import bulk_sd
 from trnprof.units import S_PER_NS
 
 MAX_SAMPLE = 512   # ranks read at most, when the ranks table has no layout to sample by
@@ -53,7 +54,6 @@ def steady_step(run: Run) -> tuple[float, int]:
 def step_views(run: Run) -> tuple[float, float]:
     """The effective step (view step_time_views, s) and the steps' relative noise: the bulk
     standard deviation of the steady step times over their median."""
-    from trnprof.diff.stats import bulk_sd
     effective = float(run.sql("SELECT effective FROM step_time_views").iloc[0, 0]) * S_PER_NS
     durations = run.sql("SELECT dur FROM step_phases WHERE NOT warmup")["dur"].astype(float)
     return effective, bulk_sd(durations) / float(durations.median())

@@ -5,7 +5,7 @@ trnprof/rules_engine/spec.py FixSpec), priced one way per run (docs/whatif.md):
   change of the job (`fix.model`): the first edit that changes the job, priced on the effective
   step (wall time per step) by the model fitted to the same run;
 - else by replaying the run's own dependency graph with the fix's scale specs (`fix.replay`,
-  trnprof/critical_path/whatif.py), on any run with steps;
+  trnprof/whatif/replay.py), on any run with steps;
 - else a bound: the time the finding measured (its exclusive claim), with what that assumes.
 
 A finding gains `projected` (the Finding field, a plain mapping):
@@ -25,12 +25,13 @@ import math
 import string
 from typing import TYPE_CHECKING
 
-from trnprof.critical_path.whatif import replay_prices
+from trnprof.critical_path.scale import parse as parse_scale
 from trnprof.errors import TrnprofError
 from trnprof.run import Run
 from trnprof.rules_engine.spec import BOUND_ASSUMES, JOB_LIMITS, FixSpec, ModelEdit
 
-from . import describe as D
+from . import describe
+from .replay import replay_prices
 
 if TYPE_CHECKING:
     from .document import Prepared
@@ -147,8 +148,7 @@ def replay_specs(fix: FixSpec, finding) -> list[str]:
 
 
 def _touches_communication(specs: list[str]) -> bool:
-    from trnprof.critical_path.scale import parse
-    return any(value in ("communication", "collective") for spec in specs for _, value in parse(spec).terms)
+    return any(value in ("communication", "collective") for spec in specs for _, value in parse_scale(spec).terms)
 
 
 def _device_kind(run: Run) -> str | None:
@@ -195,7 +195,7 @@ def _prepared(run: Run, wanted: bool):
     if not wanted:
         return None, None
     try:
-        D.job_of(D.describe(run.manifest)[0], "the run's job")  # what Prepared checks first, cheaply
+        describe.job_of(describe.describe(run.manifest)[0], "the run's job")  # what Prepared checks first, cheaply
         from .document import Prepared  # the model, its fit and measures load only for a job to model
         return Prepared(run), None
     except TrnprofError as exc:

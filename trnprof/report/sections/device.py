@@ -7,7 +7,7 @@ rather than an empty one: most runs have none, and the page says nothing about w
 
 from __future__ import annotations
 
-from .. import device_queries as q
+from .. import device_queries
 from .. import templates
 from ..section import Section
 from ...rules_engine.document import Document
@@ -45,7 +45,7 @@ def _none_if_nan(row: dict) -> dict:
 
 def engine_rows(run) -> list[dict]:
     rows = []
-    for r in map(_none_if_nan, q.engines(run).to_dict("records")):
+    for r in map(_none_if_nan, device_queries.engines(run).to_dict("records")):
         rows.append({"engine": r["engine"], "active": _ms(r["active_ns"]), "share": _share(r["active_share"]),
                      "max_share": _share(r["max_share"]), "instructions": _num(r["instructions"]),
                      "flops": _flops(r["adjusted_flops"]),
@@ -54,7 +54,7 @@ def engine_rows(run) -> list[dict]:
 
 
 def dma_rows(run) -> tuple[list[dict], int]:
-    frame, total = q.dma(run)
+    frame, total = device_queries.dma(run)
     rows = [{"queue": r["queue_name"], "type": r["queue_type"], "spill": bool(r["spill"]), "bytes": _bytes(r["bytes"]),
              "busy": _ms(r["busy_ns"]), "packet": _bytes(r["mean_packet_bytes"]), "small": _share(r["small_share"])}
             for r in map(_none_if_nan, frame.to_dict("records"))]
@@ -62,7 +62,7 @@ def dma_rows(run) -> tuple[list[dict], int]:
 
 
 def spill_text(run) -> dict | None:
-    s = q.spill(run)
+    s = device_queries.spill(run)
     if s is None:
         return None
     return {"save": _bytes(s["save_bytes"]), "reload": _bytes(s["reload_bytes"]), "reload_share": _share(s["reload_share"]),
@@ -70,7 +70,7 @@ def spill_text(run) -> dict | None:
 
 
 def throttling_text(run) -> dict | None:
-    t = q.throttling(run)
+    t = device_queries.throttling(run)
     if t is None:
         return None
     return {"windows": _num(t["windows"]), "throttled": _ms(t["throttled_ns"]), "allowed": _share(t["mean_allowed"]),
@@ -80,7 +80,7 @@ def throttling_text(run) -> dict | None:
 def agreement_rows(run) -> list[dict]:
     return [{"metric": r["metric"], "agree": f"{int(r['agree'])} of {int(r['ranks'])}",
              "max_diff": _share(r["max_diff"]), "note": r["note"] or ""}
-            for r in map(_none_if_nan, q.agreement(run).to_dict("records"))]
+            for r in map(_none_if_nan, device_queries.agreement(run).to_dict("records"))]
 
 
 def device_findings(findings: Document | None) -> list[dict]:
@@ -92,9 +92,9 @@ def device_findings(findings: Document | None) -> list[dict]:
 
 
 def build(run, findings: Document | None) -> Section | None:
-    if not q.has_profile(run):
+    if not device_queries.has_profile(run):
         return None
-    utilization = q.utilization(run)
+    utilization = device_queries.utilization(run)
     engines = engine_rows(run)
     cells = int(utilization["cells"]) if utilization else 0
     queues, total = dma_rows(run)

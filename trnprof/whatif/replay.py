@@ -1,6 +1,7 @@
 """What-if by replay: `trnprof whatif RUN --scale SELECTOR=FACTOR`, and the price of a finding's
-fix on a run the Trn1 model cannot describe. Same document shape as the model's whatif
-(trnprof/whatif/document.py), with `fit.method` = "replay"."""
+fix on a run the Trn1 model cannot describe, both by replaying the run's dependency graph
+(trnprof/critical_path). Same document shape as the model's whatif (trnprof/whatif/document.py),
+with `fit.method` = "replay"."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ import time
 import numpy as np
 import pandas as pd
 
+from trnprof.critical_path import scale
+from trnprof.critical_path.compute import Replayer
+from trnprof.critical_path.graph import CATEGORIES
 from trnprof.errors import TrnprofError
+from trnprof.textfmt import duration
 from trnprof.units import S_PER_NS
-
-from . import scale as S
-from .compute import Replayer
-from .graph import CATEGORIES
 
 METHOD = "replay"
 NOTES = ["durations scaled along the run's own dependency graph (docs/critical-path.md); the replay cannot "
@@ -72,8 +73,8 @@ class Priced:
 
 def document(run, specs, started: float) -> dict:
     """The whatif document of `run` replayed with the `--scale` specs."""
-    scales = [S.parse(s) for s in specs]
-    S.check_matches(run, scales)
+    scales = [scale.parse(s) for s in specs]
+    scale.check_matches(run, scales)
     priced = Priced(run)
     predicted, breakdown = priced.predict(scales)
     job = run.sql("SELECT * FROM run_job").iloc[0].to_dict()
@@ -110,7 +111,7 @@ def replay_prices(run, fixes: list[list[str]]) -> list[dict]:
     for specs in fixes:
         key = tuple(specs)
         if key not in steps:
-            result = priced.replayer.replay([S.parse(s) for s in specs], path=False)
+            result = priced.replayer.replay([scale.parse(s) for s in specs], path=False)
             steps[key] = float(result.replayed["dur"].mean()) * S_PER_NS
         step = steps[key]
         out.append({"change": {"scale": list(specs)}, "step_time_s": step,
