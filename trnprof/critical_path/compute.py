@@ -16,10 +16,15 @@ from ..errors import TrnprofError
 from . import events as E, graph as G, nodes as N, path as P, replay as R, scale as S
 
 BATCH_EVENTS = 1_000_000   # events per batch of steps: about 1 GB at peak (bench/bench_critical_path.py)
+# a batch over this many events is read, flattened and given its edges within ranks a rank range
+# at a time (graph.build_ranges): the raw events and their temporaries of one range at once
+RANGE_EVENTS = 1_000_000
 KEEP_NODES = 5_000_000    # runs of up to this many events keep their graphs (and unchanged replays) between replays
-# A step's graph is built whole (collectives join all its ranks): peak RSS 2.06 GB at 2.2M events
-# per step, 3.25 GB at 4.4M (llama2-7b on 1,024 ranks): past this the 2.5 GB budget does not hold
-STEP_EVENTS = 3_000_000
+# A step's graph holds all its ranks (collectives join them); its events are read and flattened
+# a rank range at a time, but the graph and a replay of it grow with the step: peak RSS 2.17 GB
+# for the path and one replay at 4.4M events per step (llama2-7b on 1,024 ranks), about 410
+# bytes an event over the session's own: past this the 2.5 GB budget does not hold
+STEP_EVENTS = 5_000_000
 
 
 class StepTooLarge(TrnprofError):
@@ -50,6 +55,35 @@ def step_batches(counts: pd.DataFrame, limit: int = BATCH_EVENTS) -> list[tuple[
     if low is not None:
         batches.append((low, prev))
     return batches
+
+
+def rank_ranges(ranks: np.ndarray, events: int, limit: int) -> list[tuple[int | None, int | None]]:
+    """(low, stop) rank ranges (events.where) that split a batch of `events` over its sorted
+    distinct `ranks` into parts of about `limit` events (ranks hold similar work); the first is
+    open below and the last above, so together they read every event of the batch."""
+    parts = min(-(-int(events) // limit), len(ranks))
+    if parts <= 1:
+        return [(None, None)]
+    lows = [int(chunk[0]) for chunk in np.array_split(ranks, parts)]
+    return [(low if k else None, lows[k + 1] if k + 1 < len(lows) else None) for k, low in enumerate(lows)]
+
+
+class _ReadAhead:
+    """Reads (steps, ranks) tasks in order, each next one in a second thread while the caller
+    works on the one before (DuckDB releases the GIL; the reader has a cursor of its own)."""
+
+    def __init__(self, pool: ThreadPoolExecutor, read, tasks):
+        self.pool, self.read, self.tasks = pool, read, iter(tasks)
+        self.ahead = self._submit()
+
+    def _submit(self):
+        task = next(self.tasks, None)
+        return None if task is None else self.pool.submit(self.read, *task)
+
+    def next(self) -> pd.DataFrame:
+        events = self.ahead.result()
+        self.ahead = self._submit()
+        return events
 
 
 def check_step_sizes(counts: pd.DataFrame) -> None:
@@ -84,6 +118,10 @@ class Replayer:
         counts = counts[counts["step"].isin(self.steps["step"].unique())]
         check_step_sizes(counts)
         self.batches = step_batches(counts, limit)
+        ranks = np.sort(self.steps["rank"].unique())
+        per_step = dict(zip(counts["step"].tolist(), counts["n"].tolist()))
+        self.ranges = [rank_ranges(ranks, sum(per_step.get(s, 0) for s in range(low, high + 1)), RANGE_EVENTS)
+                       for low, high in self.batches]
         # keep the graphs only when the whole run fits: keeping part of a bigger run saves a
         # fraction of the rebuilds for memory the next batch needs
         self.keep = int(counts["n"].sum()) <= KEEP_NODES
@@ -91,33 +129,24 @@ class Replayer:
         self._solved: dict[tuple[int, int], R.Solution] = {}
         self.stages = pipeline_stages(run)
 
-    def _graph(self, low: int, high: int, flat=None) -> G.Graph:
-        graph = self._kept.get((low, high))
-        if graph is None:
-            batch_steps = self.steps[(self.steps["step"] >= low) & (self.steps["step"] <= high)]
-            graph = G.build(flat if flat is not None else N.flatten(self.reader.read((low, high))), batch_steps)
-            if self.keep:
-                self._kept[(low, high)] = graph
-        return graph
-
     def graphs(self):
-        """Each batch's graph. The next batch's events are read in a second thread while this
-        one is built and solved (DuckDB releases the GIL; the reader has a cursor of its own, so the
-        caller may query the run meanwhile); they cost a batch's raw events of memory (flattening them ahead too
-        cost twice as much: 2.4 GB peak at 1,024 ranks)."""
+        """Each batch's graph, built from its events a rank range at a time (`ranges`); each
+        range's events are read in a second thread while the one before is flattened and built
+        (or, for a batch's first range, while the batch before is solved). Reading ahead costs
+        one range's raw events of memory (flattening them ahead too cost twice as much: 2.4 GB
+        peak at 1,024 ranks)."""
+        tasks = [((low, high), ranks) for (low, high), ranges in zip(self.batches, self.ranges)
+                 if (low, high) not in self._kept for ranks in ranges]
         with ThreadPoolExecutor(max_workers=1) as pool:
-            ahead = None
-            for k, (low, high) in enumerate(self.batches):
-                events = None
-                if (low, high) not in self._kept:   # read here only while no read runs ahead
-                    events = ahead.result() if ahead is not None else self.reader.read((low, high))
-                following = self.batches[k + 1] if k + 1 < len(self.batches) else None
-                ahead = pool.submit(self.reader.read, following) \
-                    if following is not None and following not in self._kept else None
-                flat = N.flatten(events) if events is not None else None
-                del events   # the raw events are not kept while the graph is built
-                graph = self._graph(low, high, flat)
-                del flat
+            reads = _ReadAhead(pool, self.reader.read, tasks)
+            for (low, high), ranges in zip(self.batches, self.ranges):
+                graph = self._kept.get((low, high))
+                if graph is None:
+                    batch_steps = self.steps[(self.steps["step"] >= low) & (self.steps["step"] <= high)]
+                    # each range's events are flattened as read and freed once its edges are built
+                    graph = G.build_ranges((N.flatten(reads.next()) for _ in ranges), batch_steps)
+                    if self.keep:
+                        self._kept[(low, high)] = graph
                 yield graph
 
     def solved(self):
