@@ -148,6 +148,7 @@ class Replayer:
                     if self.keep:
                         self._kept[(low, high)] = graph
                 yield graph
+                del graph   # not held while the next batch is built
 
     def solved(self):
         """(graph, its unchanged replay) per batch: solved once when the run is kept."""
@@ -158,6 +159,7 @@ class Replayer:
                 if self.keep:
                     self._solved[(low, high)] = base
             yield graph, base
+            del graph, base   # not held while the next batch is built (two steps' graphs: 2.99 GB peak)
 
     def replay(self, scales=(), base_path: bool = False, path: bool = True) -> Result:
         """Replay every batch with `scales` (Scale or `SELECTOR=FACTOR` strings); the critical
@@ -166,23 +168,10 @@ class Replayer:
         scales = [s if isinstance(s, S.Scale) else S.parse(s) for s in scales]
         parts = {"segments": [], "walks": [], "measured": [], "replayed": [], "base_segments": []}
         total, carry = 0, None
-        for measured, base in self.solved():
-            total += len(measured.nodes)
-            graph, changed = measured, base
-            if scales:   # each batch starts where the previous one's replay ended (R.carried)
-                graph = S.rewired(measured, scales)
-                work_f, gap_f, step_gap_f = S.node_factors(graph, scales, self.stages)
-                changed = R.solve(graph, work_f, gap_f, step_gap_f, carry=carry)
-                carry = R.carried(graph, changed)
-            segments = None
-            if path or (base_path and not scales):
-                segments, walks = P.critical_path(graph, changed)
-                parts["segments"].append(segments)
-                parts["walks"].append(walks)
-            if base_path:
-                parts["base_segments"].append(P.critical_path(measured, base)[0] if scales else segments)
-            parts["measured"].append(base.steps.groupby("step", as_index=False)["dur"].max())
-            parts["replayed"].append(changed.steps.groupby("step", as_index=False)["dur"].max())
+        for batch in self.solved():
+            total += len(batch[0].nodes)
+            carry = self._replay_batch(*batch, scales, carry, path, base_path, parts)
+            del batch   # the graph is not held while the next batch is built
         empty = {"segments": pd.DataFrame(columns=P.SEGMENT_COLUMNS),
                  "base_segments": pd.DataFrame(columns=P.SEGMENT_COLUMNS),
                  "walks": pd.DataFrame(columns=["step", "rank", "late_rank_wait"]),
@@ -190,6 +179,26 @@ class Replayer:
         out = {k: (pd.concat(v, ignore_index=True) if v else empty[k]) for k, v in parts.items()}
         return Result(out["segments"], out["walks"], out["measured"], out["replayed"], total, scales,
                       out["base_segments"])
+
+
+    def _replay_batch(self, measured, base, scales, carry, path: bool, base_path: bool, parts: dict):
+        """One batch of `replay`, its results appended to `parts`; returns the next batch's carry."""
+        graph, changed = measured, base
+        if scales:   # each batch starts where the previous one's replay ended (R.carried)
+            graph = S.rewired(measured, scales)
+            work_f, gap_f, step_gap_f = S.node_factors(graph, scales, self.stages)
+            changed = R.solve(graph, work_f, gap_f, step_gap_f, carry=carry)
+            carry = R.carried(graph, changed)
+        segments = None
+        if path or (base_path and not scales):
+            segments, walks = P.critical_path(graph, changed)
+            parts["segments"].append(segments)
+            parts["walks"].append(walks)
+        if base_path:
+            parts["base_segments"].append(P.critical_path(measured, base)[0] if scales else segments)
+        parts["measured"].append(base.steps.groupby("step", as_index=False)["dur"].max())
+        parts["replayed"].append(changed.steps.groupby("step", as_index=False)["dur"].max())
+        return carry
 
 
 def analyse(run, scales=(), steps: pd.DataFrame | None = None, limit: int = BATCH_EVENTS) -> Result:
