@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..errors import TrnprofError
 from . import events as E, graph as G, nodes as N, path as P, replay as R, scale as S
+from .memory import release_freed_memory
 
 BATCH_EVENTS = 1_000_000   # events per batch of steps: about 1 GB at peak (bench/bench_critical_path.py)
 # a batch over this many events is read, flattened and given its edges within ranks a rank range
@@ -152,7 +153,11 @@ class Replayer:
 
     def solved(self):
         """(graph, its unchanged replay) per batch: solved once when the run is kept."""
-        for (low, high), graph in zip(self.batches, self.graphs()):
+        # not zip() or enumerate(): they keep their last tuple, and so the last graph, while
+        # they take the next
+        batches = iter(self.batches)
+        for graph in self.graphs():
+            low, high = next(batches)
             base = self._solved.get((low, high))
             if base is None:
                 base = R.solve_unchanged(graph)
@@ -172,6 +177,7 @@ class Replayer:
             total += len(batch[0].nodes)
             carry = self._replay_batch(*batch, scales, carry, path, base_path, parts)
             del batch   # the graph is not held while the next batch is built
+            release_freed_memory()
         empty = {"segments": pd.DataFrame(columns=P.SEGMENT_COLUMNS),
                  "base_segments": pd.DataFrame(columns=P.SEGMENT_COLUMNS),
                  "walks": pd.DataFrame(columns=["step", "rank", "late_rank_wait"]),

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from . import edges_launch, edges_p2p
+from .memory import release_freed_memory
 from .nodes import DEVICE_LANE, codes, matches
 
 CATEGORY_OF_KIND = {"compute": "compute", "collective": "communication", "p2p": "communication",
@@ -182,14 +183,17 @@ def build_ranges(flats, steps: pd.DataFrame) -> Graph:
     graph is the one `build` gives the batch's events in one piece."""
     origin = int(steps["ts"].min()) if len(steps) else 0
     parts, ids = [], 0
+    nodes = arrays = None
     for flat in flats:
         nodes, arrays = _rank_local(flat, steps, origin)
         del flat
+        release_freed_memory()
         # node ids (flatten's `nid`) stay distinct and in lane order across ranges
         nid = nodes["nid"].to_numpy(np.int64)
         nodes["nid"] = nid + ids
         ids += int(nid.max()) + 1 if len(nid) else 0
         parts.append((nodes, arrays))
+    del nodes, arrays   # the last range's, held by _concat's parts only
     return _across_ranks(parts, steps, origin)
 
 
@@ -228,7 +232,7 @@ def _rank_local(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame, or
     arrays = {"lane_prev": lane_prev, "near": near, "launch_by": launch_by, "launch_at": launch_at, "gap": gap,
               "sync_on": sync_on, "group": group}
     keep = [c for c in nodes.columns if c in KEPT_COLUMNS or c in JOIN_COLUMNS]
-    return nodes[keep], arrays
+    return nodes[keep].copy(), arrays   # a copy: a selection would keep every column's memory
 
 
 def _concat(parts: list) -> tuple[pd.DataFrame, dict]:
@@ -252,6 +256,7 @@ def _concat(parts: list) -> tuple[pd.DataFrame, dict]:
         del pieces
     nodes = pd.concat([nodes for nodes, _ in parts], ignore_index=True)
     parts.clear()
+    release_freed_memory()
     return nodes, arrays
 
 
