@@ -1,7 +1,8 @@
 """Build, replay and walk the graph of a run, a batch of steps at a time.
 
 Collectives join ranks, never steps, so a batch is a run of consecutive steps with all their
-ranks; batches hold at most BATCH_EVENTS events, which bounds memory whatever the rank count.
+ranks; batches hold at most BATCH_EVENTS events (a bigger step is a batch alone, read and
+flattened a rank range at a time: RANGE_EVENTS), and a step over STEP_EVENTS is refused.
 """
 
 from __future__ import annotations
