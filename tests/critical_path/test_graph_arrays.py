@@ -146,7 +146,7 @@ def test_rank_ranges_cover_every_rank_once_in_about_even_parts():
     assert ranges == [(None, 3), (3, 8), (8, None)]
     inside = [[r for r in range(-5, 20) if (low is None or r >= low) and (stop is None or r < stop)]
               for low, stop in ranges]
-    assert sorted(sum(inside, [])) == list(range(-5, 20))   # each rank, listed or not, in one range
+    assert sorted(r for part in inside for r in part) == list(range(-5, 20))   # every rank in one range
     assert len(compute.rank_ranges(ranks, 10**9, 1_000)) == len(ranks)   # at most a rank a range
 
 

@@ -23,8 +23,8 @@ BATCH_EVENTS = 1_000_000   # events per batch of steps: about 1 GB at peak (benc
 RANGE_EVENTS = 1_000_000
 KEEP_NODES = 5_000_000    # runs of up to this many events keep their graphs (and unchanged replays) between replays
 # A step's graph holds all its ranks (collectives join them); its events are read and flattened
-# a rank range at a time, but the graph and a replay of it grow with the step: peak RSS 2.17 GB
-# for the path and one replay at 4.4M events per step (llama2-7b on 1,024 ranks), about 410
+# a rank range at a time, but the graph and a replay of it grow with the step: peak RSS 2.22 GB
+# for the path and one replay at 4.4M events per step (llama2-7b on 1,024 ranks), about 420
 # bytes an event over the session's own: past this the 2.5 GB budget does not hold
 STEP_EVENTS = 5_000_000
 
