@@ -10,7 +10,12 @@ gives the 1-minute load average and the machine's pace at the time (millions of 
 sorted per second by numpy, one core), to compare figures taken under different load, and the
 process's CPU seconds (user + system, all threads) of each measure, which the load moves less.
 
-    python bench/bench_critical_path.py [--nodes 2,4,8] [--steps 10] [--keep DIR]
+With `--job scale`, the runs are bench/bench_scale.py's instead (`trnprof simulate --preset
+llama2-7b --set cluster.nodes=N`: the README's 1,024-rank x 10-step run at `--nodes 32`, 43.9M
+events, 4.4M a step); the target there (issue 39) is the critical path of every step in <= 90 s
+within 2.5 GB, each figure printed beside its ratio to the target.
+
+    python bench/bench_critical_path.py [--nodes 2,4,8] [--steps 10] [--keep DIR] [--job tp8|scale]
 """
 
 from __future__ import annotations
@@ -36,11 +41,15 @@ JOB = ["model=llama2-7b", "cluster.instance=trn1.32xlarge", "parallel.tp=8", "ba
        "memory.activation_checkpointing=selective"]
 
 
-def _run(folder: Path, nodes: int, steps: int) -> Path:
-    path = folder / f"cp-{nodes}n-{steps}s"
+TARGET_PATH_S, TARGET_RSS_MB = 90.0, 2500   # issue 39, the scale job's 1,024 ranks x 10 steps
+
+
+def _run(folder: Path, nodes: int, steps: int, job: str = "tp8") -> Path:
+    path = folder / (f"cp-{nodes}n-{steps}s" if job == "tp8" else f"llama2-7b-{nodes}n-{steps}s")
     if not (path / "trnprof.json").exists():
-        config = load_config(overrides=[*JOB, f"cluster.nodes={nodes}", f"batch.global={16 * nodes}",
-                                        f"run.steps={steps}"])
+        overrides = [*JOB, f"batch.global={16 * nodes}"] if job == "tp8" else []
+        config = load_config(preset=None if job == "tp8" else "llama2-7b",
+                             overrides=[*overrides, f"cluster.nodes={nodes}", f"run.steps={steps}"])
         simulate(config, path, overwrite=True)
     return path
 
@@ -77,13 +86,15 @@ def main() -> None:
     parser.add_argument("--nodes", default="2,4,8", help="comma-separated node counts (32 ranks each)")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--keep", type=Path, help="folder to build (or reuse) the runs in")
+    parser.add_argument("--job", choices=("tp8", "scale"), default="tp8",
+                        help="tp8: llama2-7b tp 8, 16 samples a node; scale: bench_scale.py's run (its preset's batch)")
     args = parser.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="bench-cp-"))
     folder.mkdir(parents=True, exist_ok=True)
     print(f"{'ranks':>6} {'events':>11} {'nodes':>11} {'path s':>7} {'path+replay s':>14} {'CPU s':>12} "
           f"{'peak RSS MB':>12} {'load':>5} {'pace M/s':>9}")
     for nodes in (int(n) for n in args.nodes.split(",")):
-        run = _run(folder, nodes, args.steps)
+        run = _run(folder, nodes, args.steps, args.job)
         load, speed = os.getloadavg()[0], pace()
         result = _time(run)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -91,6 +102,9 @@ def main() -> None:
         print(f"{32 * nodes:>6} {result['events']:>11,} {result['nodes']:>11,} {result['path_s']:>7.1f} "
               f"{result['both_s']:>14.1f} {cpu:>12} {rss:>12.0f} {max(load, os.getloadavg()[0]):>5.1f} {speed:>9.1f}",
               flush=True)
+        if args.job == "scale":
+            print(f"{'':>6} target: path <= {TARGET_PATH_S:.0f} s ({result['path_s'] / TARGET_PATH_S:.2f}x), "
+                  f"peak RSS <= {TARGET_RSS_MB} MB ({rss / TARGET_RSS_MB:.2f}x)", flush=True)
 
 
 if __name__ == "__main__":

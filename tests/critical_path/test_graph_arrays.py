@@ -15,6 +15,7 @@ from trnprof import runstore
 from trnprof.api import open_run
 from trnprof.collectors.trn1 import simulate
 from trnprof.model import config as trn1_config
+from trnprof.critical_path import compute, graph
 from trnprof.critical_path.events import CODED, COLUMNS, Reader, events_sql
 from trnprof.critical_path.graph import _latest_end
 from trnprof.critical_path.nodes import segment_cummax, stable_order
@@ -139,3 +140,50 @@ def test_runs_written_before_step_row_groups_give_the_same_path_and_replay(tmp_p
     pd.testing.assert_frame_equal(results[0].segments, results[1].segments)
     assert results[0].replayed.equals(results[1].replayed) and results[0].measured.equals(results[1].measured)
     assert len(results[0].segments) and results[0].replayed["step"].nunique() > 1
+
+
+def test_rank_ranges_cover_every_rank_once_in_about_even_parts():
+    ranks = np.array([0, 1, 2, 3, 5, 8, 9])
+    assert compute.rank_ranges(ranks, 500, 1_000) == [(None, None)]
+    ranges = compute.rank_ranges(ranks, 3_000, 1_000)
+    assert ranges == [(None, 3), (3, 8), (8, None)]
+    inside = [[r for r in range(-5, 20) if (low is None or r >= low) and (stop is None or r < stop)]
+              for low, stop in ranges]
+    assert sorted(r for part in inside for r in part) == list(range(-5, 20))   # every rank in one range
+    assert len(compute.rank_ranges(ranks, 10**9, 1_000)) == len(ranks)   # at most a rank a range
+
+
+def _graph_arrays(graph: graph.Graph) -> dict:
+    names = ("order", "lane_prev", "near", "gap", "work", "tail", "join", "sync_on", "launch_by", "launch_at",
+             "group", "near_lead", "from_start", "by_sequence")
+    return {name: getattr(graph, name) for name in names} | {"members": graph.members.rows,
+                                                             "ptr": graph.members.ptr}
+
+
+def test_a_batch_built_by_rank_ranges_is_the_graph_built_whole(tmp_path, monkeypatch):
+    """A large step is read, flattened and given its edges within ranks a rank range at a time,
+    the edges across ranks (collectives, pipeline pairs) over the whole step: the graph, the
+    path and any replay are those of the step built in one piece (pipeline of 2 stages x 2 ranks:
+    collectives, sends and receives across ranges)."""
+    config = trn1_config.load_config(preset="tiny", overrides=[
+        "run.steps=3", "parallel.pp=2", "cluster.nodes=2", "batch.micro=8",
+        "faults=[{kind: straggler, rank: 2, slowdown: 2}]"])
+    run_dir = simulate(config, tmp_path / "pp")
+    results, graphs = [], []
+    for range_events in (10**9, 1):   # one range; a rank a range
+        monkeypatch.setattr(compute, "RANGE_EVENTS", range_events)
+        with open_run(run_dir) as run:
+            replayer = compute.Replayer(run)
+            assert len(replayer.ranges[0]) == (1 if range_events > 1 else 4)
+            graphs.append(list(replayer.graphs()))
+            results.append(replayer.replay(["rank:2=peers", "collective=0.5"], base_path=True))
+    for whole, ranged in zip(*graphs):
+        for name, array in _graph_arrays(whole).items():
+            assert np.array_equal(array, _graph_arrays(ranged)[name]), name
+        pd.testing.assert_frame_equal(whole.nodes.drop(columns="nid"), ranged.nodes.drop(columns="nid"))
+        # node ids keep their order within each (rank, step) sequence (the path's tie-break)
+        assert np.array_equal(np.lexsort((whole.nodes["nid"], whole.group)),
+                              np.lexsort((ranged.nodes["nid"], ranged.group)))
+    for field in ("segments", "base_segments", "walks", "measured", "replayed"):
+        pd.testing.assert_frame_equal(getattr(results[0], field), getattr(results[1], field))
+    assert results[0].replayed["dur"].sum() < results[0].measured["dur"].sum()

@@ -1,7 +1,8 @@
 """Build, replay and walk the graph of a run, a batch of steps at a time.
 
 Collectives join ranks, never steps, so a batch is a run of consecutive steps with all their
-ranks; batches hold at most BATCH_EVENTS events, which bounds memory whatever the rank count.
+ranks; batches hold at most BATCH_EVENTS events (a bigger step is a batch alone, read and
+flattened a rank range at a time: RANGE_EVENTS), and a step over STEP_EVENTS is refused.
 """
 
 from __future__ import annotations
@@ -15,14 +16,20 @@ import pandas as pd
 from ..errors import TrnprofError
 from . import nodes, replay, scale
 from .events import Reader
-from .graph import Graph, build as build_graph
+from .graph import Graph, build_ranges
 from .path import SEGMENT_COLUMNS, critical_path
+from .memory import release_freed_memory
 
 BATCH_EVENTS = 1_000_000   # events per batch of steps: about 1 GB at peak (bench/bench_critical_path.py)
+# a batch over this many events is read, flattened and given its edges within ranks a rank range
+# at a time (graph.build_ranges): the raw events and their temporaries of one range at once
+RANGE_EVENTS = 1_000_000
 KEEP_NODES = 5_000_000    # runs of up to this many events keep their graphs (and unchanged replays) between replays
-# A step's graph is built whole (collectives join all its ranks): peak RSS 2.06 GB at 2.2M events
-# per step, 3.25 GB at 4.4M (llama2-7b on 1,024 ranks): past this the 2.5 GB budget does not hold
-STEP_EVENTS = 3_000_000
+# A step's graph holds all its ranks (collectives join them); its events are read and flattened
+# a rank range at a time, but the graph and a replay of it grow with the step: peak RSS 2.22 GB
+# for the path and one replay at 4.4M events per step (llama2-7b on 1,024 ranks), about 420
+# bytes an event over the session's own: past this the 2.5 GB budget does not hold
+STEP_EVENTS = 5_000_000
 
 
 class StepTooLarge(TrnprofError):
@@ -53,6 +60,35 @@ def step_batches(counts: pd.DataFrame, limit: int = BATCH_EVENTS) -> list[tuple[
     if low is not None:
         batches.append((low, prev))
     return batches
+
+
+def rank_ranges(ranks: np.ndarray, events: int, limit: int) -> list[tuple[int | None, int | None]]:
+    """(low, stop) rank ranges (events.where) that split a batch of `events` over its sorted
+    distinct `ranks` into parts of about `limit` events (ranks hold similar work); the first is
+    open below and the last above, so together they read every event of the batch."""
+    parts = min(-(-int(events) // limit), len(ranks))
+    if parts <= 1:
+        return [(None, None)]
+    lows = [int(chunk[0]) for chunk in np.array_split(ranks, parts)]
+    return [(low if k else None, lows[k + 1] if k + 1 < len(lows) else None) for k, low in enumerate(lows)]
+
+
+class _ReadAhead:
+    """Reads (steps, ranks) tasks in order, each next one in a second thread while the caller
+    works on the one before (DuckDB releases the GIL; the reader has a cursor of its own)."""
+
+    def __init__(self, pool: ThreadPoolExecutor, read, tasks):
+        self.pool, self.read, self.tasks = pool, read, iter(tasks)
+        self.ahead = self._submit()
+
+    def _submit(self):
+        task = next(self.tasks, None)
+        return None if task is None else self.pool.submit(self.read, *task)
+
+    def next(self) -> pd.DataFrame:
+        events = self.ahead.result()
+        self.ahead = self._submit()
+        return events
 
 
 def check_step_sizes(counts: pd.DataFrame) -> None:
@@ -87,6 +123,10 @@ class Replayer:
         counts = counts[counts["step"].isin(self.steps["step"].unique())]
         check_step_sizes(counts)
         self.batches = step_batches(counts, limit)
+        ranks = np.sort(self.steps["rank"].unique())
+        per_step = dict(zip(counts["step"].tolist(), counts["n"].tolist()))
+        self.ranges = [rank_ranges(ranks, sum(per_step.get(s, 0) for s in range(low, high + 1)), RANGE_EVENTS)
+                       for low, high in self.batches]
         # keep the graphs only when the whole run fits: keeping part of a bigger run saves a
         # fraction of the rebuilds for memory the next batch needs
         self.keep = int(counts["n"].sum()) <= KEEP_NODES
@@ -94,44 +134,41 @@ class Replayer:
         self._solved: dict[tuple[int, int], replay.Solution] = {}
         self.stages = pipeline_stages(run)
 
-    def _graph(self, low: int, high: int, flat=None) -> Graph:
-        graph = self._kept.get((low, high))
-        if graph is None:
-            batch_steps = self.steps[(self.steps["step"] >= low) & (self.steps["step"] <= high)]
-            graph = build_graph(flat if flat is not None else nodes.flatten(self.reader.read((low, high))), batch_steps)
-            if self.keep:
-                self._kept[(low, high)] = graph
-        return graph
-
     def graphs(self):
-        """Each batch's graph. The next batch's events are read in a second thread while this
-        one is built and solved (DuckDB releases the GIL; the reader has a cursor of its own, so the
-        caller may query the run meanwhile); they cost a batch's raw events of memory (flattening them ahead too
-        cost twice as much: 2.4 GB peak at 1,024 ranks)."""
+        """Each batch's graph, built from its events a rank range at a time (`ranges`); each
+        range's events are read in a second thread while the one before is flattened and built
+        (or, for a batch's first range, while the batch before is solved). Reading ahead costs
+        one range's raw events of memory (flattening them ahead too cost twice as much: 2.4 GB
+        peak at 1,024 ranks)."""
+        tasks = [((low, high), ranks) for (low, high), ranges in zip(self.batches, self.ranges)
+                 if (low, high) not in self._kept for ranks in ranges]
         with ThreadPoolExecutor(max_workers=1) as pool:
-            ahead = None
-            for k, (low, high) in enumerate(self.batches):
-                events = None
-                if (low, high) not in self._kept:   # read here only while no read runs ahead
-                    events = ahead.result() if ahead is not None else self.reader.read((low, high))
-                following = self.batches[k + 1] if k + 1 < len(self.batches) else None
-                ahead = pool.submit(self.reader.read, following) \
-                    if following is not None and following not in self._kept else None
-                flat = nodes.flatten(events) if events is not None else None
-                del events   # the raw events are not kept while the graph is built
-                graph = self._graph(low, high, flat)
-                del flat
+            reads = _ReadAhead(pool, self.reader.read, tasks)
+            for (low, high), ranges in zip(self.batches, self.ranges):
+                graph = self._kept.get((low, high))
+                if graph is None:
+                    batch_steps = self.steps[(self.steps["step"] >= low) & (self.steps["step"] <= high)]
+                    # each range's events are flattened as read and freed once its edges are built
+                    graph = build_ranges((nodes.flatten(reads.next()) for _ in ranges), batch_steps)
+                    if self.keep:
+                        self._kept[(low, high)] = graph
                 yield graph
+                del graph   # not held while the next batch is built
 
     def solved(self):
         """(graph, its unchanged replay) per batch: solved once when the run is kept."""
-        for (low, high), graph in zip(self.batches, self.graphs()):
+        # not zip() or enumerate(): they keep their last tuple, and so the last graph, while
+        # they take the next
+        batches = iter(self.batches)
+        for graph in self.graphs():
+            low, high = next(batches)
             base = self._solved.get((low, high))
             if base is None:
                 base = replay.solve_unchanged(graph)
                 if self.keep:
                     self._solved[(low, high)] = base
             yield graph, base
+            del graph, base   # not held while the next batch is built (two steps' graphs: 2.99 GB peak)
 
     def replay(self, scales=(), base_path: bool = False, path: bool = True) -> Result:
         """Replay every batch with `scales` (Scale or `SELECTOR=FACTOR` strings); the critical
@@ -140,23 +177,11 @@ class Replayer:
         scales = [s if isinstance(s, scale.Scale) else scale.parse(s) for s in scales]
         parts = {"segments": [], "walks": [], "measured": [], "replayed": [], "base_segments": []}
         total, carry = 0, None
-        for measured, base in self.solved():
-            total += len(measured.nodes)
-            graph, changed = measured, base
-            if scales:   # each batch starts where the previous one's replay ended (replay.carried)
-                graph = scale.rewired(measured, scales)
-                work_f, gap_f, step_gap_f = scale.node_factors(graph, scales, self.stages)
-                changed = replay.solve(graph, work_f, gap_f, step_gap_f, carry=carry)
-                carry = replay.carried(graph, changed)
-            segments = None
-            if path or (base_path and not scales):
-                segments, walks = critical_path(graph, changed)
-                parts["segments"].append(segments)
-                parts["walks"].append(walks)
-            if base_path:
-                parts["base_segments"].append(critical_path(measured, base)[0] if scales else segments)
-            parts["measured"].append(base.steps.groupby("step", as_index=False)["dur"].max())
-            parts["replayed"].append(changed.steps.groupby("step", as_index=False)["dur"].max())
+        for batch in self.solved():
+            total += len(batch[0].nodes)
+            carry = self._replay_batch(*batch, scales, carry, path, base_path, parts)
+            del batch   # the graph is not held while the next batch is built
+            release_freed_memory()
         empty = {"segments": pd.DataFrame(columns=SEGMENT_COLUMNS),
                  "base_segments": pd.DataFrame(columns=SEGMENT_COLUMNS),
                  "walks": pd.DataFrame(columns=["step", "rank", "late_rank_wait"]),
@@ -164,6 +189,26 @@ class Replayer:
         out = {k: (pd.concat(v, ignore_index=True) if v else empty[k]) for k, v in parts.items()}
         return Result(out["segments"], out["walks"], out["measured"], out["replayed"], total, scales,
                       out["base_segments"])
+
+
+    def _replay_batch(self, measured, base, scales, carry, path: bool, base_path: bool, parts: dict):
+        """One batch of `replay`, its results appended to `parts`; returns the next batch's carry."""
+        graph, changed = measured, base
+        if scales:   # each batch starts where the previous one's replay ended (replay.carried)
+            graph = scale.rewired(measured, scales)
+            work_f, gap_f, step_gap_f = scale.node_factors(graph, scales, self.stages)
+            changed = replay.solve(graph, work_f, gap_f, step_gap_f, carry=carry)
+            carry = replay.carried(graph, changed)
+        segments = None
+        if path or (base_path and not scales):
+            segments, walks = critical_path(graph, changed)
+            parts["segments"].append(segments)
+            parts["walks"].append(walks)
+        if base_path:
+            parts["base_segments"].append(critical_path(measured, base)[0] if scales else segments)
+        parts["measured"].append(base.steps.groupby("step", as_index=False)["dur"].max())
+        parts["replayed"].append(changed.steps.groupby("step", as_index=False)["dur"].max())
+        return carry
 
 
 def analyse(run, scales=(), steps: pd.DataFrame | None = None, limit: int = BATCH_EVENTS) -> Result:

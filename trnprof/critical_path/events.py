@@ -32,13 +32,21 @@ DERIVED = derived()
 _KINDS_SQL = ", ".join(sql_string(k) for k in WORK_KINDS)
 
 
-def where(steps: tuple[int, int]) -> str:
-    return (f"step BETWEEN {int(steps[0])} AND {int(steps[1])} AND kind IN ({_KINDS_SQL}) AND dur >= 0")
+def where(steps: tuple[int, int], ranks: tuple[int | None, int | None] | None = None) -> str:
+    """Work events of steps low..high; with `ranks` (low, stop), those of ranks low <= rank < stop
+    only (None: unbounded on that side)."""
+    clause = f"step BETWEEN {int(steps[0])} AND {int(steps[1])} AND kind IN ({_KINDS_SQL}) AND dur >= 0"
+    low, stop = ranks if ranks is not None else (None, None)
+    if low is not None:
+        clause += f" AND rank >= {int(low)}"
+    if stop is not None:
+        clause += f" AND rank < {int(stop)}"
+    return clause
 
 
-def events_sql(steps: tuple[int, int]) -> str:
+def events_sql(steps: tuple[int, int], ranks=None) -> str:
     """The plain query (strings as text), for readers without a DuckDB connection."""
-    return f"SELECT {', '.join(COLUMNS)}, {DERIVED} FROM events WHERE {where(steps)}"
+    return f"SELECT {', '.join(COLUMNS)}, {DERIVED} FROM events WHERE {where(steps, ranks)}"
 
 
 def _connection(run):
@@ -99,20 +107,22 @@ class Reader:
             self._derived = derived(has(CORRELATION_PRESENT), has("kind = 'p2p'"))
         return self._derived
 
-    def read_sql(self, steps: tuple[int, int]) -> str:
-        """The coded read of steps low..high: each coded column replaced by its code (-1: null)."""
+    def read_sql(self, steps: tuple[int, int], ranks=None) -> str:
+        """The coded read of steps low..high (of the `ranks` range, where(), when given): each
+        coded column replaced by its code (-1: null)."""
         if self._dictionaries is None:
             self.step_counts()
         select = ", ".join(f"COALESCE(_code_{c}, -1) AS {c}" if c in CODED else f"e.{c}" for c in COLUMNS)
         joins = " ".join(f"LEFT JOIN {DICTIONARY.format(c)} ON e.{c} = _value_{c}" for c in CODED)
         return (f"SELECT {select}, e.corr, e.p2p_recv FROM (SELECT *, {self._derived_columns()} FROM events "
-                f"WHERE {where(steps)}) e {joins}")
+                f"WHERE {where(steps, ranks)}) e {joins}")
 
-    def read(self, steps: tuple[int, int]) -> pd.DataFrame:
-        """The work events of steps low..high (COLUMNS; string columns categorical)."""
+    def read(self, steps: tuple[int, int], ranks=None) -> pd.DataFrame:
+        """The work events of steps low..high, of the `ranks` range when given (where())
+        (COLUMNS; string columns categorical)."""
         if self.target is None:
-            return with_object_categories(self.run.sql(events_sql(steps)))
-        frame = self._arrow(self.read_sql(steps)).to_pandas()
+            return with_object_categories(self.run.sql(events_sql(steps, ranks)))
+        frame = self._arrow(self.read_sql(steps, ranks)).to_pandas()
         for name in CODED:
             categories = pd.Index(self._dictionaries[name], dtype=object)
             frame[name] = pd.Categorical.from_codes(frame[name].to_numpy(np.int32), categories=categories)

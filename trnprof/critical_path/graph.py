@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from . import edges_launch, edges_p2p
+from .memory import release_freed_memory
 from .nodes import DEVICE_LANE, codes, matches
 
 CATEGORY_OF_KIND = {"compute": "compute", "collective": "communication", "p2p": "communication",
@@ -162,10 +163,44 @@ def _categories(kind: pd.Series) -> pd.Categorical:
     return pd.Categorical.from_codes(lookup[codes(kind)], categories=list(CATEGORIES))
 
 
+# node columns the edges across ranks (collectives, pipeline pairs, collective waiters) read
+# besides KEPT_COLUMNS; a rank range's other columns are dropped once its own edges are built
+JOIN_COLUMNS = ("lane", "coll_group", "coll_seq", "p2p_recv", "own")
+# per-node arrays of a rank range's edges (node ids local to the range; `group`: its sequences)
+_LOCAL_IDS = ("lane_prev", "near", "launch_by", "sync_on")
+
+
 def build(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame) -> Graph:
     """The graph of flattened nodes and marks (nodes.flatten) within `steps` (rank, step, ts, end_ts)."""
-    nodes, marks = flat
+    return build_ranges([flat], steps)
+
+
+def build_ranges(flats, steps: pd.DataFrame) -> Graph:
+    """The graph of a batch whose flattened nodes and marks come in rank ranges (`flats`, an
+    iterable of nodes.flatten's results, each holding every event of its ranks, in rank order).
+    Each range's edges within a rank are built while only its events are in memory; the edges
+    across ranks (collectives, pipeline pairs) are built once over the whole batch's nodes. The
+    graph is the one `build` gives the batch's events in one piece."""
     origin = int(steps["ts"].min()) if len(steps) else 0
+    parts, ids = [], 0
+    nodes = arrays = None
+    for flat in flats:
+        nodes, arrays = _rank_local(flat, steps, origin)
+        del flat
+        release_freed_memory()
+        # node ids (flatten's `nid`) stay distinct and in lane order across ranges
+        nid = nodes["nid"].to_numpy(np.int64)
+        nodes["nid"] = nid + ids
+        ids += int(nid.max()) + 1 if len(nid) else 0
+        parts.append((nodes, arrays))
+    del nodes, arrays   # the last range's, held by _concat's parts only
+    return _across_ranks(parts, steps, origin)
+
+
+def _rank_local(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame, origin: int) -> tuple:
+    """(nodes, arrays) of one rank range: the edges within a rank (lane order, latest finished,
+    launches, syncs) and the lead gaps they give; node ids local to the range."""
+    nodes, marks = flat
     nodes = _attach_steps(nodes, steps, origin)
     nodes["category"] = _categories(nodes["kind"])
     n = len(nodes)
@@ -175,20 +210,64 @@ def build(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame) -> Graph
     order = np.lexsort((np.arange(n), e0, s0))   # (starts tie across ranks: stable_order is slower here)
     position = np.empty(n, np.int64)
     position[order] = np.arange(n)
+    del order
     lane = codes(nodes["lane"])
     lane_prev = np.where(_starts(rank, step, lane), -1, np.arange(n) - 1)
     _lane_across_steps(lane_prev, rank, step, lane, s0, e0)
+    del lane
     nodes["device"] = matches(nodes["lane"], DEVICE_LANE)
     near = _latest_before(group, e0, s0, np.ones(n, bool))
     near = np.where((near >= 0) & (position[np.maximum(near, 0)] < position), near, -1)
     launch_by, launch_at = _launches(nodes, marks, group, s0, e0, origin)
     _correlate(nodes, marks, group, position, origin, s0, e0, near, launch_by, launch_at, rank, step)
+    del marks, position
     ready = np.maximum.reduce([nodes["base"].to_numpy(np.int64),
                                np.where(lane_prev >= 0, e0[np.maximum(lane_prev, 0)], 0),
                                np.where(near >= 0, e0[np.maximum(near, 0)], 0)])
     has = launch_by >= 0
     ready[has] = np.maximum(ready[has], s0[launch_by[has]] + launch_at[has])
     gap = np.maximum(s0 - ready, 0)
+    del ready, has
+    sync_on = _syncs(nodes, rank, step, s0, e0)
+    arrays = {"lane_prev": lane_prev, "near": near, "launch_by": launch_by, "launch_at": launch_at, "gap": gap,
+              "sync_on": sync_on, "group": group}
+    keep = [c for c in nodes.columns if c in KEPT_COLUMNS or c in JOIN_COLUMNS]
+    return nodes[keep].copy(), arrays   # a copy: a selection would keep every column's memory
+
+
+def _concat(parts: list) -> tuple[pd.DataFrame, dict]:
+    """The rank ranges' nodes and arrays as one batch: local ids shifted by the nodes before."""
+    if len(parts) == 1:
+        return parts[0]
+    sizes = [len(nodes) for nodes, _ in parts]
+    offsets = np.cumsum([0, *sizes[:-1]])
+    groups = np.cumsum([0, *[int(a["group"].max()) + 1 if len(a["group"]) else 0 for _, a in parts[:-1]]])
+    arrays = {}
+    for name in list(parts[0][1]):
+        pieces = []
+        for (_, a), offset, first in zip(parts, offsets, groups):
+            piece = a.pop(name)
+            if name in _LOCAL_IDS:
+                piece = np.where(piece >= 0, piece + offset, -1)
+            elif name == "group":
+                piece = piece + first
+            pieces.append(piece)
+        arrays[name] = np.concatenate(pieces)
+        del pieces
+    nodes = pd.concat([nodes for nodes, _ in parts], ignore_index=True)
+    parts.clear()
+    release_freed_memory()
+    return nodes, arrays
+
+
+def _across_ranks(parts: list, steps: pd.DataFrame, origin: int) -> Graph:
+    """The batch's graph from its rank ranges: collectives joined across ranks, their waiters,
+    pipeline pairs, the step ends, renumbered round-major."""
+    nodes, a = _concat(parts)
+    n = len(nodes)
+    s0, e0 = nodes["ts"].to_numpy(np.int64), nodes["end"].to_numpy(np.int64)
+    order = np.lexsort((np.arange(n), e0, s0))   # the measured start order across ranks
+    group, near, gap, sync_on = a["group"], a["near"], a["gap"], a["sync_on"]
     dur = e0 - s0
     work, tail = dur.copy(), np.zeros(n, np.int64)
     join, members = _joins(nodes, s0, e0)
@@ -199,10 +278,11 @@ def build(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame) -> Graph
         arrive = arrive_of[join[j]]
         tail[j] = e0[j] - arrive
         work[j] = np.where(arrive > s0[j], tail[j], dur[j])
+        del j, arrive
     near_lead = _collective_waiters(nodes, join, members, s0, e0, group, near, gap)
-    sync_on = _syncs(nodes, rank, step, s0, e0)
     s = sync_on >= 0
     tail[s] = np.minimum(dur[s], e0[s] - e0[sync_on[s]])   # its own length when the device had finished
+    del dur
     own = nodes["own"].to_numpy(np.int64).copy()           # and its work when the device is not late
     recv, send = edges_p2p.pairs(nodes, codes(nodes["coll_group"]), s0, e0)
     got, sent = edges_p2p.delivered(recv, send, e0)
@@ -214,14 +294,20 @@ def build(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame) -> Graph
     own[recv], own[held] = 0, 0
     s = sync_on >= 0
     work[s] = np.maximum(tail[s], own[s])
-    graph = Graph(nodes, order, lane_prev, near, gap, work, tail, join, sync_on, launch_by, launch_at, members,
-                  _step_ends(nodes, steps, group, origin), origin, group, near_lead, from_start)
+    del s, own, s0, e0
+    step_ends = _step_ends(nodes, steps, group, origin)
+    nodes = nodes[list(KEPT_COLUMNS)]
+    graph = Graph(nodes, order, a.pop("lane_prev"), a.pop("near"), a.pop("gap"), work, tail, join, a.pop("sync_on"),
+                  a.pop("launch_by"), a.pop("launch_at"), members, step_ends, origin, a.pop("group"), near_lead,
+                  from_start)
+    del nodes, order, group, near, gap, sync_on, work, tail, join, members, near_lead, from_start, a
     return _round_major(graph)
 
 
 def _round_major(g: Graph) -> Graph:
     """The same graph renumbered so that the nodes the solver takes in one round (the k-th of
-    every (rank, step) sequence in start order) are adjacent: its gathers read memory in order."""
+    every (rank, step) sequence in start order) are adjacent: its gathers read memory in order.
+    Renumbered in place, one array at a time (each old array is freed as its new one is made)."""
     n = len(g.nodes)
     by_sequence = g.order[np.argsort(g.group[g.order], kind="stable")]
     counts = np.bincount(g.group, minlength=int(g.group.max()) + 1 if n else 0)
@@ -231,20 +317,20 @@ def _round_major(g: Graph) -> Graph:
     # (radix sort when it fits 16 bits)
     small = np.int16 if n and within.max() < np.iinfo(np.int16).max else np.int64
     old = np.argsort(within.astype(small), kind="stable")   # new index -> old index
+    del within
     new = np.empty(n, np.int64)
     new[old] = np.arange(n)                       # old index -> new index
-
     lookup = np.append(new, -1)   # a missing edge (-1) stays -1
 
-    def ids(a):
-        return lookup[a[old]]
-
-    members = Members(new[g.members.rows], g.members.ptr)
-    nodes = g.nodes[list(KEPT_COLUMNS)].take(old).reset_index(drop=True)
-    return Graph(nodes, new[g.order], ids(g.lane_prev), ids(g.near),
-                 g.gap[old], g.work[old], g.tail[old], g.join[old], ids(g.sync_on), ids(g.launch_by),
-                 g.launch_at[old], members, g.steps, g.origin, g.group[old], g.near_lead[old], g.from_start[old],
-                 new[by_sequence])
+    for name in ("lane_prev", "near", "sync_on", "launch_by"):
+        setattr(g, name, lookup[getattr(g, name)[old]])
+    for name in ("gap", "work", "tail", "join", "launch_at", "group", "near_lead", "from_start"):
+        setattr(g, name, getattr(g, name)[old])
+    g.order = new[g.order]
+    g.members = Members(new[g.members.rows], g.members.ptr)
+    g.nodes = g.nodes[list(KEPT_COLUMNS)].take(old).reset_index(drop=True)
+    g.by_sequence = new[by_sequence]
+    return g
 
 
 def _launches(nodes: pd.DataFrame, marks: pd.DataFrame, group, s0, e0, origin: int):
