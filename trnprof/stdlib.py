@@ -104,9 +104,11 @@ def create_view(con: duckdb.DuckDBPyConnection, view: ViewDef) -> None:
 def dependencies() -> dict[str, frozenset[str]]:
     """Each stdlib view (in load order) -> the stdlib views and run tables (device profile's
     included) its SQL reads."""
+    from .stdlibdeps import cached  # parsed once per installation (0.1 s a process)
     names = {view.name for view in _views()} | {"events", "counters", "ranks"} | set(DEVICE_TABLES)
-    return {view.name: frozenset(n for n in duckdb.get_table_names(_read_tables_sql(view.sql)) if n in names)
-            for view in _views()}
+    return cached([(view.name, view.sql) for view in _views()], names, lambda: {
+        view.name: frozenset(n for n in duckdb.get_table_names(_read_tables_sql(view.sql)) if n in names)
+        for view in _views()})
 
 
 def _read_tables_sql(sql: str) -> str:

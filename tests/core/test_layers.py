@@ -25,7 +25,7 @@ LAYERS = [
     ("model", ["trnprof.model"]),
     ("storage", ["trnprof.manifest", "trnprof.integrity", "trnprof.runstore", "trnprof.derived", "trnprof.tableread"]),
     ("collectors", ["trnprof.collectors"]),
-    ("query", ["trnprof.stdlib", "trnprof.device_tables", "trnprof.batches", "trnprof.session", "trnprof.session_tables", "trnprof.info",
+    ("query", ["trnprof.stdlib", "trnprof.stdlibdeps", "trnprof.device_tables", "trnprof.batches", "trnprof.session", "trnprof.session_tables", "trnprof.info",
                "trnprof.run", "trnprof.spark", "trnprof.engines", "trnprof.critical_path"]),
     ("analysis", ["trnprof.rules_engine", "trnprof.whatif", "trnprof.diff", "trnprof.export", "trnprof.rules"]),
     ("report", ["trnprof.report"]),

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from trnprof.derived import data_files
 from trnprof.engines import open_run
 from trnprof.run import Run
 from trnprof import stdlib
@@ -26,6 +27,8 @@ from .spec import ConfigFile, Probe
 DEFAULT_TIMEOUT_S = 60.0
 # the engine reads the steady steps, their mean time and their breakdown (the budgets of claims)
 CONTEXT_TABLES = ("step_phases", "steady_breakdown")
+# a run of at most this many bytes of files copies its rule tables into an in-memory sandbox
+SMALL_RUN_BYTES = 64 * 2**20
 
 
 def _dependencies() -> dict[str, set[str]]:
@@ -64,7 +67,18 @@ def open_sandbox(run: Run, names: set[str], *, threads: int | None, memory_limit
     if run.engine == "spark":
         from .spark_sandbox import SparkSandbox  # the optional extra: sqlglot and pyspark load only here
         return SparkSandbox(run, names, cache=_to_materialise(names))
-    return Sandbox(collect_tables(run, names), threads=threads, memory_limit=memory_limit)
+    return Sandbox(collect_tables(run, names), threads=threads, memory_limit=memory_limit, in_memory=_small(run))
+
+
+def _small(run: Run) -> bool:
+    """Whether the run's files are at most SMALL_RUN_BYTES: the rule tables, aggregates of its
+    events, then fit in memory with room to spare."""
+    total = 0
+    for path in data_files(Path(run.path)):
+        total += path.stat().st_size
+        if total > SMALL_RUN_BYTES:
+            return False
+    return True
 
 
 def _needed_tables(rules: list[Rule]) -> set[str]:
