@@ -154,24 +154,22 @@ def install(clock: Clock) -> None:
 
 
 def child(trace: str, out: str) -> None:
+    import atexit
     clock = Clock()
     install(clock)
     import trnprof.cli
     import trnprof.cli.analyze  # noqa: F401 (what `get_command` loads before the command runs)
     clock.enter("other")
-    sys.argv = ["trnprof", "analyze", trace, "--format", "json", "-o", out, "--force"]
-    try:
-        trnprof.cli.main()
-    except SystemExit as exit_:
-        if exit_.code not in (0, 1, None):
-            raise
-    finally:
+
+    @atexit.register  # also when the command ends the process at once (trnprof.cli.QUICK_EXIT)
+    def report_phases():
         clock.leave()
-        clock.stack = ["imports"]
-        clock.mark = (time.perf_counter(), time.process_time())
-        # the interpreter's start (before this script ran) is measured by the parent: whole - sum
+        # the interpreter's start (before this script ran) and exit: the parent's whole less these
         print(json.dumps({"wall": clock.wall, "cpu": clock.cpu, "imports": clock.imports, "rss": clock.rss,
                           "peak": rss_mib("VmHWM"), "modules": len(sys.modules)}), file=sys.stderr)
+
+    sys.argv = ["trnprof", "analyze", trace, "--format", "json", "-o", out, "--force"]
+    trnprof.cli.main()  # the process's entry point, as `trnprof` calls it
 
 
 # ----- the parent: fresh processes, medians -----
