@@ -21,7 +21,7 @@ ROOTS = {"trnprof": REPO / "trnprof", "trnprof.collectors": REPO / "collectors",
 LAYERS = [
     ("foundation", ["trnprof._version", "trnprof.errors", "trnprof.jsonplain", "trnprof.yamlio", "trnprof.textfmt",
                     "trnprof.hardware", "trnprof.schema", "trnprof.units", "trnprof.breakdown", "trnprof.exitcodes",
-                    "trnprof.validation", "trnprof.atomic", "trnprof.progress", "trnprof.cachedir"]),
+                    "trnprof.validation", "trnprof.atomic", "trnprof.progress", "trnprof.cachedir", "trnprof.heap"]),
     ("model", ["trnprof.model"]),
     ("storage", ["trnprof.manifest", "trnprof.integrity", "trnprof.runstore", "trnprof.derived", "trnprof.tableread"]),
     ("collectors", ["trnprof.collectors"]),

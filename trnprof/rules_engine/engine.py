@@ -9,6 +9,7 @@ from pathlib import Path
 
 from trnprof.derived import data_files
 from trnprof.engines import open_run
+from trnprof.heap import trim
 from trnprof.run import Run
 from trnprof import stdlib
 from trnprof.validation import TIMEOUT_S
@@ -166,6 +167,7 @@ def evaluate(run: Run, rules: list[Rule], params: dict[str, dict], *, timeout: f
                 timings[rule.name] = round(time.perf_counter() - t0, 6)
     finally:
         sandbox.close()
+        trim()  # the sandbox's pages back to the system before the fixes are priced
     found = _settle(found, budget, mean_step_ns, errors)
     found.sort(key=findings_mod.sort_key)
     return Document(schema=SCHEMA, run=str(run.path), findings=found, not_evaluated=not_evaluated,
