@@ -23,7 +23,7 @@ each phase exclusive of the phases nested in it:
 once, by the outermost import). Memory: RSS after the phase, and the process's peak.
 `python -X importtime` of the same command (--importtime) lists the largest imports.
 
-    python bench/bench_phases.py [TRACE] [--repeat 5] [--importtime]
+    python bench/bench_phases.py [TRACE] [--repeat 5] [--importtime] [--tree OTHER_CHECKOUT]
 """
 
 from __future__ import annotations
@@ -174,9 +174,9 @@ def child(trace: str, out: str) -> None:
 
 # ----- the parent: fresh processes, medians -----
 
-def one_round(trace: Path, cache: Path) -> dict:
+def one_round(trace: Path, cache: Path, tree: Path = REPO) -> dict:
     shutil.rmtree(cache / "runs", ignore_errors=True)
-    env = dict(os.environ, TRNPROF_CACHE_DIR=str(cache), PYTHONPATH=str(REPO))
+    env = dict(os.environ, TRNPROF_CACHE_DIR=str(cache), PYTHONPATH=str(tree))
     with tempfile.NamedTemporaryFile("r") as stats:
         started = time.perf_counter()
         done = subprocess.run(["/usr/bin/time", "-o", stats.name, "-f", "%e %M %U %S", sys.executable, __file__,
@@ -235,12 +235,15 @@ def main() -> None:
     parser.add_argument("trace", nargs="?", type=Path, default=DEFAULT_TRACE)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--importtime", action="store_true", help="also list the largest imports")
+    parser.add_argument("--tree", type=Path, default=REPO,
+                        help="the source tree whose trnprof to measure (another checkout: before/after)")
     args = parser.parse_args()
     cache = Path(tempfile.mkdtemp(prefix="trnprof-bench-phases-"))
     try:
-        one_round(args.trace, cache)  # compiles the rule packs into the cache, as any first command does
-        rounds = [one_round(args.trace, cache) for _ in range(args.repeat)]
-        print(f"{args.trace.name}: `trnprof analyze TRACE --format json`, median of {args.repeat} fresh processes")
+        one_round(args.trace, cache, args.tree)  # compiles the rule packs into the cache, as any first command does
+        rounds = [one_round(args.trace, cache, args.tree) for _ in range(args.repeat)]
+        print(f"{args.trace.name}: `trnprof analyze TRACE --format json` of {args.tree}, "
+              f"median of {args.repeat} fresh processes")
         report(rounds)
         if args.importtime:
             importtime(args.trace, cache)
