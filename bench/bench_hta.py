@@ -30,7 +30,7 @@ Before measuring, the script writes the bytecode of the trnprof it measures (`co
 as pip does when it installs a package.
 
     python bench/bench_hta.py [--sizes 4.9k 206k 10k 41k 109k 456k 1.1M] [--repeat 3] [--hta-venv DIR] [--no-hta]
-                              [--baseline PATH/TO/trnprof]
+                              [--baseline PATH/TO/trnprof] [--direct-only]
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ def measure_trnprof(trnprof: list[str], trace: Path, run: Path) -> tuple[float, 
     """Cold: ingest replaces the run (and its derived/ cache), then analyze."""
     ingest_s, ingest_mb, ingest_cpu = timed_run([*trnprof, "ingest", str(trace), "-o", str(run), "--force"])
     analyze_s, analyze_mb, analyze_cpu = timed_run([*trnprof, "analyze", str(run), "--format", "json",
-                                                    "-o", str(run.parent / "findings.json")])
+                                                    "-o", str(run.parent / "findings.json"), "--force"])
     return ingest_s, analyze_s, ingest_s + analyze_s, max(ingest_mb, analyze_mb), ingest_cpu + analyze_cpu
 
 
@@ -213,7 +213,7 @@ def measure_direct(trnprof: list[str], trace: Path, cache: Path) -> tuple[float,
     """`analyze TRACE`, cold: the cache's runs (which the benchmark made) removed first."""
     shutil.rmtree(cache / "runs", ignore_errors=True)
     return timed_run([*trnprof, "analyze", str(trace), "--format", "json",
-                      "-o", str(cache.parent / "findings-direct.json")])
+                      "-o", str(cache.parent / "findings-direct.json"), "--force"])
 
 
 def hta_row(python: Path | None, trace: Path, repeat: int) -> tuple[float, float, float] | None:
@@ -232,7 +232,8 @@ def row(name: str, wall: float, rss: float, cpu: float, hta, targets: tuple[floa
     return text
 
 
-def compare(labels: list[str], repeat: int, python: Path | None, work: Path, baseline: list[str] | None) -> None:
+def compare(labels: list[str], repeat: int, python: Path | None, work: Path, baseline: list[str] | None,
+            direct_only: bool = False) -> None:
     print(f"\ntraces (median of {repeat}, whole processes): trnprof vs "
           + (f"HTA {hta_version(python)} load + 4 analyses" if python else "nothing (no HTA)"))
     cache = work / "cache"
@@ -244,7 +245,7 @@ def compare(labels: list[str], repeat: int, python: Path | None, work: Path, bas
         if hta:
             print(f"    {'HTA':<24} {hta[0]:7.2f} s {hta[1]:6.0f} MiB  CPU {hta[2]:6.2f} s")
         ways = ([("baseline", baseline)] if baseline else []) + [("trnprof", trnprof_command())]
-        for name, command in ways:
+        for name, command in ([] if direct_only else ways):
             ingest_s, analyze_s, total_s, rss, cpu = median_of(
                 repeat, lambda: measure_trnprof(command, trace, work / "runs" / name / label))
             print(row(f"{name} ingest + analyze", total_s, rss, cpu, hta)
@@ -266,6 +267,7 @@ def main() -> None:
     parser.add_argument("--no-hta", action="store_true", help="trnprof's figures only")
     parser.add_argument("--keep", type=Path, help="keep the traces and runs in this folder")
     parser.add_argument("--baseline", type=Path, help="another install's trnprof script, measured beside")
+    parser.add_argument("--direct-only", action="store_true", help="only `analyze TRACE`, not ingest + analyze")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} CPUs, {load()} at start")
     compile_bytecode()
@@ -273,7 +275,8 @@ def main() -> None:
     python = None if args.no_hta else hta_python(args.hta_venv)
     work = args.keep or Path(tempfile.mkdtemp(prefix="trnprof-bench-hta-"))
     try:
-        compare(args.sizes, args.repeat, python, work, [str(args.baseline)] if args.baseline else None)
+        compare(args.sizes, args.repeat, python, work, [str(args.baseline)] if args.baseline else None,
+                args.direct_only)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
