@@ -15,6 +15,7 @@ from importlib import resources
 import duckdb
 
 from .device_tables import TABLES as DEVICE_TABLES
+from .stdlibdeps import cached
 
 # Load order: a module may use the views of the modules before it.
 MODULES = ("steps", "intervals", "step_breakdown", "collectives", "memory", "rank_summary", "ops",
@@ -104,8 +105,8 @@ def create_view(con: duckdb.DuckDBPyConnection, view: ViewDef) -> None:
 def dependencies() -> dict[str, frozenset[str]]:
     """Each stdlib view (in load order) -> the stdlib views and run tables (device profile's
     included) its SQL reads."""
-    from .stdlibdeps import cached  # parsed once per installation (0.1 s a process)
     names = {view.name for view in _views()} | {"events", "counters", "ranks"} | set(DEVICE_TABLES)
+    # parsed once per installation (0.1 s of CPU a process): trnprof/stdlibdeps.py
     return cached([(view.name, view.sql) for view in _views()], names, lambda: {
         view.name: frozenset(n for n in duckdb.get_table_names(_read_tables_sql(view.sql)) if n in names)
         for view in _views()})
