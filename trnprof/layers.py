@@ -46,6 +46,7 @@ LAYERS = (
         ("trnprof.cachedir", "the user's cache folder: compiled rule packs, runs of traces, the report's bundle"),
         ("trnprof.processes", "whether a PID runs, and since when"),
         ("trnprof.robuststats", "the noise of a sample of step times"),
+        ("trnprof.heap", "free C heap pages back to the system between a command's phases"),
         ("trnprof.layers", "this map"))),
     Layer("model", "the Trn1 execution model, pure: job, physics, plan, prediction", (
         ("trnprof.model", ""),)),
@@ -61,7 +62,8 @@ LAYERS = (
     Layer("query", "open a run and ask it questions in SQL, with the tables computed on demand", (
         ("trnprof.run", "Run, RunSet"), ("trnprof.engines", "choose the engine, open_run"),
         ("trnprof.session", ""), ("trnprof.batches", ""), ("trnprof.session_tables", ""),
-        ("trnprof.device_tables", ""), ("trnprof.stdlib", "SQL views"), ("trnprof.info", ""),
+        ("trnprof.device_tables", ""), ("trnprof.stdlib", "SQL views"),
+        ("trnprof.stdlibdeps", "the tables each view reads, parsed once per installation"), ("trnprof.info", ""),
         ("trnprof.spark", "the Spark engine"),
         ("trnprof.critical_path", "dependency graph, critical path tables, replay"))),
     Layer("analysis", "turn a run into answers: findings, predictions, prices, comparisons", (

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -40,6 +41,7 @@ class _Session:
     scratch: Path  # private temporary folder: DuckDB's spill files, stored views of read-only runs
     memory_limit: str
     runs: dict[str, batches.AttachedRun] = field(default_factory=dict)  # schema -> attached run
+    prepared: dict[str, set[str]] = field(default_factory=dict)  # schema -> names `prepare` made ready
 
 
 _SESSIONS: "weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, _Session]" = weakref.WeakKeyDictionary()
@@ -161,8 +163,13 @@ def is_stored(con: duckdb.DuckDBPyConnection, view: str, schema: str = "main") -
 
 
 def prepare(con: duckdb.DuckDBPyConnection, query: str) -> None:
-    """Compute and store the stdlib views `query` reads, so it runs within the memory budget."""
+    """Compute and store the stdlib views `query` reads, so it runs within the memory budget.
+    A query whose words name no view or critical path table that is not ready in every attached
+    run needs nothing: it is not parsed (`tables_read` would find only ready names)."""
     state = _session(con)
+    named = {word.lower() for word in _WORD.findall(query)} & _preparable()
+    if all(_ready(named, attached, state.prepared.get(schema, set())) for schema, attached in state.runs.items()):
+        return
     schemas = {schema.lower(): schema for schema in state.runs}
     wanted: dict[str, set[str]] = {}
     for schema, name in tables_read(query):
@@ -174,6 +181,23 @@ def prepare(con: duckdb.DuckDBPyConnection, query: str) -> None:
         if names & set(_critical_path_tables()):
             from .critical_path import tables
             tables.attach(con, schema)
+        state.prepared.setdefault(schema, set()).update(names)
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _ready(names: set[str], attached: batches.AttachedRun, prepared: set[str]) -> bool:
+    """Whether `prepare` would do nothing for `names` in this run: no view among them, nor under
+    them, left to store, and the critical path tables among them already made."""
+    paths = names & {name.lower() for name in _critical_path_tables()}
+    return paths <= prepared and not batches.to_store(names - paths, attached.stored)
+
+
+@functools.cache
+def _preparable() -> frozenset[str]:
+    """The names `prepare` may act on: the stdlib views and the critical path tables."""
+    return frozenset(view.name.lower() for view in load_views()) | {name.lower() for name in _critical_path_tables()}
 
 
 _PARSING = threading.Lock()

@@ -15,9 +15,10 @@ from trnprof.rules_engine.sandbox import Sandbox, SandboxError
 from tests.rules.test_rules_loader import rule_dict, write_rule
 
 
-@pytest.fixture
-def sandbox():
-    box = Sandbox({"steps": pa.table({"rank": [0, 1], "step": [0, 0], "dur": [10, 20]})})
+@pytest.fixture(params=[False, True], ids=["file", "in_memory"])
+def sandbox(request):
+    """Both kinds of sandbox: a database file, and in memory (a small run's): every lock holds in each."""
+    box = Sandbox({"steps": pa.table({"rank": [0, 1], "step": [0, 0], "dur": [10, 20]})}, in_memory=request.param)
     yield box
     box.close()
 
@@ -101,6 +102,25 @@ def test_the_tables_are_read_from_a_private_file_not_held_in_memory():
     finally:
         box.close()
     assert not os.path.exists(path)
+
+
+def test_a_small_run_gets_an_in_memory_sandbox_and_a_large_one_a_file(sample_run, monkeypatch):
+    from trnprof import engines
+    from trnprof.rules_engine import engine
+    with engines.open_run(sample_run) as run:
+        assert engine._small(run)
+        monkeypatch.setattr(engine, "SMALL_RUN_BYTES", 1000)
+        assert not engine._small(run)
+
+
+def test_an_in_memory_sandbox_holds_no_file_and_leaves_nothing():
+    box = Sandbox({"steps": pa.table({"rank": [0], "dur": [5]})}, in_memory=True)
+    try:
+        (path,) = box.query("SELECT path FROM duckdb_databases() WHERE NOT internal")["path"]
+        assert path is None and box.query("SELECT dur FROM steps")["dur"][0] == 5
+    finally:
+        box.close()
+    assert not os.path.exists(box.temp)
 
 
 def test_cannot_read_python_variables_by_name(sandbox):

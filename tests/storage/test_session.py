@@ -32,3 +32,22 @@ def test_the_memory_budget_is_set_and_a_bad_one_is_one_clear_error(monkeypatch):
     assert con.execute("SELECT current_setting('memory_limit')").fetchone()[0] in ("858.3 MiB", "900.0 MB")
     with pytest.raises(TrnprofError, match="memory limit 'lots' not understood"):
         session.connect(memory_limit="lots")
+
+
+def test_a_query_over_ready_views_is_not_parsed_again(sample_run, monkeypatch):
+    """`prepare` parses a query only when it names a view left to store or a critical path
+    table not yet made; then it stores them as before."""
+    from trnprof.engines import open_run
+    parsed = []
+    real = session.tables_read
+    monkeypatch.setattr(session, "tables_read", lambda query: parsed.append(query) or real(query))
+    with open_run(sample_run) as run:
+        assert not run.is_stored("step_breakdown")
+        first = run.sql("SELECT COUNT(*) AS n FROM step_breakdown")
+        assert len(parsed) == 1 and run.is_stored("step_breakdown")
+        again = run.sql("SELECT COUNT(*) AS n FROM step_breakdown -- same view, ready")
+        run.sql("SELECT 1 AS one")  # names no view
+        assert len(parsed) == 1 and again.equals(first)
+        assert not run.is_stored("signals")
+        run.sql("SELECT * FROM step_breakdown, signals")  # signals is left to store
+        assert len(parsed) == 2 and run.is_stored("signals")

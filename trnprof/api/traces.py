@@ -6,6 +6,7 @@ import contextlib
 from pathlib import Path
 
 from ..errors import TrnprofError
+from ..heap import trim
 from ..schema import MANIFEST_FILE
 
 
@@ -45,5 +46,6 @@ def run_or_traces(path: str | Path, *, into: str | Path | None = None):
         yield path, []
         return
     with run_of_traces([path], run=into) as traced:
+        trim()  # the trace's objects are gone: their pages need not sit under the analysis's peak
         lines = [f"ingested {path} into {traced.path}"] if traced.ingested else []
         yield traced.path, lines + ([f"warning: {traced.note}"] if traced.note else [])

@@ -18,7 +18,7 @@ from . import nodes, replay, scale
 from .events import Reader
 from .graph import Graph, build_ranges
 from .path import SEGMENT_COLUMNS, critical_path
-from .memory import release_freed_memory
+from ..heap import trim as release_freed_memory
 
 BATCH_EVENTS = 1_000_000   # events per batch of steps: about 1 GB at peak (bench/bench_critical_path.py)
 # a batch over this many events is read, flattened and given its edges within ranks a rank range

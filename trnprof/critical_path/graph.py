@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from . import edges_launch, edges_p2p
-from .memory import release_freed_memory
+from ..heap import trim as release_freed_memory
 from .nodes import DEVICE_LANE, codes, matches
 
 CATEGORY_OF_KIND = {"compute": "compute", "collective": "communication", "p2p": "communication",

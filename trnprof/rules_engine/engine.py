@@ -7,7 +7,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from trnprof.derived import data_files
 from trnprof.engines import open_run
+from trnprof.heap import trim
 from trnprof.run import Run
 from trnprof import stdlib
 from trnprof.validation import TIMEOUT_S
@@ -26,6 +28,8 @@ from .spec import ConfigFile, Probe
 DEFAULT_TIMEOUT_S = 60.0
 # the engine reads the steady steps, their mean time and their breakdown (the budgets of claims)
 CONTEXT_TABLES = ("step_phases", "steady_breakdown")
+# a run of at most this many bytes of files copies its rule tables into an in-memory sandbox
+SMALL_RUN_BYTES = 64 * 2**20
 
 
 def _dependencies() -> dict[str, set[str]]:
@@ -64,7 +68,18 @@ def open_sandbox(run: Run, names: set[str], *, threads: int | None, memory_limit
     if run.engine == "spark":
         from .spark_sandbox import SparkSandbox  # the optional extra: sqlglot and pyspark load only here
         return SparkSandbox(run, names, cache=_to_materialise(names))
-    return Sandbox(collect_tables(run, names), threads=threads, memory_limit=memory_limit)
+    return Sandbox(collect_tables(run, names), threads=threads, memory_limit=memory_limit, in_memory=_small(run))
+
+
+def _small(run: Run) -> bool:
+    """Whether the run's files are at most SMALL_RUN_BYTES: the rule tables, aggregates of its
+    events, then fit in memory with room to spare."""
+    total = 0
+    for path in data_files(Path(run.path)):
+        total += path.stat().st_size
+        if total > SMALL_RUN_BYTES:
+            return False
+    return True
 
 
 def _needed_tables(rules: list[Rule]) -> set[str]:
@@ -152,6 +167,7 @@ def evaluate(run: Run, rules: list[Rule], params: dict[str, dict], *, timeout: f
                 timings[rule.name] = round(time.perf_counter() - t0, 6)
     finally:
         sandbox.close()
+        trim()  # the sandbox's pages back to the system before the fixes are priced
     found = _settle(found, budget, mean_step_ns, errors)
     found.sort(key=findings_mod.sort_key)
     return Document(schema=SCHEMA, run=str(run.path), findings=found, not_evaluated=not_evaluated,

@@ -15,7 +15,7 @@ copy: the views it reads are computed first, then the session is locked the same
 DuckDB being allowed to read only the run's table files and its stored views (the files the
 session's views read; `allowed_directories`/`allowed_paths`), then the query runs with `select`.
 Memory: the tables live in a database file in the sandbox's private temporary folder, so DuckDB
-reads them through its buffer pool instead of holding them (an in-memory copy of `collectives`,
+reads them through its buffer pool instead of holding them (a small run's, `in_memory`, in memory) (an in-memory copy of `collectives`,
 8M rows at 1,024 ranks x 30 steps, peaked at 3.4 GB of RSS while it was made). The sandbox has a
 memory limit (default 2 GB, `--memory-limit`), the same folder for what DuckDB spills (removed on
 close, capped at twice the limit) and a cap on the rows and the bytes a rule may return
@@ -208,14 +208,16 @@ class Sandbox:
     """Tables copied in, then locked; `query()` runs one SELECT with a time limit."""
 
     def __init__(self, tables: dict[str, pa.Table], *, threads: int | None = None,
-                 memory_limit: str | int = DEFAULT_MEMORY_LIMIT):
+                 memory_limit: str | int = DEFAULT_MEMORY_LIMIT, in_memory: bool = False):
+        """in_memory: hold the tables in memory instead of a database file (small tables: no
+        file to write, sync and remove; DuckDB still spills to the private folder)."""
         budget = parse_size(memory_limit)
         self.result_bytes = fetch.result_bytes(budget)
         self.temp = tempfile.mkdtemp(prefix="trnprof-sandbox-")
         config = dict(NO_EXTENSIONS, temp_directory=self.temp, max_temp_directory_size=f"{2 * budget}B")
         if threads:
             config["threads"] = int(threads)
-        self.con = duckdb.connect(os.path.join(self.temp, "tables.duckdb"), config=config)
+        self.con = duckdb.connect(":memory:" if in_memory else os.path.join(self.temp, "tables.duckdb"), config=config)
         for name, table in tables.items():
             self.con.register("_sandbox_source", table)
             self.con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM _sandbox_source')
