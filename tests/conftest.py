@@ -61,3 +61,42 @@ def cli():
         return runner.invoke(cli_main, [str(a) for a in args], catch_exceptions=False)
 
     return invoke
+
+
+# Markers by place, from the repository root: a folder, a file, or one test (`file::name`).
+# `bash dev.sh fast` leaves out every marked test; `bash dev.sh test` runs them all.
+# tests/core/test_markers.py fails when a file that uses Spark, Chromium or torch is not marked here.
+MARKS = {
+    "tests/spark/test_hardening_spark.py": ("spark", "slow"),
+    "tests/spark/test_spark_cli.py": ("spark", "slow"),
+    "tests/spark/test_spark_device.py": ("spark", "slow"),
+    "tests/spark/test_spark_equal.py": ("spark", "slow"),
+    "tests/spark/test_spark_sandbox.py": ("spark", "slow"),
+    "tests/report/test_report_browser.py": ("browser", "slow"),
+    "tests/diff/test_diff_report.py": ("browser", "slow"),
+    "tests/record/test_record.py": ("torch", "slow"),
+    "tests/record/test_record_live.py": ("torch", "slow"),
+    "tests/record/test_record_stack.py": ("torch", "slow"),
+    "tests/critical_path/test_straggler_recorded.py": ("torch", "slow"),
+    "tests/storage/test_hardening_store.py::test_a_group_writable_share_works_for_two_users": ("root",),
+    "tests/storage/test_hardening_cache.py::test_a_full_disk_during_the_cache_write_falls_back_with_one_warning":
+        ("root",),
+}
+
+
+def marks_for(path: str, name: str) -> set[str]:
+    """The markers MARKS gives test `name` (without its parameters) of file `path` (from the root)."""
+    found = set()
+    for place, markers in MARKS.items():
+        where, _, test = place.partition("::")
+        if (path == where or path.startswith(where + "/")) and test in ("", name):
+            found.update(markers)
+    return found
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items):
+    for item in items:
+        path = item.path.resolve().relative_to(REPO).as_posix()
+        for marker in sorted(marks_for(path, getattr(item, "originalname", None) or item.name)):
+            item.add_marker(marker)
