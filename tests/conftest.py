@@ -66,36 +66,40 @@ def cli():
 # Markers by place, from the repository root: a folder, a file, or one test (`file::name`).
 # `bash dev.sh fast` leaves out every marked test; `bash dev.sh test` runs them all.
 # tests/core/test_markers.py fails when a file that uses Spark, Chromium or torch is not marked here.
+SLOW = ("slow",)
 MARKS = {
+    # Spark in local mode (each module starts its session; test_spark_transpile.py needs sqlglot only)
     "tests/spark/test_hardening_spark.py": ("spark", "slow"),
     "tests/spark/test_spark_cli.py": ("spark", "slow"),
     "tests/spark/test_spark_device.py": ("spark", "slow"),
     "tests/spark/test_spark_equal.py": ("spark", "slow"),
     "tests/spark/test_spark_sandbox.py": ("spark", "slow"),
+    # Chromium
     "tests/report/test_report_browser.py": ("browser", "slow"),
     "tests/diff/test_diff_report.py": ("browser", "slow"),
+    # real PyTorch jobs
     "tests/record/test_record.py": ("torch", "slow"),
     "tests/record/test_record_live.py": ("torch", "slow"),
     "tests/record/test_record_stack.py": ("torch", "slow"),
     "tests/critical_path/test_straggler_recorded.py": ("torch", "slow"),
-    "tests/record/test_record_explorer.py": ("slow",),  # each test records a job
-    "tests/record/test_record_parts.py::test_an_existing_output_is_refused_before_the_command_runs": ("slow",),
-    "tests/rules/test_counterfactuals.py": ("slow",),  # 3-8 s a case, loaded
-    "tests/critical_path/test_critical_path_ddp.py": ("slow",),
-    "tests/critical_path/test_solvers.py::test_python_rounds_agree_with_numpy_rounds_on_real_traces": ("slow",),
-    "tests/critical_path/test_solvers.py::test_auto_runs_a_single_rank_trace_in_python_rounds": ("slow",),
-    "tests/critical_path/test_edges_p2p.py::test_the_slow_stage_rank_is_named_and_the_bubble_is_no_straggler":
-        ("slow",),
-    "tests/critical_path/test_critical_path.py::test_unchanged_replay_reproduces_real_traces": ("slow",),
-    "tests/critical_path/test_critical_path.py::test_fault_removed_by_replay_agrees_with_the_job_simulated_without_it":
-        ("slow",),
-    "tests/critical_path/test_whatif_replay.py::test_straggler_finding_is_priced_by_replay_against_the_balanced_job":
-        ("slow",),
-    "tests/report/test_hardening_output.py::test_demo_replaces_an_earlier_demo_only_and_writes_whole_files":
-        ("slow",),
+    # uid 0
     "tests/storage/test_hardening_store.py::test_a_group_writable_share_works_for_two_users": ("root",),
     "tests/storage/test_hardening_cache.py::test_a_full_disk_during_the_cache_write_falls_back_with_one_warning":
         ("root",),
+    # 5 s or more on the 2-core machine under load (--durations of each folder), module fixtures included
+    "tests/record/test_record_explorer.py": SLOW,  # each test records a job
+    "tests/record/test_record_parts.py::test_an_existing_output_is_refused_before_the_command_runs": SLOW,
+    "tests/rules/test_counterfactuals.py": SLOW,
+    "tests/critical_path/test_critical_path_ddp.py": SLOW,  # its module fixture: 60 s
+    "tests/critical_path/test_solvers.py::test_python_rounds_agree_with_numpy_rounds_on_real_traces": SLOW,
+    "tests/critical_path/test_solvers.py::test_auto_runs_a_single_rank_trace_in_python_rounds": SLOW,
+    "tests/critical_path/test_edges_p2p.py::test_the_slow_stage_rank_is_named_and_the_bubble_is_no_straggler": SLOW,
+    "tests/critical_path/test_critical_path.py::test_unchanged_replay_reproduces_real_traces": SLOW,
+    "tests/critical_path/test_critical_path.py::test_fault_removed_by_replay_agrees_with_the_job_simulated_without_it":
+        SLOW,
+    "tests/critical_path/test_whatif_replay.py::test_straggler_finding_is_priced_by_replay_against_the_balanced_job":
+        SLOW,
+    "tests/report/test_hardening_output.py::test_demo_replaces_an_earlier_demo_only_and_writes_whole_files": SLOW,
 }
 
 

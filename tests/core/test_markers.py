@@ -98,11 +98,16 @@ def test_every_file_that_needs_spark_a_browser_or_torch_is_marked_as_a_whole():
     assert not missing, f"add these to MARKS in tests/conftest.py: {missing}"
 
 
-def test_a_file_that_switches_uids_or_mounts_marks_its_tests_that_need_root():
-    def marks_root(path) -> bool:
-        return any("root" in marks_for(_relative(path), place.partition("::")[2]) for place in MARKS)
+def _marked_anywhere_in(path) -> set[str]:
+    """The markers of the file, of a folder above it or of any one of its tests."""
+    file = _relative(path)
+    return {marker for place, markers in MARKS.items() for marker in markers
+            if place.partition("::")[0] == file or file.startswith(place + "/")}
 
-    unmarked = [_relative(path) for path in _test_files() if NEEDS_ROOT.search(path.read_text()) and not marks_root(path)]
+
+def test_a_file_that_switches_uids_or_mounts_marks_its_tests_that_need_root():
+    unmarked = [_relative(path) for path in _test_files()
+                if NEEDS_ROOT.search(_parsed(path)[0]) and "root" not in _marked_anywhere_in(path)]
     assert not unmarked, f"mark the tests that need root in MARKS (tests/conftest.py): {unmarked}"
 
 
@@ -147,7 +152,7 @@ def test_the_fast_loop_leaves_out_every_marker():
 
 def test_the_collection_hook_marks_each_test_by_its_place():
     def item(path, name):
-        return SimpleNamespace(path=REPO / path, originalname=name, marks=[], add_marker=lambda m: got.append(m))
+        return SimpleNamespace(path=REPO / path, originalname=name, add_marker=got.append)
 
     got = []
     pytest_collection_modifyitems([item("tests/spark/test_spark_sandbox.py", "test_refused_queries"),
