@@ -2,8 +2,10 @@
 # One entry point for a fresh machine with Python 3.11:
 #   bash dev.sh demo   set up .venv and run `trnprof demo`
 #   bash dev.sh test   set up .venv with the test extras (and system packages) and run the suite
+#   bash dev.sh fast   the inner loop: the suite less its marked tests (slow, spark, browser, torch,
+#                      root; pyproject.toml lists them, tests/conftest.py's MARKS says which tests)
 #   bash dev.sh smoke  install the package alone (no extras) into a fresh venv and run every command
-# Extra arguments after `test` go to pytest.
+# Extra arguments after `test` or `fast` go to pytest (`bash dev.sh test -m spark`: one marker's tests).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -52,10 +54,15 @@ case "${1:-}" in
     setup_venv ".[test]"
     exec .venv/bin/python -m pytest "$@"
     ;;
+  fast)
+    shift
+    setup_venv ".[test]"
+    exec .venv/bin/python -m pytest -m "not (slow or spark or browser or torch or root)" "$@"
+    ;;
   smoke)
     exec bash scripts/plain_install_smoke.sh "$(python_bin)"
     ;;
   *)
-    echo "usage: bash dev.sh demo | bash dev.sh test [pytest args] | bash dev.sh smoke" >&2; exit 2
+    echo "usage: bash dev.sh demo | bash dev.sh test [pytest args] | bash dev.sh fast [pytest args] | bash dev.sh smoke" >&2; exit 2
     ;;
 esac
