@@ -5,6 +5,8 @@
 #   bash dev.sh fast   the inner loop: the suite less its marked tests (slow, spark, browser, torch,
 #                      root; pyproject.toml lists them, tests/conftest.py's MARKS says which tests)
 #   bash dev.sh smoke  install the package alone (no extras) into a fresh venv and run every command
+#   bash dev.sh lint   ruff: lint and format check (pyproject.toml's [tool.ruff]; CI runs it)
+#   bash dev.sh docs   regenerate every generated doc (scripts/gen_docs.py; tests fail on drift)
 # Extra arguments after `test` or `fast` go to pytest (`bash dev.sh test -m spark`: one marker's tests).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -62,7 +64,16 @@ case "${1:-}" in
   smoke)
     exec bash scripts/plain_install_smoke.sh "$(python_bin)"
     ;;
+  lint)
+    setup_venv ".[test]"
+    .venv/bin/ruff check .
+    exec .venv/bin/ruff format --check .
+    ;;
+  docs)
+    setup_venv ".[test]"
+    exec .venv/bin/python scripts/gen_docs.py
+    ;;
   *)
-    echo "usage: bash dev.sh demo | bash dev.sh test [pytest args] | bash dev.sh fast [pytest args] | bash dev.sh smoke" >&2; exit 2
+    echo "usage: bash dev.sh demo | bash dev.sh test [pytest args] | bash dev.sh fast [pytest args] | bash dev.sh smoke | bash dev.sh lint | bash dev.sh docs" >&2; exit 2
     ;;
 esac
