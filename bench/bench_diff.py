@@ -2,8 +2,9 @@
 
 Side by side in one process, each in fresh sessions: (1) `analyze()` with all built-in rules
 on the base run, (2) `diff()` of base and new (analyze on both runs, read at the same time in two
-sessions, plus the diff views and the comparison); alternated for --rounds rounds, the fastest of each kept. Prints both times and
-their ratio, and the time diff spends beyond the two analyses.
+sessions whose views are computed one run at a time with the whole budget, plus the diff views and
+the comparison); alternated for --rounds rounds, the fastest of each kept. Prints both times and
+their ratio, and the CPU seconds of each (the work ratio, which the machine's load moves less).
 
     python bench/bench_diff.py [--ranks 1024] [--steps 10] [--ops 960] [--collectives 16] [--keep DIR]
 

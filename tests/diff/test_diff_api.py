@@ -28,24 +28,47 @@ def test_a_run_against_itself_changes_nothing(sample_run):
     assert document["findings"]["new"] == [] and document["findings"]["resolved"] == []
 
 
-def test_the_two_sessions_of_a_diff_share_one_memory_budget(sample_run, monkeypatch):
-    """Both runs are read at the same time, so each session gets half of the budget and the
-    comparison holds to what one `analyze` may use (TRNPROF_MEMORY_LIMIT, else the default)."""
+def test_a_diff_computes_one_run_s_views_at_a_time_each_with_the_whole_budget(sample_run, monkeypatch):
+    """Both runs are read at the same time, but their views are computed one run at a time, so
+    each session gets the whole budget (TRNPROF_MEMORY_LIMIT, else the default) and the
+    comparison still holds to what one `analyze` may use."""
+    import threading
+    import time
+
+    import trnprof.batches as batches
     import trnprof.diff.load as load
 
-    seen, read = [], load._read
+    limits, computing, most, lock = [], [0], [0], threading.Lock()
 
-    def reading(run, findings, chosen, price=None):
-        seen.append(run.sql("SELECT current_setting('memory_limit') AS m").iloc[0, 0])
-        return read(run, findings, chosen, price)
+    def counted(function):
+        def compute(*args, **kwargs):
+            with lock:
+                computing[0] += 1
+                most[0] = max(most[0], computing[0])
+            time.sleep(0.05)  # a window in which the other side would start computing too
+            try:
+                return function(*args, **kwargs)
+            finally:
+                with lock:
+                    computing[0] -= 1
+        return compute
+
+    for name in ("_store_local", "_store_whole"):
+        monkeypatch.setattr(batches, name, counted(getattr(batches, name)))
+    read = load._read
+
+    def reading(run, *args):
+        limits.append(run.sql("SELECT current_setting('memory_limit') AS m").iloc[0, 0])
+        return read(run, *args)
 
     monkeypatch.setattr(load, "_read", reading)
     monkeypatch.setenv("TRNPROF_MEMORY_LIMIT", "1000MB")
+    monkeypatch.setenv("TRNPROF_CACHE", "off")  # both sessions compute every view
     with open_run(sample_run) as alone:
         whole = alone.sql("SELECT current_setting('memory_limit') AS m").iloc[0, 0]
     load.load_sides(sample_run, sample_run)
-    assert whole in ("953.6 MiB", "1000.0 MB")
-    assert seen == ["476.8 MiB"] * 2 or seen == ["500.0 MB"] * 2
+    assert whole in ("953.6 MiB", "1000.0 MB") and limits == [whole] * 2
+    assert most[0] == 1
 
 
 def test_a_budget_that_is_not_a_size_is_still_one_clear_error_in_a_diff(sample_run, monkeypatch):

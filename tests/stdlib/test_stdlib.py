@@ -47,6 +47,18 @@ def test_collectives_are_matched_across_ranks_with_nccl_tests_bandwidth(tmp_path
     assert second.busbw == pytest.approx(1e6 / 500e-9 * 3 / 4)
 
 
+def test_an_instance_is_named_by_the_smallest_of_its_ranks_names(tmp_path):
+    # names that share a long prefix (longer than DuckDB inlines) or differ in their first
+    # character; an unmatched event (no sequence number) keeps its own name
+    names = ["nccl:all_reduce_bucket_0007_backward", "nccl:all_reduce_bucket_0007", "c", "b"]
+    events = [{**_coll(r, 100, 1000, seq=7), "name": name} for r, name in enumerate(names)]
+    events += [{**_coll(r, 5000, 500, seq=8), "name": name} for r, name in enumerate(names[:2])]
+    events += [{**_coll(0, 9000, 50, seq=None), "name": "zz_alone"}, {**_coll(1, 9000, 50, seq=None), "name": "a"}]
+    with open_run(write_inline_run(tmp_path / "r", events)) as run:
+        rows = run.sql("SELECT COALESCE(coll_seq, -1) AS seq, name, ranks_seen FROM collectives ORDER BY coll_seq NULLS LAST, name")
+    assert rows.values.tolist() == [[7, "b", 4], [8, "nccl:all_reduce_bucket_0007", 2], [-1, "a", 1], [-1, "zz_alone", 1]]
+
+
 def test_step_breakdown_buckets_on_a_hand_made_step(tmp_path):
     events = [
         _step(0, 0, 0, 1000),

@@ -1,12 +1,14 @@
 """What diff needs of one run, read from its stdlib views and the rule engine's findings.
 
-`load_sides` opens both runs (or takes open `Run`s) and reads each in its own session: `analyze`
-first (which materialises step_breakdown, collectives, step_phases ... in the session), then the
-diff_support views over those materialised tables, so the views are computed once per run.
+`load_sides` opens both runs (or takes open `Run`s) and reads each in its own session: the views
+the rules and the diff read are computed first (step_breakdown, collectives, step_phases ...), then
+`analyze` and the diff_support views read them, so the views are computed once per run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,14 +17,16 @@ import pandas as pd
 
 from ..engines import open_run
 from ..breakdown import CATEGORIES
-from ..session import budget_share
 from ..info import mfu_views, throughput
-from ..rules_engine.engine import Plan, plan, run_plan
+from ..rules_engine.engine import Plan, plan, run_plan, views_computed
 from ..rules_engine.document import Document
 from ..run import Run
 
 # step_breakdown's exclusive categories, in its order (they sum to the step)
 BUCKETS = CATEGORIES
+# the stdlib views `_read` reads besides the rules' (computed with them, under the lock)
+DIFF_VIEWS = ("step_phases", "step_slots", "mfu", "steady_step_means", "steady_op_totals",
+              "steady_collective_classes", "peak_memory_categories")
 
 
 @dataclass
@@ -50,9 +54,13 @@ class Side:
         return throughput(self.job, step_s)
 
 
-def _read(run: Run, findings: Document | None, chosen: Plan | None, price=None) -> Side:
+def _read(run: Run, findings: Document | None, chosen: Plan | None, price=None,
+          computing=contextlib.nullcontext()) -> Side:
     """`price(run, document, plan)`, when given, prices the findings the rules found here (the
-    API passes `trnprof.api.priced`: diff itself never reaches the what-if layer)."""
+    API passes `trnprof.api.priced`: diff itself never reaches the what-if layer). The views
+    are computed first, holding `computing` (a lock the other side's reading shares)."""
+    with computing:
+        run.materialize([*DIFF_VIEWS, *(views_computed(chosen) if findings is None else ())])
     document = findings
     if document is None:
         document = run_plan(run, chosen)
@@ -79,22 +87,23 @@ def _read(run: Run, findings: Document | None, chosen: Plan | None, price=None) 
 def load_sides(base: str | Path | Run, new: str | Path | Run, *, base_findings: Document | None = None,
                new_findings: Document | None = None, analyze_options: dict | None = None,
                threads: int | None = None, price=None) -> tuple[Side, Side]:
-    """Both sides, read at the same time in two sessions, so that whatever part of one run's
-    reading leaves a core idle (Python between rule queries, single-threaded query phases) can
-    serve the other. The sessions opened here share one session's memory budget (half each), so
-    the comparison holds to the budget `analyze` holds to. Both runs are opened first, so an
-    unreadable run fails before any work; the rules are loaded and chosen once for both."""
+    """Both sides, read at the same time in two sessions, so that one side's rules (the sandbox,
+    Python between rule queries) run while the other computes its views. The views are computed
+    one run at a time, each with the whole memory budget: the comparison holds to the budget
+    `analyze` holds to, and no run is cut into more batches than `analyze` cuts it (half the
+    budget each cost 20 % more work). Both runs are opened first, so an unreadable run fails
+    before any work; the rules are loaded and chosen once for both."""
     chosen = plan(**(analyze_options or {})) if base_findings is None or new_findings is None else None
-    share = budget_share(2)
     opened = []
     try:
         for run in (base, new):
-            opened.append(run if isinstance(run, Run) else open_run(run, threads=threads, memory_limit=share))
+            opened.append(run if isinstance(run, Run) else open_run(run, threads=threads))
         if opened[0] is opened[1]:  # one session cannot serve two threads
             side = _read(opened[0], base_findings, chosen, price)
             return side, side
+        computing = threading.Lock()
         with ThreadPoolExecutor(max_workers=2) as pool:
-            futures = [pool.submit(_read, run, found, chosen, price)
+            futures = [pool.submit(_read, run, found, chosen, price, computing)
                        for run, found in zip(opened, (base_findings, new_findings))]
             return futures[0].result(), futures[1].result()
     finally:

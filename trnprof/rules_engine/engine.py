@@ -54,6 +54,11 @@ def _to_materialise(names: set[str]) -> list[str]:
     return [name for name in deps if name in involved and (name in names or readers[name] >= 2)]
 
 
+def views_computed(chosen: "Plan") -> list[str]:
+    """The stdlib views `evaluate` computes in the run's session for `chosen`'s rules."""
+    return _to_materialise(_needed_tables(chosen.rules))
+
+
 def collect_tables(run: Run, names: set[str]) -> dict:
     """The tables `names` as Arrow, computed in the run's session (see `_to_materialise`)."""
     run.materialize(_to_materialise(names))
