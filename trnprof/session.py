@@ -94,15 +94,6 @@ def memory_budget() -> str:
     return os.environ.get("TRNPROF_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT)
 
 
-def budget_share(parts: int) -> str:
-    """The memory budget split between `parts` sessions that run at the same time (as whole MB),
-    so that together they hold to one session's budget. A budget that is not a size is returned
-    as it is, for `connect` to refuse in one line."""
-    budget = memory_budget()
-    size = batches.size_bytes(budget)
-    return budget if size is None else f"{max(1, size // parts >> 20)}MB"
-
-
 def connect(threads: int | None = None, memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB session; TRNPROF_MEMORY_LIMIT / TRNPROF_THREADS override defaults."""
     con = duckdb.connect(":memory:")
