@@ -7,8 +7,12 @@ setting lives in pyproject.toml.
 
 from setuptools import find_packages, setup
 
-FOLDERS = {"trnprof": "trnprof", "trnprof.collectors": "collectors", "trnprof.rules": "rules",
-           "trnprof.sample_traces": "sample_traces"}
+FOLDERS = {
+    "trnprof": "trnprof",
+    "trnprof.collectors": "collectors",
+    "trnprof.rules": "rules",
+    "trnprof.sample_traces": "sample_traces",
+}
 
 packages = []
 for package, folder in FOLDERS.items():

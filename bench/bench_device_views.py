@@ -30,8 +30,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 BEFORE = REPO / "tests" / "device" / "device_views_before.sql"
-VIEWS = ["device_units", "engine_activity", "dma_queues", "device_spill", "throttling", "device_collectives",
-         "device_utilization", "explorer_agreement"]
+VIEWS = [
+    "device_units",
+    "engine_activity",
+    "dma_queues",
+    "device_spill",
+    "throttling",
+    "device_collectives",
+    "device_utilization",
+    "explorer_agreement",
+]
 JOB = ["--preset", "llama2-7b", "--set", "cluster.nodes=1", "--steps", "3", "--device-profile"]
 
 
@@ -51,6 +59,7 @@ def _cpu() -> float:
 def before_views(con) -> None:
     """Create the views as issue 36 wrote them, each named old_<name>, in `con`."""
     from trnprof.stdlib import parse_module
+
     views = parse_module("device", BEFORE.read_text(encoding="utf-8"))
     names = [v.name for v in views]
     for view in views:
@@ -61,6 +70,7 @@ def measure(path: str, what: str, old: bool) -> dict:
     """In this (fresh) process: compute `what` (a view, or 'analyze') over the run at `path`."""
     os.environ["TRNPROF_CACHE"] = "off"
     from trnprof import api
+
     wall, cpu = time.perf_counter(), _cpu()
     if what == "analyze":
         found = api.analyze(path, select=["device"]).findings
@@ -88,9 +98,13 @@ def in_child(path: Path, what: str, old: bool, timeout: float) -> dict | None:
 def simulate(folder: Path, layers: int) -> tuple[Path, int]:
     path = folder / f"llama2-7b-{layers}L"
     if not path.exists():
-        subprocess.run([sys.executable, "-m", "trnprof", "simulate", *JOB, "--set", f"model.layers={layers}",
-                        "-o", str(path)], check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "trnprof", "simulate", *JOB, "--set", f"model.layers={layers}", "-o", str(path)],
+            check=True,
+            capture_output=True,
+        )
     import duckdb
+
     rows = duckdb.sql(f"SELECT COUNT(*) FROM '{path}/neuron_explorer/instruction.parquet'").fetchall()[0][0]
     return path, rows
 
@@ -116,8 +130,10 @@ def main() -> None:
     folder = args.keep or Path(tempfile.mkdtemp(prefix="bench-device-"))
     folder.mkdir(parents=True, exist_ok=True)
     print(f"load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores")
-    print(f"{'layers':>6s} {'instr.':>8s} {'view':22s} {'new: wall s':>11s} {'CPU s':>8s} {'peak MB':>8s}   "
-          f"{'old: wall s':>11s} {'CPU s':>8s} {'peak MB':>8s}  speed-up")
+    print(
+        f"{'layers':>6s} {'instr.':>8s} {'view':22s} {'new: wall s':>11s} {'CPU s':>8s} {'peak MB':>8s}   "
+        f"{'old: wall s':>11s} {'CPU s':>8s} {'peak MB':>8s}  speed-up"
+    )
     for layers in (int(n) for n in args.layers.split(",")):
         path, rows = simulate(folder, layers)
         for what in VIEWS + ["analyze"]:

@@ -48,8 +48,7 @@ def time_diff(base: Path, new: Path) -> tuple[float, float, dict, float]:
     start, cpu = time.perf_counter(), cpu_seconds()
     sides = load_sides(base, new)
     document = build(*sides)
-    return (time.perf_counter() - start, sum(side.findings.seconds for side in sides), document,
-            cpu_seconds() - cpu)
+    return (time.perf_counter() - start, sum(side.findings.seconds for side in sides), document, cpu_seconds() - cpu)
 
 
 def main() -> None:
@@ -67,13 +66,21 @@ def main() -> None:
     total, rules, document, diff_cpu = min(diffs, key=lambda d: d[0])
     print(f"events per run        {events:,}")
     print(f"analyze (one run)     {single:.2f} s")
-    print(f"diff (two runs)       {total:.2f} s  (rules {rules:.2f} s summed over both sessions; step time "
-          f"{document['step_time']['change']:+.1%}, significant {document['step_time']['significant']})")
-    print(f"ratio                 {total / single:.2f}x  (target <= 1.5x: {'ok' if total <= 1.5 * single else 'MISSED'})")
-    print(f"CPU seconds           analyze {single_cpu:.1f} s, diff {diff_cpu:.1f} s: {diff_cpu / single_cpu:.2f}x the work "
-          f"(the wall ratio can beat this only with a core one analyze leaves idle)")
-    print(f"peak RSS              {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB (this process: "
-          f"the diff's two sessions at once)")
+    print(
+        f"diff (two runs)       {total:.2f} s  (rules {rules:.2f} s summed over both sessions; step time "
+        f"{document['step_time']['change']:+.1%}, significant {document['step_time']['significant']})"
+    )
+    print(
+        f"ratio                 {total / single:.2f}x  (target <= 1.5x: {'ok' if total <= 1.5 * single else 'MISSED'})"
+    )
+    print(
+        f"CPU seconds           analyze {single_cpu:.1f} s, diff {diff_cpu:.1f} s: {diff_cpu / single_cpu:.2f}x the work "
+        f"(the wall ratio can beat this only with a core one analyze leaves idle)"
+    )
+    print(
+        f"peak RSS              {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB (this process: "
+        f"the diff's two sessions at once)"
+    )
     print(f"load average          {os.getloadavg()[0]:.1f} at the end ({os.cpu_count()} cores)")
 
 

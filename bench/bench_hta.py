@@ -52,7 +52,10 @@ REPO = Path(__file__).resolve().parents[1]
 KINETO = REPO / "tests" / "data" / "kineto"
 # label -> (source trace, entries to tile it to, or None for the trace as it is)
 TRACES = {
-    "4.9k": (KINETO / "trace_filter" / "sampled_rank-0.json.gz", None),  # 4,855 entries, one rank of a 128-rank NCCL job
+    "4.9k": (
+        KINETO / "trace_filter" / "sampled_rank-0.json.gz",
+        None,
+    ),  # 4,855 entries, one rank of a 128-rank NCCL job
     # the public V100 DDP trace (ns_resolution_trace, 68,692 entries) three times over: 206,004 entries
     "206k": (KINETO / "ns_resolution_trace" / "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", 205_000),
     "10k": (KINETO / "trace_filter" / "sampled_rank-0.json.gz", 9_600),
@@ -131,8 +134,12 @@ def timed_run(command: list[str]) -> tuple[float, float, float]:
     """Wall seconds, peak RSS (MiB) and CPU seconds (user + system) of one whole process; its
     output is discarded. CPU time grows far less than wall time when other jobs share the cores."""
     with tempfile.NamedTemporaryFile("r") as stats:
-        done = subprocess.run(["/usr/bin/time", "-o", stats.name, "-f", "%e %M %U %S", *command],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        done = subprocess.run(
+            ["/usr/bin/time", "-o", stats.name, "-f", "%e %M %U %S", *command],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         if done.returncode not in (0, 1):  # analyze exits 1 only under --fail-on
             sys.exit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
         wall, rss_kb, user, system = stats.read().split()[-4:]
@@ -151,6 +158,7 @@ def compile_bytecode() -> None:
     pays. HTA's venv has its bytecode from pip. A --baseline install's is its own."""
     import compileall
     import importlib
+
     for package in ("trnprof", "trnprof.collectors", "trnprof.rules"):
         compileall.compile_dir(os.path.dirname(importlib.import_module(package).__file__), quiet=1)
 
@@ -167,8 +175,10 @@ def hta_python(venv: Path) -> Path | None:
     if python.exists() and subprocess.run(check, capture_output=True).returncode == 0:
         return python
     print(f"installing HolisticTraceAnalysis into {venv} ...", flush=True)
-    steps = [[sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
-             [str(python), "-m", "pip", "install", "-q", "HolisticTraceAnalysis", "psutil"]]  # HTA imports psutil undeclared
+    steps = [
+        [sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
+        [str(python), "-m", "pip", "install", "-q", "HolisticTraceAnalysis", "psutil"],
+    ]  # HTA imports psutil undeclared
     for step in steps:
         done = subprocess.run(step, capture_output=True, text=True)
         if done.returncode != 0:
@@ -178,8 +188,11 @@ def hta_python(venv: Path) -> Path | None:
 
 
 def hta_version(python: Path) -> str:
-    return subprocess.run([str(python), "-c", "import importlib.metadata as m; "
-                           "print(m.version('HolisticTraceAnalysis'))"], capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m; print(m.version('HolisticTraceAnalysis'))"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 def verdict(ok: bool) -> str:
@@ -197,23 +210,36 @@ def startup(repeat: int) -> None:
     print(f"  python -c pass        {base:6.2f} s  CPU {base_cpu:4.2f} s   (the interpreter alone)   {load()}")
     for args in (["--version"], ["--help"]):
         wall, rss, cpu = median_of(repeat, lambda: timed_run([*trnprof, *args]))
-        print(f"  trnprof {args[0]:<13} {wall:6.2f} s  CPU {cpu:4.2f} s   target <= {TARGET_STARTUP_S} s: "
-              f"{verdict(wall <= TARGET_STARTUP_S)}   {rss:.0f} MiB   {load()}")
+        print(
+            f"  trnprof {args[0]:<13} {wall:6.2f} s  CPU {cpu:4.2f} s   target <= {TARGET_STARTUP_S} s: "
+            f"{verdict(wall <= TARGET_STARTUP_S)}   {rss:.0f} MiB   {load()}"
+        )
 
 
 def measure_trnprof(trnprof: list[str], trace: Path, run: Path) -> tuple[float, ...]:
     """Cold: ingest replaces the run (and its derived/ cache), then analyze."""
     ingest_s, ingest_mb, ingest_cpu = timed_run([*trnprof, "ingest", str(trace), "-o", str(run), "--force"])
-    analyze_s, analyze_mb, analyze_cpu = timed_run([*trnprof, "analyze", str(run), "--format", "json",
-                                                    "-o", str(run.parent / "findings.json"), "--force"])
+    analyze_s, analyze_mb, analyze_cpu = timed_run(
+        [*trnprof, "analyze", str(run), "--format", "json", "-o", str(run.parent / "findings.json"), "--force"]
+    )
     return ingest_s, analyze_s, ingest_s + analyze_s, max(ingest_mb, analyze_mb), ingest_cpu + analyze_cpu
 
 
 def measure_direct(trnprof: list[str], trace: Path, cache: Path) -> tuple[float, float, float]:
     """`analyze TRACE`, cold: the cache's runs (which the benchmark made) removed first."""
     shutil.rmtree(cache / "runs", ignore_errors=True)
-    return timed_run([*trnprof, "analyze", str(trace), "--format", "json",
-                      "-o", str(cache.parent / "findings-direct.json"), "--force"])
+    return timed_run(
+        [
+            *trnprof,
+            "analyze",
+            str(trace),
+            "--format",
+            "json",
+            "-o",
+            str(cache.parent / "findings-direct.json"),
+            "--force",
+        ]
+    )
 
 
 def hta_row(python: Path | None, trace: Path, repeat: int) -> tuple[float, float, float] | None:
@@ -222,20 +248,32 @@ def hta_row(python: Path | None, trace: Path, repeat: int) -> tuple[float, float
     return median_of(repeat, lambda: timed_run([str(python), "-c", HTA_JOB, str(trace.parent)]))
 
 
-def row(name: str, wall: float, rss: float, cpu: float, hta, targets: tuple[float, float] = (TARGET_SPEEDUP, 1.0)) -> str:
+def row(
+    name: str, wall: float, rss: float, cpu: float, hta, targets: tuple[float, float] = (TARGET_SPEEDUP, 1.0)
+) -> str:
     text = f"    {name:<24} {wall:7.2f} s {rss:6.0f} MiB  CPU {cpu:6.2f} s"
     if hta:
         (speed_target, memory_target), speedup, memory = targets, hta[0] / wall, rss / hta[1]
-        text += (f" | vs HTA: {speedup:5.2f}x speed (>= {speed_target:g}x {verdict(speedup >= speed_target)}), "
-                 f"{memory:4.2f}x memory (<= {memory_target:g}x {verdict(memory <= memory_target)}), "
-                 f"CPU {hta[2] / cpu:4.2f}x")
+        text += (
+            f" | vs HTA: {speedup:5.2f}x speed (>= {speed_target:g}x {verdict(speedup >= speed_target)}), "
+            f"{memory:4.2f}x memory (<= {memory_target:g}x {verdict(memory <= memory_target)}), "
+            f"CPU {hta[2] / cpu:4.2f}x"
+        )
     return text
 
 
-def compare(labels: list[str], repeat: int, python: Path | None, work: Path, baseline: list[str] | None,
-            direct_only: bool = False) -> None:
-    print(f"\ntraces (median of {repeat}, whole processes): trnprof vs "
-          + (f"HTA {hta_version(python)} load + 4 analyses" if python else "nothing (no HTA)"))
+def compare(
+    labels: list[str],
+    repeat: int,
+    python: Path | None,
+    work: Path,
+    baseline: list[str] | None,
+    direct_only: bool = False,
+) -> None:
+    print(
+        f"\ntraces (median of {repeat}, whole processes): trnprof vs "
+        + (f"HTA {hta_version(python)} load + 4 analyses" if python else "nothing (no HTA)")
+    )
     cache = work / "cache"
     os.environ["TRNPROF_CACHE_DIR"] = str(cache)
     for label in labels:
@@ -245,18 +283,26 @@ def compare(labels: list[str], repeat: int, python: Path | None, work: Path, bas
         if hta:
             print(f"    {'HTA':<24} {hta[0]:7.2f} s {hta[1]:6.0f} MiB  CPU {hta[2]:6.2f} s")
         ways = ([("baseline", baseline)] if baseline else []) + [("trnprof", trnprof_command())]
-        for name, command in ([] if direct_only else ways):
+        for name, command in [] if direct_only else ways:
             ingest_s, analyze_s, total_s, rss, cpu = median_of(
-                repeat, lambda: measure_trnprof(command, trace, work / "runs" / name / label))
-            print(row(f"{name} ingest + analyze", total_s, rss, cpu, hta)
-                  + f"   (ingest {ingest_s:.2f} s, analyze {analyze_s:.2f} s)")
+                repeat, lambda: measure_trnprof(command, trace, work / "runs" / name / label)
+            )
+            print(
+                row(f"{name} ingest + analyze", total_s, rss, cpu, hta)
+                + f"   (ingest {ingest_s:.2f} s, analyze {analyze_s:.2f} s)"
+            )
             if label == SMALL:
-                print(f"    {name} analyze after ingest: {analyze_s:.2f} s, target <= {TARGET_ANALYZE_S} s: "
-                      f"{verdict(analyze_s <= TARGET_ANALYZE_S)}")
+                print(
+                    f"    {name} analyze after ingest: {analyze_s:.2f} s, target <= {TARGET_ANALYZE_S} s: "
+                    f"{verdict(analyze_s <= TARGET_ANALYZE_S)}"
+                )
         for name, command in ways:
             wall, rss, cpu = median_of(repeat, lambda: measure_direct(command, trace, cache))
-            print(row(f"{name} analyze TRACE", wall, rss, cpu, hta, ISSUE_39.get(label, (TARGET_SPEEDUP, 1.0)))
-                  + f"   {load()}", flush=True)
+            print(
+                row(f"{name} analyze TRACE", wall, rss, cpu, hta, ISSUE_39.get(label, (TARGET_SPEEDUP, 1.0)))
+                + f"   {load()}",
+                flush=True,
+            )
 
 
 def main() -> None:
@@ -275,8 +321,9 @@ def main() -> None:
     python = None if args.no_hta else hta_python(args.hta_venv)
     work = args.keep or Path(tempfile.mkdtemp(prefix="trnprof-bench-hta-"))
     try:
-        compare(args.sizes, args.repeat, python, work, [str(args.baseline)] if args.baseline else None,
-                args.direct_only)
+        compare(
+            args.sizes, args.repeat, python, work, [str(args.baseline)] if args.baseline else None, args.direct_only
+        )
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

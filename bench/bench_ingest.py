@@ -79,8 +79,9 @@ def time_ingest_process(path: Path, run: Path) -> tuple[float, float, str]:
 
     Measured from a small launcher process: a child forked straight from this (large, after
     json.load) process would report this process's RSS as its own peak."""
-    launcher = subprocess.run([sys.executable, __file__, "--measure-ingest", str(path), str(run)],
-                              capture_output=True, text=True)
+    launcher = subprocess.run(
+        [sys.executable, __file__, "--measure-ingest", str(path), str(run)], capture_output=True, text=True
+    )
     if launcher.returncode != 0:
         raise SystemExit(f"trnprof ingest failed: {launcher.stderr.strip()}")
     result = json.loads(launcher.stdout)
@@ -90,8 +91,11 @@ def time_ingest_process(path: Path, run: Path) -> tuple[float, float, str]:
 def measure_ingest(path: Path, run: Path) -> None:
     shutil.rmtree(run, ignore_errors=True)
     start = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-m", "trnprof", "ingest", str(path), "-o", str(run)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "trnprof", "ingest", str(path), "-o", str(run)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     _, status, usage = os.wait4(child.pid, 0)
     seconds = time.perf_counter() - start
     out, err = child.stdout.read().decode().strip(), child.stderr.read().decode().strip()
@@ -125,15 +129,32 @@ def main() -> None:
             mb = trace.stat().st_size / 1e6
             load_s = time_json_load(trace)
             rows.append((mb, ingest_s, load_s, rss_mb))
-            print(f"{mb:7.0f} MB  ingest process {ingest_s:6.2f} s   json.load {load_s:6.2f} s   "
-                  f"ratio {ingest_s / load_s:4.2f} (target <= 1)   peak RSS {rss_mb:6.0f} MB = "
-                  f"{rss_mb / mb:4.2f}x the JSON (target <= 2 on 500 MB)\n          {summary}", flush=True)
+            print(
+                f"{mb:7.0f} MB  ingest process {ingest_s:6.2f} s   json.load {load_s:6.2f} s   "
+                f"ratio {ingest_s / load_s:4.2f} (target <= 1)   peak RSS {rss_mb:6.0f} MB = "
+                f"{rss_mb / mb:4.2f}x the JSON (target <= 2 on 500 MB)\n          {summary}",
+                flush=True,
+            )
     finally:
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)
-    print(json.dumps({"results": [{"json_mb": round(mb), "ingest_s": round(i, 2), "json_load_s": round(j, 2),
-                                   "ratio": round(i / j, 2), "peak_rss_mb": round(r), "rss_x_json": round(r / mb, 2)}
-                                  for mb, i, j, r in rows]}))
+    print(
+        json.dumps(
+            {
+                "results": [
+                    {
+                        "json_mb": round(mb),
+                        "ingest_s": round(i, 2),
+                        "json_load_s": round(j, 2),
+                        "ratio": round(i / j, 2),
+                        "peak_rss_mb": round(r),
+                        "rss_x_json": round(r / mb, 2),
+                    }
+                    for mb, i, j, r in rows
+                ]
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -75,12 +75,16 @@ def main() -> None:
     check = min(timed(lambda: CHECK(path, manifest)) for _ in range(args.rounds))
     footers = timed(lambda: [pq.ParquetFile(path / p).metadata.num_rows for p in manifest["parts"]])
     full = timed(lambda: integrity.verify(path, manifest))
-    print(f"run                    {args.ranks} ranks, {sum(manifest['counts'].values()):,} rows, "
-          f"{len(manifest['parts'])} Parquet files")
+    print(
+        f"run                    {args.ranks} ranks, {sum(manifest['counts'].values()):,} rows, "
+        f"{len(manifest['parts'])} Parquet files"
+    )
     for name in ("info", "analyze"):
         on, off = best[f"{name} on"], best[f"{name} off"]
-        print(f"{name:<8} with check    {on:.3f} s   without {off:.3f} s   +{(on - off) / off:.1%} "
-              f"(check alone: +{check / off:.1%}; target <= 5 %)")
+        print(
+            f"{name:<8} with check    {on:.3f} s   without {off:.3f} s   +{(on - off) / off:.1%} "
+            f"(check alone: +{check / off:.1%}; target <= 5 %)"
+        )
     print(f"check on open alone    {check * 1000:.1f} ms (listing + stat per file)")
     print(f"all footers read       {footers * 1000:.1f} ms (not done on open)")
     print(f"trnprof check (full)   {full:.2f} s")

@@ -30,18 +30,24 @@ REPO = Path(__file__).resolve().parents[1]
 MODULES = ("intervals", "step_breakdown")
 # the batch pass's order: the sweep is kept as a table from its first reader to its last
 VIEWS = ("device_segments", "step_breakdown", "host_self_time", "host_sync_calls")
-CHECKSUMS = {"device_segments": "SUM(dur), SUM(n_host), SUM(n_compute)",
-             "step_breakdown": "SUM(host), SUM(host_sync), SUM(compute), SUM(idle)",
-             "host_self_time": "SUM(self_ns)",
-             "host_sync_calls": "SUM(dur), COUNT(DISTINCT site)"}
+CHECKSUMS = {
+    "device_segments": "SUM(dur), SUM(n_host), SUM(n_compute)",
+    "step_breakdown": "SUM(host), SUM(host_sync), SUM(compute), SUM(idle)",
+    "host_self_time": "SUM(self_ns)",
+    "host_sync_calls": "SUM(dur), COUNT(DISTINCT site)",
+}
 
 
 def views_at(revision: str):
     """The views of the interval modules as they are at git `revision`."""
     found = []
     for module in MODULES:
-        text = subprocess.run(["git", "-C", str(REPO), "show", f"{revision}:trnprof/stdlib/{module}.sql"],
-                              check=True, capture_output=True, text=True).stdout
+        text = subprocess.run(
+            ["git", "-C", str(REPO), "show", f"{revision}:trnprof/stdlib/{module}.sql"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         found += parse_module(module, text)
     return found
 
@@ -52,8 +58,9 @@ def batch_session(run_dir: Path, index: int, replaced):
     con = session.connect()
     session.attach_run(con, run_dir)
     attached = session._session(con).runs["main"]
-    cut = batches.rank_batches(attached.rank_bytes(),
-                               max(1, int(batches.parse_bytes(session.DEFAULT_MEMORY_LIMIT) * batches.BATCH_SHARE)))
+    cut = batches.rank_batches(
+        attached.rank_bytes(), max(1, int(batches.parse_bytes(session.DEFAULT_MEMORY_LIMIT) * batches.BATCH_SHARE))
+    )
     low, high, ranks = cut[index]
     batches._batch_schema(con, attached, low, high, ranks, batches.local_views())
     if replaced:
@@ -113,8 +120,10 @@ def main() -> None:
                 for name, pair in taken.items():
                     best[variant][name] = min(best[variant].get(name, pair), pair)
         events = sum(check["events"] for check in next(iter(sums.values())))
-        print(f"\n{run_dir}: {min(args.batches, total)} of {total} batches, {events:,} events, "
-              f"best of {args.rounds} rounds, load average {os.getloadavg()[0]:.1f}")
+        print(
+            f"\n{run_dir}: {min(args.batches, total)} of {total} batches, {events:,} events, "
+            f"best of {args.rounds} rounds, load average {os.getloadavg()[0]:.1f}"
+        )
         for variant in variants:
             cells = "  ".join(f"{name} {wall:6.2f} s ({cpu:5.2f} CPU)" for name, (wall, cpu) in best[variant].items())
             total_wall = sum(w for w, _ in best[variant].values())

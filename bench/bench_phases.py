@@ -59,6 +59,7 @@ ORDER = ["imports", *dict.fromkeys(phase for phase, _, _ in PHASES), "other"]
 
 # ----- the child: one analyze, timed -----
 
+
 class Clock:
     """Exclusive wall and CPU time per phase, and the import time inside each."""
 
@@ -98,6 +99,7 @@ def wrapped(clock: Clock, phase: str, function):
     import inspect
 
     if inspect.isgeneratorfunction(getattr(function, "__wrapped__", None)):  # a @contextmanager
+
         @contextlib.contextmanager
         def manager(*args, **kwargs):
             clock.enter(phase)
@@ -108,6 +110,7 @@ def wrapped(clock: Clock, phase: str, function):
                     clock.enter(phase)
             finally:
                 clock.leave()
+
         return manager
 
     @functools.wraps(function)
@@ -117,6 +120,7 @@ def wrapped(clock: Clock, phase: str, function):
             return function(*args, **kwargs)
         finally:
             clock.leave()
+
     return call
 
 
@@ -155,18 +159,31 @@ def install(clock: Clock) -> None:
 
 def child(trace: str, out: str) -> None:
     import atexit
+
     clock = Clock()
     install(clock)
     import trnprof.cli
     import trnprof.cli.analyze  # noqa: F401 (what `get_command` loads before the command runs)
+
     clock.enter("other")
 
     @atexit.register  # also when the command ends the process at once (trnprof.cli.QUICK_EXIT)
     def report_phases():
         clock.leave()
         # the interpreter's start (before this script ran) and exit: the parent's whole less these
-        print(json.dumps({"wall": clock.wall, "cpu": clock.cpu, "imports": clock.imports, "rss": clock.rss,
-                          "peak": rss_mib("VmHWM"), "modules": len(sys.modules)}), file=sys.stderr)
+        print(
+            json.dumps(
+                {
+                    "wall": clock.wall,
+                    "cpu": clock.cpu,
+                    "imports": clock.imports,
+                    "rss": clock.rss,
+                    "peak": rss_mib("VmHWM"),
+                    "modules": len(sys.modules),
+                }
+            ),
+            file=sys.stderr,
+        )
 
     sys.argv = ["trnprof", "analyze", trace, "--format", "json", "-o", out, "--force"]
     trnprof.cli.main()  # the process's entry point, as `trnprof` calls it
@@ -174,21 +191,35 @@ def child(trace: str, out: str) -> None:
 
 # ----- the parent: fresh processes, medians -----
 
+
 def one_round(trace: Path, cache: Path, tree: Path = REPO) -> dict:
     shutil.rmtree(cache / "runs", ignore_errors=True)
     env = dict(os.environ, TRNPROF_CACHE_DIR=str(cache), PYTHONPATH=str(tree))
     with tempfile.NamedTemporaryFile("r") as stats:
         started = time.perf_counter()
-        done = subprocess.run(["/usr/bin/time", "-o", stats.name, "-f", "%e %M %U %S", sys.executable, __file__,
-                               "--child", str(trace), str(cache / "findings.json")],
-                              env=env, capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                "/usr/bin/time",
+                "-o",
+                stats.name,
+                "-f",
+                "%e %M %U %S",
+                sys.executable,
+                __file__,
+                "--child",
+                str(trace),
+                str(cache / "findings.json"),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         whole = time.perf_counter() - started
         if done.returncode != 0:
             sys.exit(done.stderr[-3000:])
         wall, rss_kb, user, system = stats.read().split()[-4:]
     result = json.loads(done.stderr.strip().splitlines()[-1])
-    result.update(whole_wall=float(wall) or whole, whole_cpu=float(user) + float(system),
-                  whole_rss=int(rss_kb) / 1024)
+    result.update(whole_wall=float(wall) or whole, whole_cpu=float(user) + float(system), whole_rss=int(rss_kb) / 1024)
     return result
 
 
@@ -205,25 +236,46 @@ def report(rounds: list[dict]) -> None:
         rss = [r["rss"][phase] for r in rounds if phase in r["rss"]]
         measured_wall, measured_cpu = measured_wall + wall, measured_cpu + cpu
         print(f"{phase:<10} {wall:7.3f} {cpu:7.3f} {imports:19.3f} {median(rss) if rss else float('nan'):14.0f}")
-    print(f"{'start':<10} {whole_wall - measured_wall:7.3f} {whole_cpu - measured_cpu:7.3f}"
-          f"   (interpreter start and exit: the whole process less the phases)")
-    print(f"{'whole':<10} {whole_wall:7.3f} {whole_cpu:7.3f}   peak RSS "
-          f"{median([r['whole_rss'] for r in rounds]):.0f} MiB, {median([r['modules'] for r in rounds]):.0f} modules"
-          f"   load {os.getloadavg()[0]:.1f}")
+    print(
+        f"{'start':<10} {whole_wall - measured_wall:7.3f} {whole_cpu - measured_cpu:7.3f}"
+        f"   (interpreter start and exit: the whole process less the phases)"
+    )
+    print(
+        f"{'whole':<10} {whole_wall:7.3f} {whole_cpu:7.3f}   peak RSS "
+        f"{median([r['whole_rss'] for r in rounds]):.0f} MiB, {median([r['modules'] for r in rounds]):.0f} modules"
+        f"   load {os.getloadavg()[0]:.1f}"
+    )
 
 
 def importtime(trace: Path, cache: Path, top: int = 25) -> None:
     shutil.rmtree(cache / "runs", ignore_errors=True)
     env = dict(os.environ, TRNPROF_CACHE_DIR=str(cache), PYTHONPATH=str(REPO))
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "trnprof", "analyze", str(trace), "--format",
-                           "json", "-o", str(cache / "findings.json"), "--force"], env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "trnprof",
+            "analyze",
+            str(trace),
+            "--format",
+            "json",
+            "-o",
+            str(cache / "findings.json"),
+            "--force",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     rows = []
     for line in done.stderr.splitlines():
         if line.startswith("import time:") and "|" in line and "cumulative" not in line:
-            _, cumulative, name = line[len("import time:"):].split("|")
+            _, cumulative, name = line[len("import time:") :].split("|")
             if len(name) - len(name.lstrip()) <= 3:  # top-level imports and their direct children
                 rows.append((int(cumulative) / 1e6, name.rstrip()))
-    print(f"\nlargest imports (cumulative s, python -X importtime, one process):")
+    print("\nlargest imports (cumulative s, python -X importtime, one process):")
     for seconds, name in sorted(rows, reverse=True)[:top]:
         print(f"  {seconds:6.3f} {name}")
 
@@ -235,15 +287,21 @@ def main() -> None:
     parser.add_argument("trace", nargs="?", type=Path, default=DEFAULT_TRACE)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--importtime", action="store_true", help="also list the largest imports")
-    parser.add_argument("--tree", type=Path, default=REPO,
-                        help="the source tree whose trnprof to measure (another checkout: before/after)")
+    parser.add_argument(
+        "--tree",
+        type=Path,
+        default=REPO,
+        help="the source tree whose trnprof to measure (another checkout: before/after)",
+    )
     args = parser.parse_args()
     cache = Path(tempfile.mkdtemp(prefix="trnprof-bench-phases-"))
     try:
         one_round(args.trace, cache, args.tree)  # compiles the rule packs into the cache, as any first command does
         rounds = [one_round(args.trace, cache, args.tree) for _ in range(args.repeat)]
-        print(f"{args.trace.name}: `trnprof analyze TRACE --format json` of {args.tree}, "
-              f"median of {args.repeat} fresh processes")
+        print(
+            f"{args.trace.name}: `trnprof analyze TRACE --format json` of {args.tree}, "
+            f"median of {args.repeat} fresh processes"
+        )
         report(rounds)
         if args.importtime:
             importtime(args.trace, cache)

@@ -47,8 +47,11 @@ for step in range(steps):
 print(json.dumps(times[skip:]))
 """
 
-WAYS = {"plain": None, "before the window": ["--wait", "100000"],
-        "after the window": ["--wait", "0", "--warmup", "0", "--active", "2"]}
+WAYS = {
+    "plain": None,
+    "before the window": ["--wait", "100000"],
+    "after the window": ["--wait", "0", "--warmup", "0", "--active", "2"],
+}
 
 
 def run(way: list[str] | None, job: Path, args, folder: Path) -> float:
@@ -64,6 +67,7 @@ def run(way: list[str] | None, job: Path, args, folder: Path) -> float:
 def _fastest(fn, reps: int, batches: int = 20) -> float:
     """Seconds per call: the fastest batch of `reps` calls."""
     import time
+
     best = float("inf")
     for _ in range(batches):
         start = time.perf_counter()
@@ -80,6 +84,7 @@ def _trace_writing(folder: Path, steps: int = 5, width: int = 512) -> None:
 
     import torch
     from torch.profiler import ProfilerActivity, profile
+
     model = torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.ReLU(), torch.nn.Linear(width, width))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(64, width)
@@ -97,10 +102,13 @@ def _trace_writing(folder: Path, steps: int = 5, width: int = 512) -> None:
             best, size = min(best, time.perf_counter() - start), path.stat().st_size
         import gzip
         import json
+
         with gzip.open(path) as handle:
             events = len(json.load(handle)["traceEvents"])
-        print(f"trace writing, {steps} steps{' with --stack' if stack else ''}: {best:.3f} s for {events:,} events "
-              f"({best / events * 1e6:.0f} us per event), {size / 1e3:.0f} KB")
+        print(
+            f"trace writing, {steps} steps{' with --stack' if stack else ''}: {best:.3f} s for {events:,} events "
+            f"({best / events * 1e6:.0f} us per event), {size / 1e3:.0f} KB"
+        )
 
 
 def parts(folder: Path) -> None:
@@ -110,6 +118,7 @@ def parts(folder: Path) -> None:
 
     from trnprof.record.hostmetrics import Sampler
     from trnprof.record.runtime import JobLog, Session, Settings
+
     model = torch.nn.Linear(8, 8)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     session = Session(Settings(capture=str(folder), wait=10**9, warmup=0, active=1), manual=False)
@@ -119,17 +128,23 @@ def parts(folder: Path) -> None:
     log = JobLog(str(folder))
     log.gap = 0  # a reading at every step: the most the job's memory log costs a step
     rss = _fastest(log.step, 200)
-    print(f"job memory log: {rss * 1e6:.2f} us per reading (one /proc/self/statm read), at most one per "
-          f"{JobLog.MARK_GAP_NS / 1e6:.0f} ms: {100 * rss / (JobLog.MARK_GAP_NS / 1e9):.3f} % at most")
+    print(
+        f"job memory log: {rss * 1e6:.2f} us per reading (one /proc/self/statm read), at most one per "
+        f"{JobLog.MARK_GAP_NS / 1e6:.0f} ms: {100 * rss / (JobLog.MARK_GAP_NS / 1e9):.3f} % at most"
+    )
     _trace_writing(folder)
     sampler = Sampler(folder, os.getpid(), 0.5)
     sampler.start()
     sampler.stop()
     sample = _fastest(sampler.sample, 1, 30)
-    print(f"optimizer hook while waiting (no profiler yet): {hook * 1e6:.2f} us per step "
-          f"({100 * hook / 0.010:.3f} % of a 10 ms step, {100 * hook / 0.001:.2f} % of a 1 ms step)")
-    print(f"one host-metrics sample: {sample * 1e3:.2f} ms, {100 * sample / 0.5:.2f} % of one core at the "
-          f"default 0.5 s interval (trnprof's process, beside the job)")
+    print(
+        f"optimizer hook while waiting (no profiler yet): {hook * 1e6:.2f} us per step "
+        f"({100 * hook / 0.010:.3f} % of a 10 ms step, {100 * hook / 0.001:.2f} % of a 1 ms step)"
+    )
+    print(
+        f"one host-metrics sample: {sample * 1e3:.2f} ms, {100 * sample / 0.5:.2f} % of one core at the "
+        f"default 0.5 s interval (trnprof's process, beside the job)"
+    )
 
 
 def main():

@@ -32,9 +32,18 @@ from trnprof.whatif.describe import expand  # noqa: E402
 STEPS, EVERY = 12, 4
 JOBS = {
     "tiny": {"preset": "tiny", "sets": []},
-    "llama2-7b": {"preset": None, "sets": ["model=llama2-7b", "cluster.instance=trn1.32xlarge", "cluster.nodes=1",
-                                           "parallel.tp=8", "batch.global=16", "batch.micro=1",
-                                           "checkpointing=selective"]},
+    "llama2-7b": {
+        "preset": None,
+        "sets": [
+            "model=llama2-7b",
+            "cluster.instance=trn1.32xlarge",
+            "cluster.nodes=1",
+            "parallel.tp=8",
+            "batch.global=16",
+            "batch.micro=1",
+            "checkpointing=selective",
+        ],
+    },
 }
 
 
@@ -48,10 +57,14 @@ def raw(path: Path) -> dict:
     """From the raw events: samples per step, the steps after the first, their wall time (first
     start to last end), and the seconds of the recompiles after the first step (slowest rank)."""
     with open_run(path) as run:
-        steps = run.sql("SELECT step, MIN(ts) AS ts, MAX(ts + dur) AS end_ts FROM events WHERE kind = 'step' "
-                        "GROUP BY step ORDER BY step")
-        compile_s = run.sql("SELECT COALESCE(SUM(s), 0) AS s FROM (SELECT step, MAX(dur) / 1e9 AS s FROM events "
-                            "WHERE kind = 'compile' AND step > 0 GROUP BY step)").iloc[0, 0]
+        steps = run.sql(
+            "SELECT step, MIN(ts) AS ts, MAX(ts + dur) AS end_ts FROM events WHERE kind = 'step' "
+            "GROUP BY step ORDER BY step"
+        )
+        compile_s = run.sql(
+            "SELECT COALESCE(SUM(s), 0) AS s FROM (SELECT step, MAX(dur) / 1e9 AS s FROM events "
+            "WHERE kind = 'compile' AND step > 0 GROUP BY step)"
+        ).iloc[0, 0]
         samples = run.manifest["job"]["samples_per_step"]
     later = steps[steps["step"] > steps["step"].min()]
     wall = (later["end_ts"].max() - later["ts"].min()) / 1e9
@@ -65,25 +78,49 @@ def check(job: str, folder: Path) -> list[tuple[str, str, bool]]:
     out = []
     document = trnprof.api.diff(clean_path, faulty_path)
     effective = document["step_time"]["effective"]
-    out.append(("diff: effective step", f"{effective['change']:+.1%}, significant {effective['significant']} "
-                f"(typical {document['step_time']['change']:+.1%})", bool(effective["significant"])))
-    gate = subprocess.run([sys.executable, "-m", "trnprof", "diff", str(clean_path), str(faulty_path),
-                           "--fail-if", "step_time>+5%"], capture_output=True, text=True)
+    out.append(
+        (
+            "diff: effective step",
+            f"{effective['change']:+.1%}, significant {effective['significant']} "
+            f"(typical {document['step_time']['change']:+.1%})",
+            bool(effective["significant"]),
+        )
+    )
+    gate = subprocess.run(
+        [sys.executable, "-m", "trnprof", "diff", str(clean_path), str(faulty_path), "--fail-if", "step_time>+5%"],
+        capture_output=True,
+        text=True,
+    )
     out.append(("gate step_time>+5%", f"exit {gate.returncode}", gate.returncode == 1))
     for name, path, truth in (("clean", clean_path, clean), ("recompile", faulty_path, faulty)):
         with open_run(path) as run:
             measured = run.info()["throughput"]["effective"]
         expected = truth["samples"] * truth["steps"] / truth["wall_s"]
-        out.append((f"info effective throughput, {name}", f"{measured:,.2f} vs samples/wall {expected:,.2f} "
-                    f"({measured / expected - 1:+.2%})", abs(measured / expected - 1) <= 0.02))
+        out.append(
+            (
+                f"info effective throughput, {name}",
+                f"{measured:,.2f} vs samples/wall {expected:,.2f} ({measured / expected - 1:+.2%})",
+                abs(measured / expected - 1) <= 0.02,
+            )
+        )
     [finding] = [f for f in trnprof.api.analyze(faulty_path).findings if f.name == "compile.recompilation"]
     projected, clean_step = finding.projected, clean["wall_s"] / clean["steps"]
     share = faulty["compile_s"] / faulty["wall_s"]
-    out.append(("projected effective step", f"{projected['effective_step_s']:.3f} s vs clean {clean_step:.3f} s "
-                f"({projected['effective_step_s'] / clean_step - 1:+.2%})",
-                abs(projected["effective_step_s"] / clean_step - 1) <= 0.10))
-    out.append(("projected gain", f"{projected['gain_fraction']:.1%} vs recompile share of wall {share:.1%}",
-                abs(projected["gain_fraction"] - share) <= 0.10))
+    out.append(
+        (
+            "projected effective step",
+            f"{projected['effective_step_s']:.3f} s vs clean {clean_step:.3f} s "
+            f"({projected['effective_step_s'] / clean_step - 1:+.2%})",
+            abs(projected["effective_step_s"] / clean_step - 1) <= 0.10,
+        )
+    )
+    out.append(
+        (
+            "projected gain",
+            f"{projected['gain_fraction']:.1%} vs recompile share of wall {share:.1%}",
+            abs(projected["gain_fraction"] - share) <= 0.10,
+        )
+    )
     return out
 
 
@@ -97,8 +134,11 @@ def main() -> None:
             started = time.perf_counter()
             for name, figure, met in check(job, Path(tmp) / job):
                 print(f"| {job} | {name} | {figure} | {'yes' if met else 'NO'} |", flush=True)
-            print(f"| {job} | seconds (2 simulations, diff, gate, info x2, analyze) | "
-                  f"{time.perf_counter() - started:.0f} | |", flush=True)
+            print(
+                f"| {job} | seconds (2 simulations, diff, gate, info x2, analyze) | "
+                f"{time.perf_counter() - started:.0f} | |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -58,24 +58,34 @@ def main() -> None:
         info_s, _ = timed("info", str(run))
         _, findings = timed("analyze", str(run), "--format", "json")  # warm the file cache
         (folder / "analyze.json").write_text(findings)
-        commands = {"analyze": ("analyze", str(run), "--format", "json"),
-                    "saved": ("report", str(run), "-o", str(page), "--findings", str(folder / "analyze.json")),
-                    "report": ("report", str(run), "-o", str(page))}
+        commands = {
+            "analyze": ("analyze", str(run), "--format", "json"),
+            "saved": ("report", str(run), "-o", str(page), "--findings", str(folder / "analyze.json")),
+            "report": ("report", str(run), "-o", str(page)),
+        }
         best = {name: float("inf") for name in commands}
         for _ in range(ROUNDS):  # alternate, keep each command's best: the machine is shared
             for name, args in commands.items():
                 best[name] = min(best[name], timed(*args)[0])
         analyze_s, saved_s, report_s = best["analyze"], best["saved"], best["report"]
         size = page.stat().st_size
-    print(f"run: {options.preset}, {manifest['world_size']:,} ranks x {options.steps} steps, "
-          f"{manifest['counts']['events']:,} events (Trn1 execution model)")
+    print(
+        f"run: {options.preset}, {manifest['world_size']:,} ranks x {options.steps} steps, "
+        f"{manifest['counts']['events']:,} events (Trn1 execution model)"
+    )
     print(f"info                           {info_s:7.2f} s")
     print(f"analyze                        {analyze_s:7.2f} s")
     print(f"report --findings analyze.json {saved_s:7.2f} s")
-    print(f"report (runs the rules too)    {report_s:7.2f} s   target <= {TARGET_SECONDS:.0f} s: "
-          f"{'ok' if report_s <= TARGET_SECONDS else 'MISSED'}")
-    print(f"report - analyze               {report_s - analyze_s:7.2f} s   (report / analyze {report_s / analyze_s:.2f}x)")
-    print(f"page size                      {size / 1e6:7.2f} MB   target <= {TARGET_BYTES / 1e6:.0f} MB: {'ok' if size <= TARGET_BYTES else 'MISSED'}")
+    print(
+        f"report (runs the rules too)    {report_s:7.2f} s   target <= {TARGET_SECONDS:.0f} s: "
+        f"{'ok' if report_s <= TARGET_SECONDS else 'MISSED'}"
+    )
+    print(
+        f"report - analyze               {report_s - analyze_s:7.2f} s   (report / analyze {report_s / analyze_s:.2f}x)"
+    )
+    print(
+        f"page size                      {size / 1e6:7.2f} MB   target <= {TARGET_BYTES / 1e6:.0f} MB: {'ok' if size <= TARGET_BYTES else 'MISSED'}"
+    )
 
 
 if __name__ == "__main__":

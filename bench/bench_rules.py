@@ -53,9 +53,11 @@ def main() -> None:
     breakdown, rules = min(breakdowns), min(rule_times)
     print(f"events                {events:,}")
     print(f"step_breakdown alone  {breakdown:.2f} s")
-    print(f"all built-in rules    {rules:.2f} s  ({len(document.rules)} rules, "
-          f"{len(document.findings)} findings, {len(document.not_evaluated)} not evaluated, "
-          f"{len(document.errors)} errors)")
+    print(
+        f"all built-in rules    {rules:.2f} s  ({len(document.rules)} rules, "
+        f"{len(document.findings)} findings, {len(document.not_evaluated)} not evaluated, "
+        f"{len(document.errors)} errors)"
+    )
     print(f"ratio                 {rules / breakdown:.2f}x  (target <= 3x, <= 15 s)")
     slowest = sorted(document.rule_seconds.items(), key=lambda kv: -kv[1])[:3]
     print("slowest rule queries  " + ", ".join(f"{name} {seconds:.3f} s" for name, seconds in slowest))

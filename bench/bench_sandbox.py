@@ -19,13 +19,13 @@ import sys
 
 QUERIES = {
     "string_agg (cannot spill)": "SELECT length(string_agg(repeat('x', 200) || r, ',')) AS n "
-                                 "FROM steps, range(20000) t(r)",
+    "FROM steps, range(20000) t(r)",
     "list aggregate": "SELECT len(list(repeat('y', 100) || r)) AS n FROM steps, range(20000) t(r)",
     "big sort (window)": "SELECT MAX(n) AS n FROM (SELECT row_number() OVER (ORDER BY hash(r, rank)) AS n "
-                         "FROM steps, range(50000) t(r))",
+    "FROM steps, range(50000) t(r))",
     "big hash join": "SELECT COUNT(*) AS n FROM (SELECT rank * 1000000 + r AS k, repeat('z', 64) || r AS p "
-                     "FROM steps, range(3000) t(r)) a JOIN (SELECT rank * 1000000 + r AS k, p FROM steps, "
-                     "range(3000) t(r), (SELECT repeat('q', 64) AS p)) b USING (k)",
+    "FROM steps, range(3000) t(r)) a JOIN (SELECT rank * 1000000 + r AS k, p FROM steps, "
+    "range(3000) t(r), (SELECT repeat('q', 64) AS p)) b USING (k)",
     "distinct strings": "SELECT COUNT(DISTINCT repeat('w', 50) || r || '-' || rank) AS n FROM steps, range(20000) t(r)",
 }
 
@@ -58,15 +58,21 @@ def main() -> None:
     print(f"memory limit {args.limit}, {args.threads} thread(s); growth = peak RSS during the query - RSS before it")
     worst = 0.0
     for name, sql in QUERIES.items():
-        done = subprocess.run([sys.executable, "-c", CHILD, args.limit, str(args.threads), sql],
-                              capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, args.limit, str(args.threads), sql],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         result = json.loads(done.stdout.strip().splitlines()[-1])
         growth = max(0, result["peak"] - result["before"])
         share = growth / result["limit"]
         worst = max(worst, share)
         outcome = "failed: " + result["error"][:70] if result["error"] else "finished"
-        print(f"{name:<28} growth {growth / 2**20:7.0f} MiB = {share:5.0%} of the limit  "
-              f"{result['seconds']:6.1f} s  {outcome}")
+        print(
+            f"{name:<28} growth {growth / 2**20:7.0f} MiB = {share:5.0%} of the limit  "
+            f"{result['seconds']:6.1f} s  {outcome}"
+        )
     print(f"worst                        {worst:.0%} of the limit (target <= 150 %)")
 
 

@@ -46,8 +46,9 @@ def measured(*args: str) -> tuple[float, float, float, float]:
     env = {k: v for k, v in os.environ.items() if k not in ("TRNPROF_CACHE", "TRNPROF_MEMORY_LIMIT")}
     with tempfile.TemporaryFile() as errors:
         start = time.perf_counter()
-        child = subprocess.Popen([sys.executable, "-m", "trnprof", *args], stdout=subprocess.DEVNULL,
-                                 stderr=errors, env=env)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "trnprof", *args], stdout=subprocess.DEVNULL, stderr=errors, env=env
+        )
         _, status, usage = os.wait4(child.pid, 0)  # this child's own peak RSS
         seconds = time.perf_counter() - start
         code = child.returncode = os.waitstatus_to_exitcode(status)
@@ -60,9 +61,24 @@ def measured(*args: str) -> tuple[float, float, float, float]:
 def ensure_run(folder: Path, steps: int) -> Path:
     run = folder / f"{PRESET}-{NODES}n-{steps}s"
     if not (run / "trnprof.json").is_file():
-        done = subprocess.run([sys.executable, "-m", "trnprof", "simulate", "--preset", PRESET,
-                               "--set", f"cluster.nodes={NODES}", "--steps", str(steps), "-o", str(run), "--force"],
-                              stdout=subprocess.DEVNULL)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "trnprof",
+                "simulate",
+                "--preset",
+                PRESET,
+                "--set",
+                f"cluster.nodes={NODES}",
+                "--steps",
+                str(steps),
+                "-o",
+                str(run),
+                "--force",
+            ],
+            stdout=subprocess.DEVNULL,
+        )
         if done.returncode:
             sys.exit(f"simulating {run} failed")
     return run
@@ -88,11 +104,15 @@ def print_run(steps: int, events: int, figures: dict) -> None:
     scan_s = figures["scan"][0]
     print(f"\n{PRESET}, 1,024 ranks x {steps} steps: {events / 1e6:.1f}M events")
     for name, (seconds, rss, load, cpu) in figures.items():
-        print(f"  {name:13s} {seconds:7.1f} s  {seconds / scan_s:6.1f}x scan  peak RSS {rss:6.0f} MB"
-              f"  {seconds / events * 1e6:6.2f} s/M events  load {load:4.1f}  CPU {cpu:7.1f} s")
+        print(
+            f"  {name:13s} {seconds:7.1f} s  {seconds / scan_s:6.1f}x scan  peak RSS {rss:6.0f} MB"
+            f"  {seconds / events * 1e6:6.2f} s/M events  load {load:4.1f}  CPU {cpu:7.1f} s"
+        )
     cold = figures["analyze cold"][0]
-    print(f"  warm / cold analyze {figures['analyze warm'][0] / cold:.2f} "
-          f"(target <= {TARGET_WARM:.2f}: {verdict(figures['analyze warm'][0] <= TARGET_WARM * cold)})")
+    print(
+        f"  warm / cold analyze {figures['analyze warm'][0] / cold:.2f} "
+        f"(target <= {TARGET_WARM:.2f}: {verdict(figures['analyze warm'][0] <= TARGET_WARM * cold)})"
+    )
     if "report cold" in figures:
         ratio = figures["report warm"][0] / figures["report cold"][0]
         print(f"  warm / cold report  {ratio:.2f} (target <= {TARGET_WARM:.2f}: {verdict(ratio <= TARGET_WARM)})")
@@ -102,7 +122,9 @@ def print_run(steps: int, events: int, figures: dict) -> None:
         print(f"  analyze cold {cold:.1f} s (target <= {TARGET_ANALYZE_S:.0f} s: {verdict(cold <= TARGET_ANALYZE_S)})")
         if "report cold" in figures:
             report = figures["report cold"][0]
-            print(f"  report cold {report:.1f} s (target <= {TARGET_REPORT_S:.0f} s: {verdict(report <= TARGET_REPORT_S)})")
+            print(
+                f"  report cold {report:.1f} s (target <= {TARGET_REPORT_S:.0f} s: {verdict(report <= TARGET_REPORT_S)})"
+            )
 
 
 def main() -> None:
@@ -124,9 +146,11 @@ def main() -> None:
         for name in ("analyze cold", "report cold"):
             if name in f10 and name in f30:
                 growth = f30[name][0] / f10[name][0]
-                print(f"\n{name}: 30 steps / 10 steps = {growth:.2f}x for {e30 / e10:.2f}x the events "
-                      f"(target <= {TARGET_GROWTH}x: {verdict(growth <= TARGET_GROWTH)}); "
-                      f"CPU seconds {f30[name][3] / f10[name][3]:.2f}x")
+                print(
+                    f"\n{name}: 30 steps / 10 steps = {growth:.2f}x for {e30 / e10:.2f}x the events "
+                    f"(target <= {TARGET_GROWTH}x: {verdict(growth <= TARGET_GROWTH)}); "
+                    f"CPU seconds {f30[name][3] / f10[name][3]:.2f}x"
+                )
     print(f"\nmachine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end")
 
 

@@ -21,7 +21,6 @@ import sys
 import time
 from pathlib import Path
 
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 OUT = Path(__file__).resolve().parent / "out"
@@ -64,6 +63,7 @@ def summary_cases(name: str, load_config):
     """The preset as it is, on 4,096 nodes (8 microbatches per step) and on the fewest nodes
     its parallelism allows (the most microbatches per step: the longest pipeline schedule)."""
     from trnprof.model.job import resolve
+
     job = resolve(load_config(preset=name))
     yield "as is", job.config
     micro, per_replica = job.micro, job.tp * job.pp
@@ -90,16 +90,21 @@ def main() -> None:
     raw = raw_write_rate(run)
     size = sum(f.stat().st_size for f in run.rglob("*.parquet"))
     print(f"llama2-7b, {args.nodes} nodes ({manifest['world_size']} ranks) x {args.steps} steps")
-    print(f"  events              {events:,} (+ {manifest['counts']['counters']:,} counter samples), "
-          f"{size / 1e6:.0f} MB on disk")
-    print(f"  simulate + write    {result['seconds']:.1f} s (process wall {wall:.1f} s)   target <= 60 s: "
-          f"{'ok' if result['seconds'] <= 60 else 'MISSED'}")
+    print(
+        f"  events              {events:,} (+ {manifest['counts']['counters']:,} counter samples), "
+        f"{size / 1e6:.0f} MB on disk"
+    )
+    print(
+        f"  simulate + write    {result['seconds']:.1f} s (process wall {wall:.1f} s)   target <= 60 s: "
+        f"{'ok' if result['seconds'] <= 60 else 'MISSED'}"
+    )
     print(f"  events per second   {rate / 1e6:.2f} M/s   target > 1 M/s: {'ok' if rate > 1e6 else 'MISSED'}")
     print(f"  peak RSS            {rss / 1e9:.2f} GB   target < 4 GB: {'ok' if rss < 4e9 else 'MISSED'}")
     print(f"  raw Parquet write   {raw / 1e6:.2f} M rows/s; simulation runs at {rate / raw:.2f}x that floor")
     shutil.rmtree(run)
 
     from trnprof.collectors.trn1 import demo_config, list_presets, load_config, simulate, summary
+
     t0 = time.perf_counter()
     simulate(demo_config(), OUT / "tiny", overwrite=True)
     tiny = time.perf_counter() - t0

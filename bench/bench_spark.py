@@ -47,8 +47,13 @@ def options() -> argparse.Namespace:
     parser.add_argument("--collectives", type=int, default=16, help="collectives per rank and step")
     parser.add_argument("--keep", type=Path, help="folder to build (or reuse) the runs in")
     parser.add_argument("--master", default="local[2]", help="Spark master URL")
-    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
-                        help=f"a spark.* setting, repeatable (defaults: {SPARK_DEFAULTS})")
+    parser.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"a spark.* setting, repeatable (defaults: {SPARK_DEFAULTS})",
+    )
     parser.add_argument("--rounds", type=int, default=1, help="rounds per run; the fastest of each counts")
     parser.add_argument("--skip-duckdb", action="store_true")
     parser.add_argument("--skip-spark", action="store_true")
@@ -69,8 +74,10 @@ def build_runs(args) -> tuple[Path, list[Path]]:
     folder.mkdir(parents=True, exist_ok=True)
     warmup = synthetic_runs.build(folder, "warmup", SimpleNamespace(ranks=4, steps=4, ops=40, collectives=4))
     shape = {"steps": args.steps, "ops": args.ops, "collectives": args.collectives}
-    return warmup, [synthetic_runs.build(folder, "synthetic", SimpleNamespace(ranks=int(ranks), **shape), slow_rank=7)
-                    for ranks in args.sizes.split(",")]
+    return warmup, [
+        synthetic_runs.build(folder, "synthetic", SimpleNamespace(ranks=int(ranks), **shape), slow_rank=7)
+        for ranks in args.sizes.split(",")
+    ]
 
 
 # --- measuring ---
@@ -97,6 +104,7 @@ def spark_start_up(master: str, conf: dict) -> tuple[float, float]:
     """Seconds to start the JVM and its first session, and to transpile the stdlib (once per process)."""
     from trnprof.spark import connect  # imported here: --skip-spark runs without pyspark
     from trnprof.spark.views import spark_views
+
     start = time.perf_counter()
     connect.session(master, conf)
     jvm = time.perf_counter() - start
@@ -161,9 +169,12 @@ def seconds(figures: dict, key: str) -> str:
 
 def print_row(ranks: str, figures: dict) -> None:
     jvm = f"{figures['jvm MB']:,.0f}" if figures["jvm MB"] else "-"
-    print(f"{ranks:>6} {figures['events']:>12,} | {seconds(figures, 'query duckdb')} {seconds(figures, 'query spark')} "
-          f"{ratio(figures, 'query')} | {seconds(figures, 'analyze duckdb')} {seconds(figures, 'analyze spark')} "
-          f"{ratio(figures, 'analyze')} | {figures['python MB']:,.0f} / {jvm}", flush=True)
+    print(
+        f"{ranks:>6} {figures['events']:>12,} | {seconds(figures, 'query duckdb')} {seconds(figures, 'query spark')} "
+        f"{ratio(figures, 'query')} | {seconds(figures, 'analyze duckdb')} {seconds(figures, 'analyze spark')} "
+        f"{ratio(figures, 'analyze')} | {figures['python MB']:,.0f} / {jvm}",
+        flush=True,
+    )
 
 
 def print_documents(figures: dict) -> None:
@@ -172,8 +183,11 @@ def print_documents(figures: dict) -> None:
         document = figures.get(f"document {engine}")
         if document is None:
             continue
-        print(f"         {engine}: {len(document.findings)} findings, {len(document.not_evaluated)} not evaluated, "
-              f"{len(document.errors)} errors", flush=True)
+        print(
+            f"         {engine}: {len(document.findings)} findings, {len(document.not_evaluated)} not evaluated, "
+            f"{len(document.errors)} errors",
+            flush=True,
+        )
         for failure in document.errors:
             print(f"           error {failure.name}: {failure.error}", flush=True)
 
@@ -185,8 +199,11 @@ def print_slopes(results: list[dict]) -> None:
     small, big = results[-2], results[-1]
     millions = (big["events"] - small["events"]) / 1e6
     for what in ("query", "analyze"):
-        slopes = {engine: (big[f"{what} {engine}"] - small[f"{what} {engine}"]) / millions
-                  for engine in ("duckdb", "spark") if f"{what} {engine}" in big}
+        slopes = {
+            engine: (big[f"{what} {engine}"] - small[f"{what} {engine}"]) / millions
+            for engine in ("duckdb", "spark")
+            if f"{what} {engine}" in big
+        }
         text = ", ".join(f"{engine} {slope:.2f}" for engine, slope in slopes.items())
         ratio_text = f" (Spark / DuckDB {slopes['spark'] / slopes['duckdb']:.1f}x)" if len(slopes) == 2 else ""
         print(f"\n{what}: s per million events between the two largest runs: {text}{ratio_text}", end="")
@@ -197,8 +214,10 @@ def print_target(largest: dict) -> None:
     document = largest.get("document spark")
     if document is not None:
         ok = "ok" if not document.errors else "MISSED (rule errors)"
-        print(f"target: analyze of the largest run ({largest['events']:,} events) on Spark finishes: {ok}, "
-              f"{largest['analyze spark']:.1f} s, {len(document.errors)} rule errors")
+        print(
+            f"target: analyze of the largest run ({largest['events']:,} events) on Spark finishes: {ok}, "
+            f"{largest['analyze spark']:.1f} s, {len(document.errors)} rule errors"
+        )
 
 
 def main() -> None:
@@ -208,13 +227,16 @@ def main() -> None:
     warmup, paths = build_runs(args)
     if not args.skip_spark:
         jvm, transpile = spark_start_up(args.master, conf)
-        print(f"Spark JVM start-up (first session) {jvm:.2f} s; stdlib transpiled in {transpile:.2f} s "
-              "(once per process)")
+        print(
+            f"Spark JVM start-up (first session) {jvm:.2f} s; stdlib transpiled in {transpile:.2f} s (once per process)"
+        )
     for engine in chosen(args):
         with engines.using(engine, args.master, conf):
             time_analyze(warmup)  # not counted
-    print(f"\n{'ranks':>6} {'events':>12} | {'query: DuckDB s':>15} {'Spark s':>8} {'S/D':>7} | "
-          f"{'analyze: DuckDB s':>17} {'Spark s':>8} {'S/D':>7} | peak RSS so far, MB: python / JVM")
+    print(
+        f"\n{'ranks':>6} {'events':>12} | {'query: DuckDB s':>15} {'Spark s':>8} {'S/D':>7} | "
+        f"{'analyze: DuckDB s':>17} {'Spark s':>8} {'S/D':>7} | peak RSS so far, MB: python / JVM"
+    )
     results = []
     for ranks, path in zip(args.sizes.split(","), paths):
         results.append(measure_run(path, args, conf))

@@ -12,8 +12,8 @@ Targets (docs/performance.md): breakdown <= 4x sort, <= 10 s, peak RSS < 2 GB; `
 from __future__ import annotations
 
 import argparse
-import os
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -43,13 +43,20 @@ def measure(path: Path, what: str) -> dict:
         start = time.perf_counter()
         run.con.execute(QUERIES[what])
         seconds = time.perf_counter() - start
-    return {"events": rows, "seconds": seconds,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {
+        "events": rows,
+        "seconds": seconds,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def measure_in_child(path: Path, what: str) -> dict:
-    child = subprocess.run([sys.executable, __file__, "--measure-only", str(path), "--what", what],
-                           check=True, capture_output=True, text=True)
+    child = subprocess.run(
+        [sys.executable, __file__, "--measure-only", str(path), "--what", what],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(child.stdout)
 
 
@@ -78,8 +85,13 @@ def main() -> None:
         path = args.keep or Path(tmp) / "bench-run"
         if not (path / "trnprof.json").exists():
             start = time.perf_counter()
-            synthetic_run(path, ranks=args.ranks, steps=args.steps,
-                          ops_per_step=args.events_per_rank_step - 7, collectives_per_step=4)
+            synthetic_run(
+                path,
+                ranks=args.ranks,
+                steps=args.steps,
+                ops_per_step=args.events_per_rank_step - 7,
+                collectives_per_step=4,
+            )
             print(f"built run: {time.perf_counter() - start:.1f} s")
         # alternate the two, best of `rounds` each, so machine noise hits both alike
         runs = {"sort": [], "step_breakdown": []}

@@ -27,24 +27,49 @@ from pathlib import Path
 os.environ.setdefault("TRNPROF_CACHE", "off")
 
 from trnprof.api import open_run  # noqa: E402
-from trnprof.model.config import load_config  # noqa: E402
 from trnprof.collectors.trn1.simulate import simulate  # noqa: E402
+from trnprof.model.config import load_config  # noqa: E402
 from trnprof.whatif.document import whatif  # noqa: E402
 from trnprof.whatif.validate import CHANGES, FAULTS, JOB_A, PERTURBATIONS, compare, perturbed, simulate_job  # noqa: E402
 
-JOB_L = ["model=llama2-7b", "cluster.instance=trn1.32xlarge", "cluster.nodes=1", "parallel.tp=8",
-         "batch.global=16", "batch.micro=1", "checkpointing=selective"]
+JOB_L = [
+    "model=llama2-7b",
+    "cluster.instance=trn1.32xlarge",
+    "cluster.nodes=1",
+    "parallel.tp=8",
+    "batch.global=16",
+    "batch.micro=1",
+    "checkpointing=selective",
+]
 CHANGES_L = {
-    "nodes": ["nodes=2"], "tp": ["tp=16"], "pp": ["pp=2"], "micro-batch": ["micro=2"], "global batch": ["global=32"],
-    "ZeRO-1": ["zero1=true"], "overlap off": ["overlap=false"], "loader workers": ["workers=0"],
-    "sequence length": ["seq_len=2048"], "precision": ["precision=fp32"], "bucket size": ["bucket_mb=10"],
+    "nodes": ["nodes=2"],
+    "tp": ["tp=16"],
+    "pp": ["pp=2"],
+    "micro-batch": ["micro=2"],
+    "global batch": ["global=32"],
+    "ZeRO-1": ["zero1=true"],
+    "overlap off": ["overlap=false"],
+    "loader workers": ["workers=0"],
+    "sequence length": ["seq_len=2048"],
+    "precision": ["precision=fp32"],
+    "bucket size": ["bucket_mb=10"],
     "activation checkpointing": ["checkpointing=full"],
 }
-FAULTS_L = {"straggler": "{kind: straggler, rank: 3, slowdown: 1.3}", "slow loader": "{kind: slow_loader, factor: 50}",
-            "no overlap": "{kind: no_overlap}"}
+FAULTS_L = {
+    "straggler": "{kind: straggler, rank: 3, slowdown: 1.3}",
+    "slow loader": "{kind: slow_loader, factor: 50}",
+    "no overlap": "{kind: no_overlap}",
+}
 JOBS = {"A": (JOB_A, CHANGES, FAULTS, 5), "L": (JOB_L, CHANGES_L, FAULTS_L, 4)}
-BIG = ["model=llama2-7b", "cluster.instance=trn1.32xlarge", "cluster.nodes=32", "parallel.tp=8", "batch.global=1024",
-       "batch.micro=1", "checkpointing=selective"]
+BIG = [
+    "model=llama2-7b",
+    "cluster.instance=trn1.32xlarge",
+    "cluster.nodes=32",
+    "parallel.tp=8",
+    "batch.global=1024",
+    "batch.micro=1",
+    "checkpointing=selective",
+]
 
 
 def table(name: str, tmp: Path) -> list[dict]:
@@ -66,9 +91,12 @@ def table(name: str, tmp: Path) -> list[dict]:
 
 def _print(row: dict) -> None:
     inside = row["band"]["low_s"] <= row["simulated_s"] <= row["band"]["high_s"]
-    print(f"| {row['job']} | {row['perturbation']} | {row['kind']} | `{row['change']}` | "
-          f"{row['predicted_s'] * 1e3:.3f} | {row['simulated_s'] * 1e3:.3f} | {row['error']:+.2%} | "
-          f"{'yes' if inside else 'no'} | {'yes' if row['fits'] else 'no'} |", flush=True)
+    print(
+        f"| {row['job']} | {row['perturbation']} | {row['kind']} | `{row['change']}` | "
+        f"{row['predicted_s'] * 1e3:.3f} | {row['simulated_s'] * 1e3:.3f} | {row['error']:+.2%} | "
+        f"{'yes' if inside else 'no'} | {'yes' if row['fits'] else 'no'} |",
+        flush=True,
+    )
 
 
 def _fresh_info(path: Path) -> float:
@@ -88,8 +116,10 @@ def timing(label: str, path: Path, change: list[str], target: float) -> None:
     w = _fresh_whatif(path, change)
     i = _fresh_info(path)
     verdict = "met" if w <= target else "MISSED"
-    print(f"{label}: whatif {w:.2f} s (target <= {target:.0f} s: {verdict}), info {i:.2f} s, ratio {w / i:.2f}",
-          flush=True)
+    print(
+        f"{label}: whatif {w:.2f} s (target <= {target:.0f} s: {verdict}), info {i:.2f} s, ratio {w / i:.2f}",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -107,10 +137,12 @@ def main() -> None:
         if rows:
             errors = [abs(r["error"]) for r in rows]
             kinds = {r["kind"] for r in rows if not r["kind"].startswith("remove")}
-            print(f"\n{len(rows)} cases, {len(kinds)} kinds of change: median |error| {statistics.median(errors):.2%}, "
-                  f"max {max(errors):.2%}, within 5 %: {sum(e <= 0.05 for e in errors)}/{len(rows)}, "
-                  f"truth in band: {sum(r['band']['low_s'] <= r['simulated_s'] <= r['band']['high_s'] for r in rows)}"
-                  f"/{len(rows)}")
+            print(
+                f"\n{len(rows)} cases, {len(kinds)} kinds of change: median |error| {statistics.median(errors):.2%}, "
+                f"max {max(errors):.2%}, within 5 %: {sum(e <= 0.05 for e in errors)}/{len(rows)}, "
+                f"truth in band: {sum(r['band']['low_s'] <= r['simulated_s'] <= r['band']['high_s'] for r in rows)}"
+                f"/{len(rows)}"
+            )
         single = simulate_job(JOB_L, "A", Path(tmp) / "single", steps=4)
         timing("single node (32 ranks)", single, ["tp=16"], 3.0)
     if args.skip_big:
@@ -127,6 +159,7 @@ def main() -> None:
 
 def _expanded(sets: list[str]) -> list[str]:
     from trnprof.whatif.describe import expand
+
     return [expand(s) for s in sets]
 
 

@@ -39,6 +39,7 @@ def rows(job: str, folder: Path):
     def run(factor, seed):
         fault = "{kind: slow_loader, factor: %d}" % factor if factor else None
         return simulate_job(sets + [f"run.seed={seed}"], "A", folder / f"{factor}-{seed}", faults=fault, steps=steps)
+
     clean = {seed: run(None, seed) for seed in (1, 2)}
     clean_typical, clean_effective = views(clean[2])
     for factor in LOADER_FACTORS[job]:
@@ -49,20 +50,24 @@ def rows(job: str, folder: Path):
         seconds = (time.perf_counter() - started) / 2
         faulty_typical, faulty_effective = views(faulty[2])
         band = remove["band"]
-        yield (f"| {job} | {factor} | {1e3 * add['effective_step_s']:.2f} | {1e3 * faulty_effective:.2f} | "
-               f"{add['effective_step_s'] / faulty_effective - 1:+.2%} | {1e3 * remove['step_time_s']:.2f} | "
-               f"{1e3 * clean_typical:.2f} | {remove['step_time_s'] / clean_typical - 1:+.2%} | "
-               f"{1e3 * band['low_s']:.2f}..{1e3 * band['high_s']:.2f} | "
-               f"{'yes' if band['low_s'] <= clean_typical <= band['high_s'] else 'no'} | "
-               f"{remove['effective_step_s'] / clean_effective - 1:+.2%} | {1e3 * faulty_typical:.2f} | {seconds:.1f} |")
+        yield (
+            f"| {job} | {factor} | {1e3 * add['effective_step_s']:.2f} | {1e3 * faulty_effective:.2f} | "
+            f"{add['effective_step_s'] / faulty_effective - 1:+.2%} | {1e3 * remove['step_time_s']:.2f} | "
+            f"{1e3 * clean_typical:.2f} | {remove['step_time_s'] / clean_typical - 1:+.2%} | "
+            f"{1e3 * band['low_s']:.2f}..{1e3 * band['high_s']:.2f} | "
+            f"{'yes' if band['low_s'] <= clean_typical <= band['high_s'] else 'no'} | "
+            f"{remove['effective_step_s'] / clean_effective - 1:+.2%} | {1e3 * faulty_typical:.2f} | {seconds:.1f} |"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", default=";".join(LOADER_JOBS), help="job names, separated by ';'")
     args = parser.parse_args()
-    print("| job | factor | add: predicted effective ms | simulated ms | error | remove: predicted typical ms "
-          "| clean typical ms | error | band ms | in band | effective error | faulty typical ms | whatif s |")
+    print(
+        "| job | factor | add: predicted effective ms | simulated ms | error | remove: predicted typical ms "
+        "| clean typical ms | error | band ms | in band | effective error | faulty typical ms | whatif s |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for job in args.jobs.split(";"):

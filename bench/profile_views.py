@@ -36,6 +36,7 @@ def _timed(function, label, totals):
         finally:
             totals[label(*args)][0] += time.perf_counter() - wall
             totals[label(*args)][1] += _cpu() - cpu
+
     return timed
 
 
@@ -54,11 +55,15 @@ def main() -> None:
     print(f"{'part':40s} {'wall s':>8s} {'share':>6s} {'CPU s':>8s}")
     for name, (w, c) in sorted(totals.items(), key=lambda item: -item[1][0]):
         print(f"{name:40s} {w:8.3f} {w / wall:6.1%} {c:8.3f}")
-    print(f"{'the rest (open, rules, pricing)':40s} {wall - views[0]:8.3f} {(wall - views[0]) / wall:6.1%} "
-          f"{cpu - views[1]:8.3f}")
+    print(
+        f"{'the rest (open, rules, pricing)':40s} {wall - views[0]:8.3f} {(wall - views[0]) / wall:6.1%} "
+        f"{cpu - views[1]:8.3f}"
+    )
     print(f"{'total':40s} {wall:8.3f} {'':6s} {cpu:8.3f}")
-    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB, "
-          f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after, {os.cpu_count()} cores")
+    print(
+        f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB, "
+        f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after, {os.cpu_count()} cores"
+    )
 
 
 if __name__ == "__main__":

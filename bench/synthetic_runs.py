@@ -32,7 +32,13 @@ def build(folder: Path, name: str, args, **faults) -> Path:
     path = folder / f"{name}-{args.ranks}x{args.steps}x{args.ops}x{args.collectives}"
     if not path.exists():
         start = time.perf_counter()
-        synthetic_run(path, ranks=args.ranks, steps=args.steps, ops_per_step=args.ops,
-                      collectives_per_step=args.collectives, **faults)
+        synthetic_run(
+            path,
+            ranks=args.ranks,
+            steps=args.steps,
+            ops_per_step=args.ops,
+            collectives_per_step=args.collectives,
+            **faults,
+        )
         print(f"built {path} in {time.perf_counter() - start:.1f} s")
     return path

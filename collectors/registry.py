@@ -22,10 +22,18 @@ def _simulate(spec: dict, path: Path) -> Path:
     `device_profile: true`, its Neuron Explorer device profile)."""
     from . import trn1
 
-    config = trn1.load_config(preset=spec["preset"], overrides=list(spec.get("overrides") or []),
-                              faults=list(spec.get("faults") or []))
-    trn1.simulate(config, path, seed=spec.get("seed"), steps=spec.get("steps"), overwrite=True,
-                  device_profile=bool(spec.get("device_profile")), device_ranks=spec.get("device_ranks"))
+    config = trn1.load_config(
+        preset=spec["preset"], overrides=list(spec.get("overrides") or []), faults=list(spec.get("faults") or [])
+    )
+    trn1.simulate(
+        config,
+        path,
+        seed=spec.get("seed"),
+        steps=spec.get("steps"),
+        overwrite=True,
+        device_profile=bool(spec.get("device_profile")),
+        device_ranks=spec.get("device_ranks"),
+    )
     return path
 
 

@@ -67,7 +67,9 @@ def main() -> None:
     for i in range(args.images):
         transform(pngs[i % len(pngs)], rnd)
     per_image_ms = (time.process_time() - start) / args.images * 1e3
-    print(f"{per_image_ms:.3f} ms CPU per image ({args.images} images, mean PNG {np.mean([len(p) for p in pngs]):.0f} B)")
+    print(
+        f"{per_image_ms:.3f} ms CPU per image ({args.images} images, mean PNG {np.mean([len(p) for p in pngs]):.0f} B)"
+    )
 
 
 if __name__ == "__main__":

@@ -20,8 +20,9 @@ KINETO = DATA / "kineto"
 TRN1_HBM_PER_CORE = hardware.lookup("trn1.32xlarge")["hbm_bytes_per_core"]
 
 
-def write_inline_run(path: Path, events: list[dict], *, ranks: int | None = None, counters=None,
-                     job=None, **manifest_extra) -> Path:
+def write_inline_run(
+    path: Path, events: list[dict], *, ranks: int | None = None, counters=None, job=None, **manifest_extra
+) -> Path:
     """A run from inline event dicts (rank, ts, dur, kind, name, lane, ...)."""
     frame = pd.DataFrame(events)
     world = ranks if ranks is not None else int(frame["rank"].max()) + 1
@@ -47,8 +48,9 @@ def assert_accounted(run, index: int = 0) -> dict:
 @pytest.fixture(scope="session")
 def sample_run(tmp_path_factory) -> Path:
     """A small synthetic run: 8 ranks x 4 steps, rank 5 slow."""
-    return synthetic_run(tmp_path_factory.mktemp("runs") / "sample", ranks=8, steps=4, ops_per_step=20,
-                         slow_rank=5, seed=3)
+    return synthetic_run(
+        tmp_path_factory.mktemp("runs") / "sample", ranks=8, steps=4, ops_per_step=20, slow_rank=5, seed=3
+    )
 
 
 @pytest.fixture
@@ -84,8 +86,9 @@ MARKS = {
     "tests/critical_path/test_straggler_recorded.py": ("torch", "slow"),
     # uid 0
     "tests/storage/test_hardening_store.py::test_a_group_writable_share_works_for_two_users": ("root",),
-    "tests/storage/test_hardening_cache.py::test_a_full_disk_during_the_cache_write_falls_back_with_one_warning":
-        ("root",),
+    "tests/storage/test_hardening_cache.py::test_a_full_disk_during_the_cache_write_falls_back_with_one_warning": (
+        "root",
+    ),
     # 5 s or more on the 2-core machine under load (--durations of the suspect folders), module fixtures included
     "tests/record/test_record_explorer.py": SLOW,  # each test records a job
     "tests/record/test_record_parts.py::test_an_existing_output_is_refused_before_the_command_runs": SLOW,
@@ -95,10 +98,8 @@ MARKS = {
     "tests/critical_path/test_solvers.py::test_auto_runs_a_single_rank_trace_in_python_rounds": SLOW,
     "tests/critical_path/test_edges_p2p.py::test_the_slow_stage_rank_is_named_and_the_bubble_is_no_straggler": SLOW,
     "tests/critical_path/test_critical_path.py::test_unchanged_replay_reproduces_real_traces": SLOW,
-    "tests/critical_path/test_critical_path.py::test_fault_removed_by_replay_agrees_with_the_job_simulated_without_it":
-        SLOW,
-    "tests/critical_path/test_whatif_replay.py::test_straggler_finding_is_priced_by_replay_against_the_balanced_job":
-        SLOW,
+    "tests/critical_path/test_critical_path.py::test_fault_removed_by_replay_agrees_with_the_job_simulated_without_it": SLOW,
+    "tests/critical_path/test_whatif_replay.py::test_straggler_finding_is_priced_by_replay_against_the_balanced_job": SLOW,
     "tests/report/test_hardening_output.py::test_demo_replaces_an_earlier_demo_only_and_writes_whole_files": SLOW,
     # 19 s or more in the fast loop's own run (load 16 on 2 cores)
     "tests/core/test_packaging.py::test_wheel_installs_into_fresh_venv_and_runs_from_elsewhere": SLOW,

@@ -31,16 +31,48 @@ from .tableread import table_select
 # Views whose rows for a rank depend only on that rank's rows (and on other such views). A view
 # not listed is computed over the whole run: correct for any view, bounded only if its SQL
 # aggregates or joins with spilling.
-RANK_LOCAL = frozenset({
-    "recorded_steps", "steps", "launch_pending", "copy_exposure", "device_intervals", "_sweep_points", "_swept", "device_segments", "step_breakdown",
-    "memory_timeline", "memory_totals", "memory_peak", "rank_summary", "_op_stats", "event_stats", "_comm_events",
-    "compute_dtypes", "step_memory", "memory_at_peak", "_host_calls", "_host_stack", "host_sync_calls",
-    "host_self_time",
-})
+RANK_LOCAL = frozenset(
+    {
+        "recorded_steps",
+        "steps",
+        "launch_pending",
+        "copy_exposure",
+        "device_intervals",
+        "_sweep_points",
+        "_swept",
+        "device_segments",
+        "step_breakdown",
+        "memory_timeline",
+        "memory_totals",
+        "memory_peak",
+        "rank_summary",
+        "_op_stats",
+        "event_stats",
+        "_comm_events",
+        "compute_dtypes",
+        "step_memory",
+        "memory_at_peak",
+        "_host_calls",
+        "_host_stack",
+        "host_sync_calls",
+        "host_self_time",
+    }
+)
 # Views with about a row per event or finer: never stored (as large as the run itself); the
 # views computed from them are.
-ROW_LEVEL = frozenset({"device_intervals", "_sweep_points", "_swept", "device_segments", "_comm_events",
-                       "_host_calls", "_host_stack", "_device_units", "_device_islands"})
+ROW_LEVEL = frozenset(
+    {
+        "device_intervals",
+        "_sweep_points",
+        "_swept",
+        "device_segments",
+        "_comm_events",
+        "_host_calls",
+        "_host_stack",
+        "_device_units",
+        "_device_islands",
+    }
+)
 # Row-level views kept as a table within a batch while two or more of the batch's stored views
 # read them (directly or through other row-level views), so that they are computed once per
 # batch: the interval sweep (step_breakdown and host_self_time both read device_segments, which
@@ -57,6 +89,7 @@ _RANK_DIR = re.compile(r"^rank=(-?\d+)$")
 @dataclass
 class AttachedRun:
     """A run attached to a session: its files by rank, its store, the views already stored."""
+
     run_dir: Path
     schema: str
     files: list[Path]
@@ -66,8 +99,7 @@ class AttachedRun:
     def table_files(self, table: str, ranks: set[int] | None = None) -> list[Path]:
         if table not in PARTITIONED_TABLES:  # one file, required: a missing one reads as an error
             return [self.run_dir / f"{table}.parquet"]
-        return [f for f in self.files if f.parent.parent.name == table and
-                (ranks is None or _rank_of(f) in ranks)]
+        return [f for f in self.files if f.parent.parent.name == table and (ranks is None or _rank_of(f) in ranks)]
 
     def rank_bytes(self) -> dict[int, int]:
         """Bytes of Parquet per rank over the partitioned tables, ranks in order."""
@@ -174,8 +206,7 @@ def rank_batches(sizes: dict[int, int], budget: int) -> list[tuple[int, int, set
 def read_stored(con: duckdb.DuckDBPyConnection, run: AttachedRun, view: str) -> None:
     """Replace `view` by a read of its stored Parquet files."""
     files = run.store.files(view)
-    con.execute(f"CREATE OR REPLACE VIEW {_q(run.schema)}.{_q(view)} AS "
-                f"SELECT * FROM read_parquet({_literal(files)})")
+    con.execute(f"CREATE OR REPLACE VIEW {_q(run.schema)}.{_q(view)} AS SELECT * FROM read_parquet({_literal(files)})")
     run.stored.add(view)
 
 
@@ -273,8 +304,10 @@ def _store_whole(con, run: AttachedRun, name: str) -> None:
     """Compute a cross-rank view once over the whole run and store it."""
     staging = run.store.staging(name)
     try:
-        con.execute(f"COPY (SELECT * FROM {_q(run.schema)}.{_q(name)}) TO "
-                    f"{_literal(str(staging / 'part-00000.parquet'))} (FORMAT parquet)")
+        con.execute(
+            f"COPY (SELECT * FROM {_q(run.schema)}.{_q(name)}) TO "
+            f"{_literal(str(staging / 'part-00000.parquet'))} (FORMAT parquet)"
+        )
     except BaseException:
         run.store.discard(staging)
         raise

@@ -6,6 +6,13 @@ each one has in text, Markdown and the report. Rules draw their time at stake fr
 
 CATEGORIES = ("compute", "exposed_comm", "input_wait", "host_sync", "host", "transfer_exposed", "compile", "idle")
 
-LABELS = {"compute": "compute", "exposed_comm": "exposed communication", "input_wait": "input wait",
-          "host_sync": "host waits for device", "host": "host (device idle)", "transfer_exposed": "exposed transfer", "compile": "compile",
-          "idle": "idle"}
+LABELS = {
+    "compute": "compute",
+    "exposed_comm": "exposed communication",
+    "input_wait": "input wait",
+    "host_sync": "host waits for device",
+    "host": "host (device idle)",
+    "transfer_exposed": "exposed transfer",
+    "compile": "compile",
+    "idle": "idle",
+}

@@ -92,13 +92,19 @@ def read_entry(path: Path, limit: int) -> bytes | None:
 
 def _trusted(status: os.stat_result) -> bool:
     """A secret only this user can read and write: a regular file it owns, mode 0600 or less."""
-    return (stat.S_ISREG(status.st_mode) and status.st_uid == os.geteuid() and not status.st_mode & 0o077
-            and status.st_size == _SECRET_BYTES)
+    return (
+        stat.S_ISREG(status.st_mode)
+        and status.st_uid == os.geteuid()
+        and not status.st_mode & 0o077
+        and status.st_size == _SECRET_BYTES
+    )
 
 
 def _untrusted(path: Path) -> None:
-    warn_once(f"{path} is not a {_SECRET_BYTES}-byte file of this user with mode 0600: "
-              "cache entries that need it are not used (delete it to make a new one)")
+    warn_once(
+        f"{path} is not a {_SECRET_BYTES}-byte file of this user with mode 0600: "
+        "cache entries that need it are not used (delete it to make a new one)"
+    )
 
 
 def secret() -> bytes | None:
@@ -152,9 +158,10 @@ def verified(name: str, signed: bytes) -> bytes | None:
     key = secret()
     if key is None:
         return None
-    tag, content = signed[:hashlib.sha256().digest_size], signed[hashlib.sha256().digest_size:]
+    tag, content = signed[: hashlib.sha256().digest_size], signed[hashlib.sha256().digest_size :]
     if hmac.compare_digest(tag, _tag(key, name, content)):
         return content
-    warn_once(f"cache entry {name} was not written by this installation (its signature does not match): "
-              "not used, made again")
+    warn_once(
+        f"cache entry {name} was not written by this installation (its signature does not match): not used, made again"
+    )
     return None

@@ -40,9 +40,9 @@ from importlib import resources
 from pathlib import Path
 
 from . import atomic
+from ._version import __version__
 from .cachedir import NotRegular, read_regular
 from .processes import alive
-from ._version import __version__
 from .schema import MANIFEST_FILE, PARTITIONED_TABLES, TABLE_COLUMNS
 
 FORMAT = 2  # 2: entries carry _checksums.json
@@ -91,8 +91,9 @@ def run_fingerprint(run_dir: Path, files: list[Path]) -> str:
     digest = hashlib.sha256((run_dir / MANIFEST_FILE).read_bytes())
     for path in files:
         stat = path.stat()
-        digest.update(f"{path.relative_to(run_dir)}:{stat.st_size}:{stat.st_ino}:"
-                      f"{stat.st_mtime_ns}:{stat.st_ctime_ns}\n".encode())
+        digest.update(
+            f"{path.relative_to(run_dir)}:{stat.st_size}:{stat.st_ino}:{stat.st_mtime_ns}:{stat.st_ctime_ns}\n".encode()
+        )
     return digest.hexdigest()[:16]
 
 
@@ -234,7 +235,9 @@ class Store:
             atomic.temp_folder(root, ".probe-").rmdir()
         except OSError as exc:
             if isinstance(exc, NotRegular):
-                warn(f"{exc}: trnprof does not use it and works without the cache (`trnprof check --repair` removes it)")
+                warn(
+                    f"{exc}: trnprof does not use it and works without the cache (`trnprof check --repair` removes it)"
+                )
             self.release()
             return None
         sweep(folder, keep=self.key)
@@ -315,8 +318,12 @@ def _odd_locks(folder: Path):
     """`.lock` files of key folders that are not regular files (a FIFO, a device, a folder)."""
     for entry in sorted(folder.iterdir()):
         lock = entry / LOCK
-        if KEY_NAME.match(entry.name) and is_real_folder(entry) and (lock.exists() or lock.is_symlink()) \
-                and not stat.S_ISREG(lock.lstat().st_mode):
+        if (
+            KEY_NAME.match(entry.name)
+            and is_real_folder(entry)
+            and (lock.exists() or lock.is_symlink())
+            and not stat.S_ISREG(lock.lstat().st_mode)
+        ):
             yield lock
 
 
@@ -329,10 +336,14 @@ def cache_problems(run_dir: Path) -> list[tuple[str, Path]]:
         return [(f"{FOLDER} is a symbolic link to {os.readlink(folder)} (trnprof does not use it)", folder)]
     if not folder.is_dir():
         return []
-    found = [(f"{entry.relative_to(run_dir)} is a symbolic link to {os.readlink(entry)}", entry)
-             for entry in _links(folder)]
-    found += [(f"{lock.relative_to(run_dir)} is not a regular file", lock) for lock in _odd_locks(folder)
-              if not lock.is_symlink()]  # a link is listed above
+    found = [
+        (f"{entry.relative_to(run_dir)} is a symbolic link to {os.readlink(entry)}", entry) for entry in _links(folder)
+    ]
+    found += [
+        (f"{lock.relative_to(run_dir)} is not a regular file", lock)
+        for lock in _odd_locks(folder)
+        if not lock.is_symlink()
+    ]  # a link is listed above
     for key, view, path in entries(run_dir):
         if not key.startswith(f"v{FORMAT}-"):
             continue  # an older format's entry: never read, swept on the next open

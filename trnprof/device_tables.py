@@ -25,34 +25,105 @@ _KEYS = [("rank", _I32), ("step", _I32)]
 
 # session table -> (the run's extra table, [(column, type)]), Explorer field names.
 TABLES: dict[str, tuple[str, list[tuple[str, pa.DataType]]]] = {
-    "device_instructions": ("neuron_explorer/instruction", _KEYS + [
-        ("start_ts", _I64), ("end_ts", _I64), ("duration_ns", _I64), ("engine", _S), ("opcode", _S),
-        ("pcore_idx", _I64), ("raw_flops", _I64), ("adjusted_flops", _I64), ("flops_transpose", _I64),
-        ("adjusted_flops_transpose", _I64), ("tensor_instruction_type", _S), ("hbm_read_bytes", _I64),
-        ("hbm_write_bytes", _I64), ("sbuf_read_bytes", _I64), ("sbuf_write_bytes", _I64),
-        ("spill_save_bytes", _I64), ("spill_reload_bytes", _I64), ("hlo_name", _S)]),
-    "device_dma": ("neuron_explorer/dma_packet", _KEYS + [
-        ("start_ts", _I64), ("end_ts", _I64), ("duration_ns", _I64), ("queue_name", _S), ("queue_type", _S),
-        ("engine_idx", _I64), ("transfer_bytes", _I64), ("read_bytes", _I64), ("write_bytes", _I64),
-        ("pcore_idx", _I64)]),
-    "device_cc_ops": ("neuron_explorer/cc_op", _KEYS + [
-        ("start_ts", _I64), ("end_ts", _I64), ("duration_ns", _I64), ("operation", _S), ("algorithm", _S),
-        ("op_id", _I64), ("input_size", _I64), ("output_size", _I64), ("algorithm_bandwidth", _F64),
-        ("bus_bandwidth", _F64), ("replica_group", _S)]),
-    "device_throttle": ("neuron_explorer/throttle", _KEYS + [
-        ("timestamp", _I64), ("duration", _I64), ("k", _I64), ("n", _I64), ("type", _S), ("pcore_idx", _I64)]),
-    "explorer_summary": ("neuron_explorer/summary", _KEYS + [
-        ("total_time", _F64), ("model_flops", _I64), ("hardware_flops", _I64), ("transpose_flops", _I64),
-        ("mfu_estimated_percent", _F64), ("hfu_estimated_percent", _F64), ("mbu_estimated_percent", _F64),
-        ("hbm_read_bytes", _I64), ("hbm_write_bytes", _I64), ("spill_save_bytes", _I64),
-        ("spill_reload_bytes", _I64), ("dma_active_time", _F64), ("cc_op_time", _F64),
-        ("tensor_engine_active_time", _F64), ("vector_engine_active_time", _F64),
-        ("scalar_engine_active_time", _F64), ("gpsimd_engine_active_time", _F64),
-        ("sync_engine_active_time", _F64)]),
-    "explorer_metadata": ("neuron_explorer/metadata", _KEYS + [
-        ("profile_schema_version", _S), ("instance_type", _S), ("tensor_engine_num_rows", _I64),
-        ("tensor_engine_num_cols", _I64), ("tensor_engine_clock_freq", _F64), ("hbm_ddr_bandwidth", _F64),
-        ("dma_ddr_bandwidth", _F64), ("is_simulation", pa.bool_())]),
+    "device_instructions": (
+        "neuron_explorer/instruction",
+        _KEYS
+        + [
+            ("start_ts", _I64),
+            ("end_ts", _I64),
+            ("duration_ns", _I64),
+            ("engine", _S),
+            ("opcode", _S),
+            ("pcore_idx", _I64),
+            ("raw_flops", _I64),
+            ("adjusted_flops", _I64),
+            ("flops_transpose", _I64),
+            ("adjusted_flops_transpose", _I64),
+            ("tensor_instruction_type", _S),
+            ("hbm_read_bytes", _I64),
+            ("hbm_write_bytes", _I64),
+            ("sbuf_read_bytes", _I64),
+            ("sbuf_write_bytes", _I64),
+            ("spill_save_bytes", _I64),
+            ("spill_reload_bytes", _I64),
+            ("hlo_name", _S),
+        ],
+    ),
+    "device_dma": (
+        "neuron_explorer/dma_packet",
+        _KEYS
+        + [
+            ("start_ts", _I64),
+            ("end_ts", _I64),
+            ("duration_ns", _I64),
+            ("queue_name", _S),
+            ("queue_type", _S),
+            ("engine_idx", _I64),
+            ("transfer_bytes", _I64),
+            ("read_bytes", _I64),
+            ("write_bytes", _I64),
+            ("pcore_idx", _I64),
+        ],
+    ),
+    "device_cc_ops": (
+        "neuron_explorer/cc_op",
+        _KEYS
+        + [
+            ("start_ts", _I64),
+            ("end_ts", _I64),
+            ("duration_ns", _I64),
+            ("operation", _S),
+            ("algorithm", _S),
+            ("op_id", _I64),
+            ("input_size", _I64),
+            ("output_size", _I64),
+            ("algorithm_bandwidth", _F64),
+            ("bus_bandwidth", _F64),
+            ("replica_group", _S),
+        ],
+    ),
+    "device_throttle": (
+        "neuron_explorer/throttle",
+        _KEYS + [("timestamp", _I64), ("duration", _I64), ("k", _I64), ("n", _I64), ("type", _S), ("pcore_idx", _I64)],
+    ),
+    "explorer_summary": (
+        "neuron_explorer/summary",
+        _KEYS
+        + [
+            ("total_time", _F64),
+            ("model_flops", _I64),
+            ("hardware_flops", _I64),
+            ("transpose_flops", _I64),
+            ("mfu_estimated_percent", _F64),
+            ("hfu_estimated_percent", _F64),
+            ("mbu_estimated_percent", _F64),
+            ("hbm_read_bytes", _I64),
+            ("hbm_write_bytes", _I64),
+            ("spill_save_bytes", _I64),
+            ("spill_reload_bytes", _I64),
+            ("dma_active_time", _F64),
+            ("cc_op_time", _F64),
+            ("tensor_engine_active_time", _F64),
+            ("vector_engine_active_time", _F64),
+            ("scalar_engine_active_time", _F64),
+            ("gpsimd_engine_active_time", _F64),
+            ("sync_engine_active_time", _F64),
+        ],
+    ),
+    "explorer_metadata": (
+        "neuron_explorer/metadata",
+        _KEYS
+        + [
+            ("profile_schema_version", _S),
+            ("instance_type", _S),
+            ("tensor_engine_num_rows", _I64),
+            ("tensor_engine_num_cols", _I64),
+            ("tensor_engine_clock_freq", _F64),
+            ("hbm_ddr_bandwidth", _F64),
+            ("dma_ddr_bandwidth", _F64),
+            ("is_simulation", pa.bool_()),
+        ],
+    ),
 }
 
 DOCS = {
@@ -78,15 +149,22 @@ def _select(con: duckdb.DuckDBPyConnection, path: Path | None, columns) -> str:
         return "SELECT " + ", ".join(f"CAST(NULL AS {_sql_type(t)}) AS {c}" for c, t in columns) + " WHERE FALSE"
     source = f"read_parquet({sql_string(str(path))})"
     present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
-    return "SELECT " + ", ".join(
-        f'TRY_CAST("{c}" AS {_sql_type(t)}) AS {c}' if c in present else f"CAST(NULL AS {_sql_type(t)}) AS {c}"
-        for c, t in columns) + f" FROM {source}"
+    return (
+        "SELECT "
+        + ", ".join(
+            f'TRY_CAST("{c}" AS {_sql_type(t)}) AS {c}' if c in present else f"CAST(NULL AS {_sql_type(t)}) AS {c}"
+            for c, t in columns
+        )
+        + f" FROM {source}"
+    )
 
 
 def attach(con: duckdb.DuckDBPyConnection, run_dir: Path | None) -> None:
     """Create the device tables as views in the connection's current schema."""
     for name, (extra, columns) in TABLES.items():
-        con.execute(f"CREATE VIEW {name} AS {_select(con, None if run_dir is None else _file(run_dir, extra), columns)}")
+        con.execute(
+            f"CREATE VIEW {name} AS {_select(con, None if run_dir is None else _file(run_dir, extra), columns)}"
+        )
 
 
 def arrow_tables(run_dir: Path | None) -> list[tuple[str, pa.Table]]:
@@ -100,7 +178,8 @@ def arrow_tables(run_dir: Path | None) -> list[tuple[str, pa.Table]]:
             out.append((name, schema.empty_table()))
             continue
         table = pq.read_table(path)
-        arrays = [table[c].cast(t, safe=False) if c in table.column_names else pa.nulls(table.num_rows, t)
-                  for c, t in columns]
+        arrays = [
+            table[c].cast(t, safe=False) if c in table.column_names else pa.nulls(table.num_rows, t) for c, t in columns
+        ]
         out.append((name, pa.Table.from_arrays(arrays, schema=schema)))
     return out

@@ -42,14 +42,20 @@ def _bullets(items: list[str]) -> list[str]:
 
 
 def forbidden() -> list[str]:
-    lines = ["Forbidden reaches inside the order (directly or through other modules; a module filed under",
-             "the first package but mapped to another layer, as `rules_engine.testing`, is not bound):", ""]
+    lines = [
+        "Forbidden reaches inside the order (directly or through other modules; a module filed under",
+        "the first package but mapped to another layer, as `rules_engine.testing`, is not bound):",
+        "",
+    ]
     return lines + _bullets([f"`{_short(r.source)}` never reaches `{_short(r.target)}`: {r.why}" for r in FORBIDDEN])
 
 
 def lazy_imports() -> list[str]:
-    lines = ["Imports inside functions are listed, each with why (`LAZY_IMPORTS`); the layer test fails on",
-             "one not listed, and counts them like any other import. Two packages load lazily by design:", ""]
+    lines = [
+        "Imports inside functions are listed, each with why (`LAZY_IMPORTS`); the layer test fails on",
+        "one not listed, and counts them like any other import. Two packages load lazily by design:",
+        "",
+    ]
     lines += _bullets([f"`{_short(package)}`: {why}" for package, why in LAZY_PACKAGES])
     lines += ["", "Every other function-level import:", ""]
     rows = [(f"`{_short(lazy.importer)}`", f"`{_short(lazy.imported)}`", lazy.why) for lazy in LAZY_IMPORTS]
@@ -60,8 +66,10 @@ SECTIONS = {"layers": diagram, "forbidden reaches": forbidden, "function-level i
 
 
 def _markers(name: str) -> tuple[str, str]:
-    return (f"<!-- generated from trnprof/layers.py by scripts/gen_docs.py: {name} -->",
-            f"<!-- end of generated: {name} -->")
+    return (
+        f"<!-- generated from trnprof/layers.py by scripts/gen_docs.py: {name} -->",
+        f"<!-- end of generated: {name} -->",
+    )
 
 
 def spliced(text: str) -> str:

@@ -51,8 +51,9 @@ def using(name: str = "duckdb", master: str | None = None, conf: dict | None = N
         _CURRENT.reset(token)
 
 
-def open_run(path: str | Path, *, threads: int | None = None, engine: str | None = None,
-             memory_limit: str | None = None) -> Run:
+def open_run(
+    path: str | Path, *, threads: int | None = None, engine: str | None = None, memory_limit: str | None = None
+) -> Run:
     """Open a run; one clear `TrnprofError` when it is not a readable run. `engine`: "duckdb"
     (the default) or "spark" (the master and settings of `using()`); a Spark run may be a local
     folder or an s3a:// or hdfs:// URL. `memory_limit`: the DuckDB session's budget (default:
@@ -60,5 +61,6 @@ def open_run(path: str | Path, *, threads: int | None = None, engine: str | None
     choice = current()
     if check(engine or choice.name) == "spark":
         from .spark.run import SparkRun  # the optional extra: pyspark and sqlglot load only here
+
         return SparkRun(str(path), master=choice.master, conf=choice.conf)
     return DuckDBRun(path, threads=threads, memory_limit=memory_limit)

@@ -6,7 +6,7 @@ from enum import IntEnum
 
 class Exit(IntEnum):
     OK = 0
-    FAILED = 1       # the command's verdict is "no": a finding at --fail-on, a --fail-if gate tripped,
-                     # a rule test case failed, reference pages differ under --check
-    USAGE = 2        # a usage or input error, a damaged run, or a gate that could not judge the run
+    FAILED = 1  # the command's verdict is "no": a finding at --fail-on, a --fail-if gate tripped,
+    # a rule test case failed, reference pages differ under --check
+    USAGE = 2  # a usage or input error, a damaged run, or a gate that could not judge the run
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)

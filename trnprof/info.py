@@ -35,12 +35,21 @@ def _step_times(run) -> tuple[dict | None, list[dict]]:
     outliers; the warm-up steps apart: one compile can outweigh every other step."""
     views = run.sql("SELECT steps, typical, p95, wall, effective, outlier_share FROM step_time_views").iloc[0]
     warmup = run.sql("SELECT step, dur, compiles FROM step_phases WHERE warmup ORDER BY step")
-    times = None if not int(views["steps"]) else {
-        "median": _seconds(views["typical"]), "p95": _seconds(views["p95"]), "steps": int(views["steps"]),
-        "effective": _seconds(views["effective"]), "wall": _seconds(views["wall"]),
-        "outlier_share": _number(views["outlier_share"])}
-    return times, [{"step": int(r.step), "seconds": _seconds(r.dur), "compiles": int(r.compiles)}
-                   for r in warmup.itertuples()]
+    times = (
+        None
+        if not int(views["steps"])
+        else {
+            "median": _seconds(views["typical"]),
+            "p95": _seconds(views["p95"]),
+            "steps": int(views["steps"]),
+            "effective": _seconds(views["effective"]),
+            "wall": _seconds(views["wall"]),
+            "outlier_share": _number(views["outlier_share"]),
+        }
+    )
+    return times, [
+        {"step": int(r.step), "seconds": _seconds(r.dur), "compiles": int(r.compiles)} for r in warmup.itertuples()
+    ]
 
 
 def _number(value) -> float | None:
@@ -55,9 +64,17 @@ def outlier_steps(run) -> list[dict]:
     if not long:
         return []
     frame = run.sql("SELECT step, slot, excess, cause, rank, cause_ns FROM outlier_steps ORDER BY step")
-    return [{"step": int(r.step), "seconds": _seconds(r.slot), "excess_s": _seconds(r.excess), "cause": r.cause,
-             "rank": None if pd.isna(r.rank) else int(r.rank),
-             "cause_s": _seconds(r.cause_ns)} for r in frame.itertuples()]
+    return [
+        {
+            "step": int(r.step),
+            "seconds": _seconds(r.slot),
+            "excess_s": _seconds(r.excess),
+            "cause": r.cause,
+            "rank": None if pd.isna(r.rank) else int(r.rank),
+            "cause_s": _seconds(r.cause_ns),
+        }
+        for r in frame.itertuples()
+    ]
 
 
 def mfu_views(run) -> tuple[float | None, float | None]:

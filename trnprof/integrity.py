@@ -91,8 +91,9 @@ def check_on_open(run_dir: Path, manifest: dict) -> None:
     """Refuse a damaged run with one line (see the module doc)."""
     problems = problems_with_files(run_dir, manifest)
     if problems:
-        raise NotARunError(f"damaged run {run_dir}: {'; '.join(problems)} "
-                           f"(`trnprof check {run_dir}` tells more; re-create the run)")
+        raise NotARunError(
+            f"damaged run {run_dir}: {'; '.join(problems)} (`trnprof check {run_dir}` tells more; re-create the run)"
+        )
 
 
 @dataclass
@@ -121,8 +122,13 @@ def _read_file(path: Path, relative: str, expected_rows: int | None) -> tuple[in
     if schema is not None:
         # nullable columns added in later versions read as null; required ones must be there
         # (rank is the folder name of a partitioned table)
-        missing = [f.name for f in schema if not f.nullable and f.name not in table.column_names
-                   and not (f.name == "rank" and name in PARTITIONED_TABLES)]
+        missing = [
+            f.name
+            for f in schema
+            if not f.nullable
+            and f.name not in table.column_names
+            and not (f.name == "rank" and name in PARTITIONED_TABLES)
+        ]
         if missing:
             return table.num_rows, f"{relative}: lacks required column(s) {', '.join(missing)}"
     return table.num_rows, None

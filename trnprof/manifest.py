@@ -19,7 +19,6 @@ from .errors import NotARunError, TrnprofError
 from .integrity import check_on_open
 from .schema import FORMAT_NAME, MANIFEST_FILE, SCHEMA_VERSION
 
-
 NonNeg = Annotated[int, msgspec.Meta(ge=0)]
 
 
@@ -38,6 +37,7 @@ class Stats(msgspec.Struct):
 
 class Part(msgspec.Struct, array_like=True):
     """One Parquet file of the run: its rows and bytes (written as `[rows, bytes]`)."""
+
     rows: NonNeg
     bytes: NonNeg
 
@@ -66,8 +66,9 @@ def file_fingerprint(path: str | Path) -> dict:
     return {"path": str(path), "bytes": path.stat().st_size, "sha256": digest.hexdigest()}
 
 
-def new_manifest(collector: str, *, collector_version: str = __version__, inputs=(), job=None,
-                 world_size: int | None = None, **extra) -> dict:
+def new_manifest(
+    collector: str, *, collector_version: str = __version__, inputs=(), job=None, world_size: int | None = None, **extra
+) -> dict:
     """A manifest for a run about to be written. `extra` keys (predictions, flags, ...) are kept."""
     manifest = {
         "format": FORMAT_NAME,
@@ -90,14 +91,20 @@ def read_manifest(run_dir: Path, *, check_files: bool = True, validate: bool = T
     run_dir = Path(run_dir)
     if not run_dir.exists():
         if any(run_dir.parent.glob(f".{run_dir.name}.old-*")):
-            raise NotARunError(f"run not found: {run_dir}, but an interrupted --force commit left its previous "
-                               f"version beside it: run `trnprof check {run_dir} --repair` to restore it")
-        raise NotARunError(f"run not found: {run_dir} (give the folder that `trnprof simulate` or `trnprof ingest` wrote)")
+            raise NotARunError(
+                f"run not found: {run_dir}, but an interrupted --force commit left its previous "
+                f"version beside it: run `trnprof check {run_dir} --repair` to restore it"
+            )
+        raise NotARunError(
+            f"run not found: {run_dir} (give the folder that `trnprof simulate` or `trnprof ingest` wrote)"
+        )
     if not run_dir.is_dir():
         raise NotARunError(f"not a run folder: {run_dir} is a file (a run is a folder with {MANIFEST_FILE})")
     path = run_dir / MANIFEST_FILE
     if not path.is_file():
-        raise NotARunError(f"not a trnprof run: {run_dir} has no {MANIFEST_FILE} (is it a half-written or foreign folder?)")
+        raise NotARunError(
+            f"not a trnprof run: {run_dir} has no {MANIFEST_FILE} (is it a half-written or foreign folder?)"
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -121,7 +128,8 @@ def parse_manifest(text: str, path: str, *, validate: bool = True) -> dict:
     if version != SCHEMA_VERSION:
         raise TrnprofError(
             f"unsupported run schema_version {version!r} in {path}: this trnprof reads version "
-            f"{SCHEMA_VERSION}; re-create the run with this version or use a matching trnprof")
+            f"{SCHEMA_VERSION}; re-create the run with this version or use a matching trnprof"
+        )
     try:
         if validate:
             msgspec.convert(manifest, Manifest)

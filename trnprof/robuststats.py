@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 ROBUST_SD_PER_MAD = 1.4826  # a normal sample's standard deviation per median absolute deviation
-BULK_SDS = 5                # values further than this many robust deviations from the median are outliers
+BULK_SDS = 5  # values further than this many robust deviations from the median are outliers
 
 
 def bulk_sd(values) -> float:

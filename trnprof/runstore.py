@@ -47,7 +47,7 @@ from .schema import EVENT_KINDS, MANIFEST_FILE, PARTITIONED_TABLES, TABLES
 MAX_TIME_NS = 1 << 62
 SCRATCH = ".scratch"
 OWNER = ".trnprof-owner"  # the owner marker inside a temporary or old-run folder trnprof made
-TMP, OLD = "tmp", "old"    # the marker's purposes, also the folders' name parts (.NAME.tmp-PID-…)
+TMP, OLD = "tmp", "old"  # the marker's purposes, also the folders' name parts (.NAME.tmp-PID-…)
 _PARTITIONING = ds.partitioning(pa.schema([("rank", pa.int32())]), flavor="hive")
 # Events are written in row groups that start where the step changes (runs of consecutive rows of
 # one step, merged up to this many rows): a reader of some steps skips the others' row groups by
@@ -60,12 +60,13 @@ def conform(data, table: str) -> pa.Table:
     types are cast safely, and values the schema forbids are one clear error."""
     schema = TABLES[table]
     if not isinstance(data, pa.Table):
-        data = pa.Table.from_pandas(data, preserve_index=False) if hasattr(data, "to_numpy") \
-            else pa.table(data)
+        data = pa.Table.from_pandas(data, preserve_index=False) if hasattr(data, "to_numpy") else pa.table(data)
     unknown = set(data.column_names) - set(schema.names)
     if unknown:
-        raise TrnprofError(f"{table}: unknown column(s) {sorted(unknown)}; allowed: {schema.names} "
-                           "(put source fields without a column into args as JSON)")
+        raise TrnprofError(
+            f"{table}: unknown column(s) {sorted(unknown)}; allowed: {schema.names} "
+            "(put source fields without a column into args as JSON)"
+        )
     columns = []
     for field in schema:
         if field.name in data.column_names:
@@ -97,8 +98,10 @@ def _check_events(events: pa.Table) -> None:
     if pc.min(events["dur"]).as_py() < 0:
         raise TrnprofError("events.dur: negative durations are not allowed")
     # ts + dur must fit in int64 with room for sums over a step
-    if pc.max(events["dur"]).as_py() > MAX_TIME_NS or max(abs(pc.min(events["ts"]).as_py()),
-                                                          abs(pc.max(events["ts"]).as_py())) > MAX_TIME_NS:
+    if (
+        pc.max(events["dur"]).as_py() > MAX_TIME_NS
+        or max(abs(pc.min(events["ts"]).as_py()), abs(pc.max(events["ts"]).as_py())) > MAX_TIME_NS
+    ):
         raise TrnprofError(f"events.ts/dur: times beyond +-{MAX_TIME_NS} ns (~146 years) are not allowed")
     lowest_step = pc.min(events["step"]).as_py()
     if lowest_step is not None and lowest_step < 0:
@@ -116,7 +119,7 @@ def step_row_groups(rows: pa.Table, least: int | None = None) -> pa.Table:
     least = STEP_GROUP_ROWS if least is None else least
     if rows.num_rows <= least:
         return rows
-    step = pc.fill_null(rows["step"], -1).to_numpy()   # rows outside any step: a run of their own
+    step = pc.fill_null(rows["step"], -1).to_numpy()  # rows outside any step: a run of their own
     changes = np.flatnonzero(step[1:] != step[:-1]) + 1
     cuts, last = [0], 0
     for at in changes.tolist():
@@ -124,8 +127,9 @@ def step_row_groups(rows: pa.Table, least: int | None = None) -> pa.Table:
             cuts.append(at)
             last = at
     cuts.append(rows.num_rows)
-    return pa.Table.from_batches([batch for a, b in zip(cuts[:-1], cuts[1:])
-                                  for batch in rows.slice(a, b - a).to_batches()], schema=rows.schema)
+    return pa.Table.from_batches(
+        [batch for a, b in zip(cuts[:-1], cuts[1:]) for batch in rows.slice(a, b - a).to_batches()], schema=rows.schema
+    )
 
 
 class RunStats:
@@ -149,9 +153,12 @@ class RunStats:
         self.end = end if self.end is None else max(self.end, end)
 
     def as_dict(self) -> dict:
-        return {"events_by_kind": dict(sorted(self.by_kind.items())),
-                "counters_by_name": dict(sorted(self.by_counter.items())),
-                "start_ns": self.start, "end_ns": self.end}
+        return {
+            "events_by_kind": dict(sorted(self.by_kind.items())),
+            "counters_by_name": dict(sorted(self.by_counter.items())),
+            "start_ns": self.start,
+            "end_ns": self.end,
+        }
 
 
 class RunWriter:
@@ -179,9 +186,13 @@ class RunWriter:
         if not self.overwrite:
             raise TrnprofError(f"output exists: {self.path}{why} (choose another path or pass --force to replace it)")
         if self.path.is_symlink():
-            raise TrnprofError(f"output {self.path} is a symbolic link: --force replaces only a run folder "
-                               "(remove the link or choose another path)")
-        read_manifest(self.path, check_files=False, validate=False)  # replace a run (even a damaged one), never another folder
+            raise TrnprofError(
+                f"output {self.path} is a symbolic link: --force replaces only a run folder "
+                "(remove the link or choose another path)"
+            )
+        read_manifest(
+            self.path, check_files=False, validate=False
+        )  # replace a run (even a damaged one), never another folder
 
     @property
     def scratch(self) -> Path:
@@ -205,10 +216,18 @@ class RunWriter:
         self._parts[table] += 1
         batches = step_row_groups(rows) if table == "events" else rows
         ds.write_dataset(
-            batches, self.tmp / table, format="parquet", partitioning=_PARTITIONING,
-            basename_template=f"part-{part}-{{i}}.parquet", existing_data_behavior="overwrite_or_ignore",
-            max_partitions=1 << 20, max_open_files=4096, file_visitor=self._record_part, preserve_order=True,
-            file_options=ds.ParquetFileFormat().make_write_options(compression="zstd", write_page_checksum=True))
+            batches,
+            self.tmp / table,
+            format="parquet",
+            partitioning=_PARTITIONING,
+            basename_template=f"part-{part}-{{i}}.parquet",
+            existing_data_behavior="overwrite_or_ignore",
+            max_partitions=1 << 20,
+            max_open_files=4096,
+            file_visitor=self._record_part,
+            preserve_order=True,
+            file_options=ds.ParquetFileFormat().make_write_options(compression="zstd", write_page_checksum=True),
+        )
         self._rows[table] += rows.num_rows
         self._stats.add(table, rows)
 
@@ -237,10 +256,14 @@ class RunWriter:
         name; its row count is recorded in the manifest under `extra_tables`."""
         parts = name.split("/")
         if len(parts) > 2 or name in TABLES or not all(p.isidentifier() and p.islower() for p in parts):
-            raise TrnprofError(f"extra table name {name!r}: use lower_case words, at most one folder, "
-                               f"not one of {sorted(TABLES)}")
-        table = data if isinstance(data, pa.Table) else (
-            pa.Table.from_pandas(data, preserve_index=False) if hasattr(data, "to_numpy") else pa.table(data))
+            raise TrnprofError(
+                f"extra table name {name!r}: use lower_case words, at most one folder, not one of {sorted(TABLES)}"
+            )
+        table = (
+            data
+            if isinstance(data, pa.Table)
+            else (pa.Table.from_pandas(data, preserve_index=False) if hasattr(data, "to_numpy") else pa.table(data))
+        )
         self._write_file(table, f"{name}.parquet")
         self.manifest.setdefault("extra_tables", {})[name] = table.num_rows
 
@@ -268,15 +291,17 @@ class RunWriter:
             except OSError as exc:
                 if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
                     raise
-                raise TrnprofError(f"output exists: {self.path}{appeared} (choose another path or pass --force "
-                                   "to replace it)") from None
+                raise TrnprofError(
+                    f"output exists: {self.path}{appeared} (choose another path or pass --force to replace it)"
+                ) from None
             return
         old = _sibling(self.path, OLD)
         try:
             mark_owner(self.path, OLD)  # before the rename: an old copy aside is always marked
         except OSError as exc:
-            raise TrnprofError(f"cannot replace {self.path}: cannot write into it ({exc.strerror or exc}); "
-                               "this run is not kept") from None
+            raise TrnprofError(
+                f"cannot replace {self.path}: cannot write into it ({exc.strerror or exc}); this run is not kept"
+            ) from None
         self.path.rename(old)
         self.tmp.rename(self.path)
         shutil.rmtree(old, ignore_errors=True)
@@ -312,8 +337,11 @@ def recover(path: str | Path) -> list[str]:
     if not path.parent.is_dir():
         return []
     done, foreign = [], []
-    olds = sorted(_leftovers(path.parent.glob(f".{glob.escape(path.name)}.old-*"), OLD, foreign),
-                  key=lambda p: p.stat().st_mtime, reverse=True)
+    olds = sorted(
+        _leftovers(path.parent.glob(f".{glob.escape(path.name)}.old-*"), OLD, foreign),
+        key=lambda p: p.stat().st_mtime,
+        reverse=True,
+    )
     if not path.exists():
         for old in olds:
             if (old / MANIFEST_FILE).is_file():
@@ -325,8 +353,10 @@ def recover(path: str | Path) -> list[str]:
     why_not_whole = _not_whole(path) if olds else None
     for leftover in olds:
         if why_not_whole:
-            done.append(f"kept {leftover} ({why_not_whole}; this copy may hold the only data): to restore "
-                        f"it, move {path} aside and rename {leftover.name} to {path.name}")
+            done.append(
+                f"kept {leftover} ({why_not_whole}; this copy may hold the only data): to restore "
+                f"it, move {path} aside and rename {leftover.name} to {path.name}"
+            )
             continue
         shutil.rmtree(leftover, ignore_errors=True)
         done.append(f"removed {leftover.name} (a replaced run a finished commit left behind)")
@@ -334,9 +364,14 @@ def recover(path: str | Path) -> list[str]:
         shutil.rmtree(tmp, ignore_errors=True)
         done.append(f"removed {tmp.name} (the temporary folder of a writer that died)")
     if foreign:
-        names = ", ".join(sorted(p.name for p in foreign)[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-        print(f"warning: left {names} in {path.parent} alone: named like trnprof's leftovers, but without "
-              f"its owner marker ({OWNER}), so not made by trnprof", file=sys.stderr)
+        names = ", ".join(sorted(p.name for p in foreign)[:3]) + (
+            f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        )
+        print(
+            f"warning: left {names} in {path.parent} alone: named like trnprof's leftovers, but without "
+            f"its owner marker ({OWNER}), so not made by trnprof",
+            file=sys.stderr,
+        )
     return done
 
 
@@ -364,8 +399,7 @@ def mark_owner(folder: Path, purpose: str, *, pid: int | None = None, started: f
     """Write the owner marker into `folder`: this process (or `pid` started at `started`)."""
     pid = os.getpid() if pid is None else pid
     started = start_time(pid) if started is None else started
-    marker = {"made_by": "trnprof", "purpose": purpose, "host": socket.gethostname(), "pid": pid,
-              "started": started}
+    marker = {"made_by": "trnprof", "purpose": purpose, "host": socket.gethostname(), "pid": pid, "started": started}
     (folder / OWNER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
 
 
@@ -378,8 +412,13 @@ def read_owner(folder: Path) -> dict | None:
         owner = json.loads(marker.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
-    valid = (isinstance(owner, dict) and owner.get("made_by") == "trnprof" and isinstance(owner.get("pid"), int)
-             and isinstance(owner.get("started"), (int, float, type(None))) and isinstance(owner.get("host"), str))
+    valid = (
+        isinstance(owner, dict)
+        and owner.get("made_by") == "trnprof"
+        and isinstance(owner.get("pid"), int)
+        and isinstance(owner.get("started"), (int, float, type(None)))
+        and isinstance(owner.get("host"), str)
+    )
     return owner if valid else None
 
 

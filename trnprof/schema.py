@@ -13,8 +13,16 @@ SCHEMA_VERSION = 1
 MANIFEST_FILE = "trnprof.json"
 
 EVENT_KINDS = (
-    "compute", "collective", "p2p", "input", "transfer", "memory",
-    "compile", "host", "annotation", "step",
+    "compute",
+    "collective",
+    "p2p",
+    "input",
+    "transfer",
+    "memory",
+    "compile",
+    "host",
+    "annotation",
+    "step",
 )
 
 # (name, arrow type, nullable, description)
@@ -27,9 +35,19 @@ EVENT_COLUMNS = [
     ("lane", pa.string(), False, "where it ran: nc/tensor, nc/vector, nc/cc, dma/..., host/main, a GPU stream ..."),
     ("step", pa.int32(), True, "training step, when known"),
     ("phase", pa.string(), True, "fwd, bwd, opt, ... when known"),
-    ("bytes", pa.int64(), True, "data moved, when known (collectives: message size as nccl-tests counts it; all-gather: the gathered output)"),
+    (
+        "bytes",
+        pa.int64(),
+        True,
+        "data moved, when known (collectives: message size as nccl-tests counts it; all-gather: the gathered output)",
+    ),
     ("flops", pa.int64(), True, "floating-point operations done, when known"),
-    ("coll_op", pa.string(), True, "collective kind: all_reduce, all_gather, reduce_scatter, all_to_all, send, recv, ..."),
+    (
+        "coll_op",
+        pa.string(),
+        True,
+        "collective kind: all_reduce, all_gather, reduce_scatter, all_to_all, send, recv, ...",
+    ),
     ("coll_group", pa.string(), True, "replica group the collective ran over (any stable spelling)"),
     ("coll_seq", pa.int64(), True, "sequence number of the collective within its group: matches it across ranks"),
     ("coll_ranks", pa.int32(), True, "number of ranks in the collective's group, when known"),
@@ -42,8 +60,12 @@ COUNTER_COLUMNS = [
     ("name", pa.string(), False, "counter name, dotted: hbm.params, hbm.activations, input.queue_depth, ..."),
     ("value", pa.float64(), False, "sampled value"),
     ("unit", pa.string(), True, "unit of value: bytes, count, percent, ..."),
-    ("args", pa.string(), True, "JSON object of every source field not mapped to a column (on one sample "
-                                "row per source entry)"),
+    (
+        "args",
+        pa.string(),
+        True,
+        "JSON object of every source field not mapped to a column (on one sample row per source entry)",
+    ),
 ]
 
 RANK_COLUMNS = [
@@ -78,5 +100,8 @@ PARTITIONED_TABLES = ("events", "counters")
 
 def duckdb_type(arrow_type: pa.DataType) -> str:
     return {
-        pa.int32(): "INTEGER", pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.string(): "VARCHAR",
+        pa.int32(): "INTEGER",
+        pa.int64(): "BIGINT",
+        pa.float64(): "DOUBLE",
+        pa.string(): "VARCHAR",
     }[arrow_type]

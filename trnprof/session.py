@@ -67,14 +67,15 @@ def attach_run(con: duckdb.DuckDBPyConnection, run_dir: Path, schema: str = "mai
     attached = batches.AttachedRun(run_dir, schema, files, store)
     if schema != "main":
         con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-    con.execute(f'SET schema = {sql_string(schema)}')
+    con.execute(f"SET schema = {sql_string(schema)}")
     try:
         for table in TABLE_COLUMNS:
             try:
                 con.execute(f"CREATE VIEW {table} AS {table_select(con, run_dir, table, attached.table_files(table))}")
             except duckdb.Error as exc:
-                raise TrnprofError(f"damaged run {run_dir}: cannot read its {table} table "
-                                   f"({first_line(exc)}); re-create the run") from None
+                raise TrnprofError(
+                    f"damaged run {run_dir}: cannot read its {table} table ({first_line(exc)}); re-create the run"
+                ) from None
         try:
             device_tables.attach(con, run_dir)
         except duckdb.Error as exc:
@@ -118,7 +119,7 @@ def connect(threads: int | None = None, memory_limit: str | None = None) -> duck
 def close(con: duckdb.DuckDBPyConnection) -> None:
     """Close a session: release its runs' cache entries (others may sweep them) and DuckDB."""
     state = _SESSIONS.get(con)
-    for attached in (state.runs.values() if state else ()):
+    for attached in state.runs.values() if state else ():
         attached.store.release()
     con.close()
 
@@ -171,6 +172,7 @@ def prepare(con: duckdb.DuckDBPyConnection, query: str) -> None:
         materialize(con, names, schema)
         if names & set(_critical_path_tables()):
             from .critical_path import tables
+
             tables.attach(con, schema)
         state.prepared.setdefault(schema, set()).update(names)
 
@@ -197,8 +199,15 @@ _PARSING = threading.Lock()
 @functools.cache
 def _parser() -> duckdb.DuckDBPyConnection:
     """An empty connection that only parses: no files, no extensions."""
-    return duckdb.connect(":memory:", config={"enable_external_access": False, "autoload_known_extensions": False,
-                                              "autoinstall_known_extensions": False, "lock_configuration": True})
+    return duckdb.connect(
+        ":memory:",
+        config={
+            "enable_external_access": False,
+            "autoload_known_extensions": False,
+            "autoinstall_known_extensions": False,
+            "lock_configuration": True,
+        },
+    )
 
 
 def tables_read(query: str) -> set[tuple[str | None, str]]:
@@ -222,4 +231,5 @@ def tables_read(query: str) -> set[tuple[str | None, str]]:
 
 def _critical_path_tables() -> tuple[str, ...]:
     from .critical_path.tables import NAMES
+
     return NAMES

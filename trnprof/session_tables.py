@@ -13,23 +13,47 @@ from . import hardware
 RUN_JOB_COLUMNS = [
     ("world_size", pa.int64(), (), "ranks in the job (the manifest's world_size)"),
     ("samples_per_step", pa.float64(), ("samples_per_step",), "global batch: samples per step"),
-    ("model_flops_per_step", pa.float64(), ("model_flops_per_step",),
-     "FLOPs the model needs per step over all ranks (for MFU)"),
-    ("peak_flops_per_s", pa.float64(), ("peak_flops_per_s",),
-     "peak FLOP/s of all the job's devices together"),
+    (
+        "model_flops_per_step",
+        pa.float64(),
+        ("model_flops_per_step",),
+        "FLOPs the model needs per step over all ranks (for MFU)",
+    ),
+    ("peak_flops_per_s", pa.float64(), ("peak_flops_per_s",), "peak FLOP/s of all the job's devices together"),
     ("instance_type", pa.string(), ("instance_type",), "instance type, e.g. trn1.32xlarge"),
     ("precision", pa.string(), ("precision",), "training precision as the collector states it, e.g. bf16"),
-    ("zero_stage", pa.int64(), ("zero_stage", "zero", "zero1"),
-     "ZeRO stage of the optimizer (0 = unsharded, 1 = optimizer state sharded); null when unknown"),
-    ("microbatches", pa.int64(), ("microbatches", "num_microbatches"),
-     "pipeline microbatches per step; null when unknown"),
+    (
+        "zero_stage",
+        pa.int64(),
+        ("zero_stage", "zero", "zero1"),
+        "ZeRO stage of the optimizer (0 = unsharded, 1 = optimizer state sharded); null when unknown",
+    ),
+    (
+        "microbatches",
+        pa.int64(),
+        ("microbatches", "num_microbatches"),
+        "pipeline microbatches per step; null when unknown",
+    ),
     ("collector", pa.string(), (), "collector that wrote the run"),
-    ("device_kind", pa.string(), ("device_kind",),
-     "platform the trace ran on as its collector recorded it: cuda, rocm, mtia, xpu, hpu, cpu; null when not recorded"),
+    (
+        "device_kind",
+        pa.string(),
+        ("device_kind",),
+        "platform the trace ran on as its collector recorded it: cuda, rocm, mtia, xpu, hpu, cpu; null when not recorded",
+    ),
     ("device_model", pa.string(), ("device_model",), "device name, e.g. Tesla V100-SXM2-32GB; null when unknown"),
-    ("neuron_sdk", pa.string(), ("neuron_sdk",), "Neuron SDK release the job ran with, e.g. 2.30.0; null when not recorded"),
-    ("framework", pa.string(), ("framework",),
-     "training framework as recorded: torch-xla, torchneuron (native PyTorch on Neuron), torchtitan, jax; null when not recorded"),
+    (
+        "neuron_sdk",
+        pa.string(),
+        ("neuron_sdk",),
+        "Neuron SDK release the job ran with, e.g. 2.30.0; null when not recorded",
+    ),
+    (
+        "framework",
+        pa.string(),
+        ("framework",),
+        "training framework as recorded: torch-xla, torchneuron (native PyTorch on Neuron), torchtitan, jax; null when not recorded",
+    ),
 ]
 RUN_JOB_DOC = "One row: the job metadata of the run's manifest (`job` keys), null where unknown."
 
@@ -72,8 +96,11 @@ DOCS = {
 
 def session_tables(manifest: dict) -> list[tuple[str, pa.Table]]:
     """(name, table) of every session table of a run, for each engine to register."""
-    return [("run_job", run_job_table(manifest)), ("hardware", hardware.table()),
-            ("gpu_hardware", hardware.gpu_table())]
+    return [
+        ("run_job", run_job_table(manifest)),
+        ("hardware", hardware.table()),
+        ("gpu_hardware", hardware.gpu_table()),
+    ]
 
 
 def attach_tables(con: duckdb.DuckDBPyConnection, manifest: dict, schema: str = "main") -> None:

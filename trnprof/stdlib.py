@@ -66,8 +66,11 @@ def parse_module(module: str, text: str) -> list[ViewDef]:
                 if lines[i].rstrip().endswith(";"):
                     break
                 i += 1
-            views.append(ViewDef(match.group(1), module, " ".join(doc_lines).strip(), columns,
-                                 "\n".join(body).rstrip().rstrip(";")))
+            views.append(
+                ViewDef(
+                    match.group(1), module, " ".join(doc_lines).strip(), columns, "\n".join(body).rstrip().rstrip(";")
+                )
+            )
             doc_lines, columns = [], {}
             i += 1
         else:
@@ -99,8 +102,10 @@ def module_order(required: Mapping[str, tuple[str, ...]]) -> list[str]:
     for module, names in sorted(required.items()):
         unknown = sorted(set(names) - set(required))
         if unknown:
-            raise TrnprofError(f"stdlib module {module}.sql requires {', '.join(unknown)}, which no "
-                               f"stdlib/*.sql module is (modules: {', '.join(sorted(required))})")
+            raise TrnprofError(
+                f"stdlib module {module}.sql requires {', '.join(unknown)}, which no "
+                f"stdlib/*.sql module is (modules: {', '.join(sorted(required))})"
+            )
     users = {module: {other for other, names in required.items() if module in names} for module in required}
     weight = {module: len(_reached(module, users)) for module in required}
     order, waiting = [], dict(required)
@@ -131,7 +136,7 @@ def _cycle(waiting: Mapping[str, tuple[str, ...]]) -> str:
     path = [min(waiting)]
     while path.count(path[-1]) < 2:
         path.append(min(name for name in waiting[path[-1]] if name in waiting))
-    return " -> ".join(f"{module}.sql" for module in path[path.index(path[-1]):])
+    return " -> ".join(f"{module}.sql" for module in path[path.index(path[-1]) :])
 
 
 def load_modules(texts: Mapping[str, str]) -> list[ViewDef]:
@@ -143,8 +148,11 @@ def load_modules(texts: Mapping[str, str]) -> list[ViewDef]:
 @lru_cache(maxsize=1)
 def _views() -> tuple[ViewDef, ...]:
     package = resources.files("trnprof") / "stdlib"
-    texts = {entry.name.removesuffix(".sql"): entry.read_text(encoding="utf-8")
-             for entry in package.iterdir() if entry.name.endswith(".sql")}
+    texts = {
+        entry.name.removesuffix(".sql"): entry.read_text(encoding="utf-8")
+        for entry in package.iterdir()
+        if entry.name.endswith(".sql")
+    }
     return tuple(load_modules(texts))
 
 
@@ -170,9 +178,14 @@ def dependencies() -> dict[str, frozenset[str]]:
     included) its SQL reads."""
     names = {view.name for view in _views()} | {"events", "counters", "ranks"} | set(DEVICE_TABLES)
     # parsed once per installation (0.1 s of CPU a process): trnprof/stdlibdeps.py
-    return cached([(view.name, view.sql) for view in _views()], names, lambda: {
-        view.name: frozenset(n for n in duckdb.get_table_names(_read_tables_sql(view.sql)) if n in names)
-        for view in _views()})
+    return cached(
+        [(view.name, view.sql) for view in _views()],
+        names,
+        lambda: {
+            view.name: frozenset(n for n in duckdb.get_table_names(_read_tables_sql(view.sql)) if n in names)
+            for view in _views()
+        },
+    )
 
 
 def _read_tables_sql(sql: str) -> str:

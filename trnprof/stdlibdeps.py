@@ -35,8 +35,9 @@ def key(views: Iterable[tuple[str, str]], names: Iterable[str]) -> str:
     return digest.hexdigest()
 
 
-def cached(views: list[tuple[str, str]], names: set[str],
-           parse: Callable[[], dict[str, frozenset[str]]]) -> dict[str, frozenset[str]]:
+def cached(
+    views: list[tuple[str, str]], names: set[str], parse: Callable[[], dict[str, frozenset[str]]]
+) -> dict[str, frozenset[str]]:
     """`parse()`'s answer for `views`, from the cache when an entry of this installation holds it
     for exactly these views (in this order), else parsed now and kept."""
     digest = key(views, names)

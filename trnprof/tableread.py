@@ -18,8 +18,7 @@ def sql_string(text: str) -> str:
 
 
 def empty_select(table: str) -> str:
-    columns = ", ".join(f"CAST(NULL AS {duckdb_type(typ)}) AS {name}"
-                        for name, typ, _, _ in TABLE_COLUMNS[table])
+    columns = ", ".join(f"CAST(NULL AS {duckdb_type(typ)}) AS {name}" for name, typ, _, _ in TABLE_COLUMNS[table])
     return f"SELECT {columns} WHERE FALSE"
 
 

@@ -35,10 +35,12 @@ def explain(exc: msgspec.ValidationError) -> tuple[list[str | int], str]:
 
 # ---- numbers a user or a file gives: finite and inside a documented range (docs/cli.md, "Numbers")
 
+
 @dataclass(frozen=True)
 class Range:
     """The documented range of one kind of number: low <= value <= high (low excluded when
     `low_open`), an integer when `integer`. `unit` names it in the error line."""
+
     low: float
     high: float
     unit: str = ""
@@ -80,7 +82,7 @@ def _shown(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-TIMEOUT_S = Range(0.001, 86_400, "seconds")                 # a rule query's time limit: 1 ms to a day
-THREADS = Range(1, 1024, "threads", integer=True)            # DuckDB's worker threads
-MEMORY_BYTES = Range(16 * 2**20, 2**50, "bytes")             # a rule query's memory limit: 16 MiB to 1 PiB
-SCALE_FACTOR = Range(0, 1000)                                # --scale SELECTOR=FACTOR, and the product per node
+TIMEOUT_S = Range(0.001, 86_400, "seconds")  # a rule query's time limit: 1 ms to a day
+THREADS = Range(1, 1024, "threads", integer=True)  # DuckDB's worker threads
+MEMORY_BYTES = Range(16 * 2**20, 2**50, "bytes")  # a rule query's memory limit: 16 MiB to 1 PiB
+SCALE_FACTOR = Range(0, 1000)  # --scale SELECTOR=FACTOR, and the product per node

@@ -20,12 +20,16 @@ class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
 
 Loader.add_implicit_resolver(
     "tag:yaml.org,2002:float",
-    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+    re.compile(
+        r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
                    |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
                    |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
                    |[-+]?\.(?:inf|Inf|INF)
-                   |\.(?:nan|NaN|NAN))$""", re.X),
-    list("-+0123456789."))
+                   |\.(?:nan|NaN|NAN))$""",
+        re.X,
+    ),
+    list("-+0123456789."),
+)
 
 
 class ExpansionError(yaml.YAMLError):
@@ -33,8 +37,10 @@ class ExpansionError(yaml.YAMLError):
 
     def __init__(self, nodes: int):
         super().__init__()
-        self.problem = (f"its aliases (*name) expand to more than {MAX_NODES:,} values "
-                        f"({nodes:,} counted so far); write the values out or use fewer aliases")
+        self.problem = (
+            f"its aliases (*name) expand to more than {MAX_NODES:,} values "
+            f"({nodes:,} counted so far); write the values out or use fewer aliases"
+        )
 
     def __str__(self) -> str:
         return self.problem
@@ -71,7 +77,8 @@ def load(text: str):
             return loader.construct_document(node)
         except ValueError as exc:  # e.g. an integer of more than 4,300 digits
             raise yaml.constructor.ConstructorError(
-                None, None, f"a value cannot be read ({str(exc).split(':')[0][:100]})", node.start_mark) from None
+                None, None, f"a value cannot be read ({str(exc).split(':')[0][:100]})", node.start_mark
+            ) from None
     finally:
         loader.dispose()
 

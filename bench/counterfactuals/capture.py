@@ -14,7 +14,6 @@ slower than the unoverlapped job, 2026-12-05, idle machine); see docs/whatif.md,
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import os
@@ -34,25 +33,56 @@ STEPS = WAIT + WARMUP + ACTIVE + 3
 
 # case -> (ranks, the problem's job options, the rule the problem must be found by, what it is)
 CASES = {
-    "slow_loader": (1, ["--load-ms", "40"], "input.starvation",
-                    "the loader sleeps 40 ms per batch on the training thread"),
-    "straggler_compute": (2, ["--straggle-rank", "1", "--straggle-kind", "compute", "--straggle-ms", "60"],
-                          "scale.straggler", "rank 1 computes 60 ms more per step (extra matmuls) before backward"),
-    "straggler_python": (2, ["--straggle-rank", "1", "--straggle-kind", "python", "--straggle-ms", "60"],
-                         "scale.straggler", "rank 1 runs 60 ms of pure Python per step before backward"),
-    "straggler_sleep": (2, ["--straggle-rank", "1", "--straggle-kind", "sleep", "--straggle-ms", "60"],
-                        "scale.straggler", "rank 1 sleeps 60 ms per step before backward"),
-    "straggler_pipeline": (2, ["--pipeline", "--straggle-rank", "0", "--straggle-kind", "compute",
-                               "--straggle-ms", "40"], "scale.straggler",
-                           "two pipeline stages; the first (rank 0) computes 40 ms more per step between forward and backward"),
-    "no_overlap": (2, ["--no-overlap"], "overlap.low_overlap_ratio",
-                   "gradients all-reduced one parameter at a time after backward; fixed: DDP all-reducing "
-                   "1 MB buckets as backward produces them"),
-    "one_bucket": (2, [], "overlap.low_overlap_ratio",
-                   "DDP's default 25 MB buckets hold all but the first MiB of the 14 MB of gradients: one "
-                   "all-reduce after backward; fixed: 1 MB buckets"),
-    "small_ops": (1, ["--small-ops", "1500"], "compute.small_ops",
-                  "1,500 tiny elementwise ops per step on the training thread"),
+    "slow_loader": (
+        1,
+        ["--load-ms", "40"],
+        "input.starvation",
+        "the loader sleeps 40 ms per batch on the training thread",
+    ),
+    "straggler_compute": (
+        2,
+        ["--straggle-rank", "1", "--straggle-kind", "compute", "--straggle-ms", "60"],
+        "scale.straggler",
+        "rank 1 computes 60 ms more per step (extra matmuls) before backward",
+    ),
+    "straggler_python": (
+        2,
+        ["--straggle-rank", "1", "--straggle-kind", "python", "--straggle-ms", "60"],
+        "scale.straggler",
+        "rank 1 runs 60 ms of pure Python per step before backward",
+    ),
+    "straggler_sleep": (
+        2,
+        ["--straggle-rank", "1", "--straggle-kind", "sleep", "--straggle-ms", "60"],
+        "scale.straggler",
+        "rank 1 sleeps 60 ms per step before backward",
+    ),
+    "straggler_pipeline": (
+        2,
+        ["--pipeline", "--straggle-rank", "0", "--straggle-kind", "compute", "--straggle-ms", "40"],
+        "scale.straggler",
+        "two pipeline stages; the first (rank 0) computes 40 ms more per step between forward and backward",
+    ),
+    "no_overlap": (
+        2,
+        ["--no-overlap"],
+        "overlap.low_overlap_ratio",
+        "gradients all-reduced one parameter at a time after backward; fixed: DDP all-reducing "
+        "1 MB buckets as backward produces them",
+    ),
+    "one_bucket": (
+        2,
+        [],
+        "overlap.low_overlap_ratio",
+        "DDP's default 25 MB buckets hold all but the first MiB of the 14 MB of gradients: one "
+        "all-reduce after backward; fixed: 1 MB buckets",
+    ),
+    "small_ops": (
+        1,
+        ["--small-ops", "1500"],
+        "compute.small_ops",
+        "1,500 tiny elementwise ops per step on the training thread",
+    ),
 }
 STEP_LINE = re.compile(r"step-time rank=(\d+) step=(\d+) ms=([0-9.]+)")
 
@@ -72,16 +102,41 @@ def job_command(ranks: int, options: list[str]) -> list[str]:
     args = [str(JOB), "--steps", str(STEPS), *options]
     if ranks == 1:
         return [sys.executable, *args]
-    return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks),
-            "--master-port", "29517", *args]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        str(ranks),
+        "--master-port",
+        "29517",
+        *args,
+    ]
 
 
 def record(ranks: int, options: list[str], workdir: Path) -> tuple[Path, list[float]]:
     """Record the job; its capture folder and its profiled steps' times (slowest rank per step)."""
     capture = workdir / "capture"
-    cmd = [sys.executable, "-m", "trnprof", "record", "--neuron", "off", "--wait", str(WAIT), "--warmup",
-           str(WARMUP), "--active", str(ACTIVE), "-o", str(workdir / "run"), "--capture", str(capture), "--",
-           *job_command(ranks, options)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "trnprof",
+        "record",
+        "--neuron",
+        "off",
+        "--wait",
+        str(WAIT),
+        "--warmup",
+        str(WARMUP),
+        "--active",
+        str(ACTIVE),
+        "-o",
+        str(workdir / "run"),
+        "--capture",
+        str(capture),
+        "--",
+        *job_command(ranks, options),
+    ]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=workdir)
     if result.returncode != 0:
         raise SystemExit(f"capture failed: {' '.join(cmd)}\n{result.stdout}\n{result.stderr}")
@@ -124,12 +179,19 @@ def capture_case(name: str, repeats: int = 3) -> dict:
             pooled = statistics.median(steps[variant])
             _, typical = min(captures, key=lambda c: abs(statistics.median(c[0] or [math.inf]) - pooled))
             traces[variant] = keep_traces(typical, case_dir / variant)
-    measured = {v: {"step_ms": steps[v], "median_ms": statistics.median(steps[v]), "traces": traces[v]}
-                for v in steps}
+    measured = {v: {"step_ms": steps[v], "median_ms": statistics.median(steps[v]), "traces": traces[v]} for v in steps}
     gain = 1 - measured["clean"]["median_ms"] / measured["problem"]["median_ms"]
-    doc = {"case": name, "ranks": ranks, "problem": what, "job": ["job.py", *options],
-           "clean_job": ["job.py", *clean_options(name)], "rule": rule,
-           "measured": measured, "expected_gain": round(gain, 4), "load": round(os.getloadavg()[0], 2)}
+    doc = {
+        "case": name,
+        "ranks": ranks,
+        "problem": what,
+        "job": ["job.py", *options],
+        "clean_job": ["job.py", *clean_options(name)],
+        "rule": rule,
+        "measured": measured,
+        "expected_gain": round(gain, 4),
+        "load": round(os.getloadavg()[0], 2),
+    }
     (case_dir / "case.json").write_text(json.dumps(doc, indent=2) + "\n")
     return doc
 
@@ -139,8 +201,10 @@ def main(names: list[str]) -> None:
     for name in names or list(CASES):
         doc = capture_case(name)
         p, c = doc["measured"]["problem"]["median_ms"], doc["measured"]["clean"]["median_ms"]
-        print(f"{name:<18} problem {p:7.1f} ms  clean {c:7.1f} ms  fix worth {doc['expected_gain']:+.1%}  "
-              f"(load {doc['load']:.1f})")
+        print(
+            f"{name:<18} problem {p:7.1f} ms  clean {c:7.1f} ms  fix worth {doc['expected_gain']:+.1%}  "
+            f"(load {doc['load']:.1f})"
+        )
 
 
 if __name__ == "__main__":

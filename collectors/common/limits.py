@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from trnprof.errors import TrnprofError
 
-MAX_RANK = (1 << 31) - 1   # ranks are int32 (the hive partition key)
-MAX_TIME_NS = 1 << 62      # as trnprof.runstore: ts + dur must fit in int64 with room for sums
+MAX_RANK = (1 << 31) - 1  # ranks are int32 (the hive partition key)
+MAX_TIME_NS = 1 << 62  # as trnprof.runstore: ts + dur must fit in int64 with room for sums
 MAX_INT64 = (1 << 63) - 1
 
 

@@ -12,11 +12,11 @@ import pyarrow as pa
 class Source:
     path: Path
     format: str
-    events: pa.Table | None = None            # canonical events (trnprof.schema.EVENTS)
-    counters: pa.Table | None = None          # canonical counters
+    events: pa.Table | None = None  # canonical events (trnprof.schema.EVENTS)
+    counters: pa.Table | None = None  # canonical counters
     extra: dict[str, pa.Table] = field(default_factory=dict)  # extra table name -> rows
-    quarantine: pa.Table | None = None        # trnprof.collectors.common.tables.QUARANTINE
-    ranks: list[dict] = field(default_factory=list)           # rows of the ranks table
-    counts: dict = field(default_factory=dict)                # where the source entries went
+    quarantine: pa.Table | None = None  # trnprof.collectors.common.tables.QUARANTINE
+    ranks: list[dict] = field(default_factory=list)  # rows of the ranks table
+    counts: dict = field(default_factory=dict)  # where the source entries went
     job: dict = field(default_factory=dict)
     rank_from: str = ""

@@ -10,13 +10,41 @@ import pyarrow as pa
 
 from .limits import bounded_source
 
-FLOWS = pa.schema([("rank", pa.int32()), ("ph", pa.string()), ("cat", pa.string()), ("name", pa.string()),
-                   ("id", pa.string()), ("bp", pa.string()), ("ts", pa.int64()), ("pid", pa.string()),
-                   ("tid", pa.string()), ("args", pa.string())])
-META = pa.schema([("rank", pa.int32()), ("source", pa.string()), ("kind", pa.string()), ("name", pa.string()),
-                  ("pid", pa.string()), ("tid", pa.string()), ("value", pa.string())])
-QUARANTINE = pa.schema([("rank", pa.int32()), ("source", pa.string()), ("index", pa.int64()),
-                        ("reason", pa.string()), ("detail", pa.string()), ("event", pa.string())])
+FLOWS = pa.schema(
+    [
+        ("rank", pa.int32()),
+        ("ph", pa.string()),
+        ("cat", pa.string()),
+        ("name", pa.string()),
+        ("id", pa.string()),
+        ("bp", pa.string()),
+        ("ts", pa.int64()),
+        ("pid", pa.string()),
+        ("tid", pa.string()),
+        ("args", pa.string()),
+    ]
+)
+META = pa.schema(
+    [
+        ("rank", pa.int32()),
+        ("source", pa.string()),
+        ("kind", pa.string()),
+        ("name", pa.string()),
+        ("pid", pa.string()),
+        ("tid", pa.string()),
+        ("value", pa.string()),
+    ]
+)
+QUARANTINE = pa.schema(
+    [
+        ("rank", pa.int32()),
+        ("source", pa.string()),
+        ("index", pa.int64()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+        ("event", pa.string()),
+    ]
+)
 
 
 def quarantine_table(rows: list[tuple], rank: int | None, source: str) -> pa.Table:
@@ -24,10 +52,17 @@ def quarantine_table(rows: list[tuple], rank: int | None, source: str) -> pa.Tab
     n = len(rows)
     columns = list(zip(*rows)) if rows else [[], [], [], []]
     columns[3] = [bounded_source(text) for text in columns[3]]
-    return pa.table({"rank": pa.array([rank] * n, pa.int32()), "source": pa.array([source] * n, pa.string()),
-                     "index": pa.array(columns[0], pa.int64()), "reason": pa.array(columns[1], pa.string()),
-                     "detail": pa.array(columns[2], pa.string()), "event": pa.array(columns[3], pa.string())},
-                    schema=QUARANTINE)
+    return pa.table(
+        {
+            "rank": pa.array([rank] * n, pa.int32()),
+            "source": pa.array([source] * n, pa.string()),
+            "index": pa.array(columns[0], pa.int64()),
+            "reason": pa.array(columns[1], pa.string()),
+            "detail": pa.array(columns[2], pa.string()),
+            "event": pa.array(columns[3], pa.string()),
+        },
+        schema=QUARANTINE,
+    )
 
 
 def _column(values, type_: pa.DataType):
@@ -40,11 +75,18 @@ def _column(values, type_: pa.DataType):
 def meta_rows(names, pids, tids, values, kind: str, rank: int | None, source: str) -> pa.Table:
     """Metadata rows; names, pids, tids and values are lists or Arrow columns of one length."""
     n = len(names)
-    return pa.table({"rank": pa.repeat(pa.scalar(rank, pa.int32()), n),
-                     "source": pa.repeat(pa.scalar(source, pa.string()), n),
-                     "kind": pa.repeat(pa.scalar(kind, pa.string()), n), "name": _column(names, pa.string()),
-                     "pid": _column(pids, pa.string()), "tid": _column(tids, pa.string()),
-                     "value": _column(values, pa.string())}, schema=META)
+    return pa.table(
+        {
+            "rank": pa.repeat(pa.scalar(rank, pa.int32()), n),
+            "source": pa.repeat(pa.scalar(source, pa.string()), n),
+            "kind": pa.repeat(pa.scalar(kind, pa.string()), n),
+            "name": _column(names, pa.string()),
+            "pid": _column(pids, pa.string()),
+            "tid": _column(tids, pa.string()),
+            "value": _column(values, pa.string()),
+        },
+        schema=META,
+    )
 
 
 def us_text(ns: int) -> str:

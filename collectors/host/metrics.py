@@ -26,10 +26,8 @@ from trnprof.schema import COUNTERS
 
 from .format import FORMAT, HEADER_KEY
 
-
-
 STACK_KEYS = ("framework", "neuron_sdk", "device_kind")
-MAX_FACT = 64        # characters of a stack fact; longer is not one
+MAX_FACT = 64  # characters of a stack fact; longer is not one
 MAX_PACKAGES = 32
 
 
@@ -101,13 +99,28 @@ def read_host_metrics(path: Path, rank: int | None = None) -> Source:
     reasons: dict[str, int] = {}
     for _, reason, _, _ in quarantine:
         reasons[reason] = reasons.get(reason, 0) + 1
-    counts = {"source_entries": len(lines), "to": {"counters": sampled, "meta": len(meta), "quarantine": len(quarantine)},
-              "counter_rows": counters.num_rows, "quarantine_reasons": dict(sorted(reasons.items()))}
+    counts = {
+        "source_entries": len(lines),
+        "to": {"counters": sampled, "meta": len(meta), "quarantine": len(quarantine)},
+        "counter_rows": counters.num_rows,
+        "quarantine_reasons": dict(sorted(reasons.items())),
+    }
     header = _header(meta)
-    return Source(path=path, format=FORMAT, counters=counters,
-                  extra={"ingest/meta": meta_rows([HEADER_KEY] * len(meta), [None] * len(meta), [None] * len(meta),
-                                                  meta, FORMAT, None, path.name)},
-                  quarantine=quarantine_table(quarantine, None, path.name),
-                  ranks=[{"rank": r, "host": header.get("host") if isinstance(header.get("host"), str) else None}
-                         for r in sorted(ranks)],
-                  counts=counts, rank_from="each sample row", job=stack_job(header))
+    return Source(
+        path=path,
+        format=FORMAT,
+        counters=counters,
+        extra={
+            "ingest/meta": meta_rows(
+                [HEADER_KEY] * len(meta), [None] * len(meta), [None] * len(meta), meta, FORMAT, None, path.name
+            )
+        },
+        quarantine=quarantine_table(quarantine, None, path.name),
+        ranks=[
+            {"rank": r, "host": header.get("host") if isinstance(header.get("host"), str) else None}
+            for r in sorted(ranks)
+        ],
+        counts=counts,
+        rank_from="each sample row",
+        job=stack_job(header),
+    )

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
+from trnprof.collectors.common.limits import check_rank
 from trnprof.errors import TrnprofError
 from trnprof.manifest import file_fingerprint, new_manifest
 from trnprof.runstore import write_run
@@ -22,7 +23,6 @@ from trnprof.runstore import write_run
 from .collect import Collected
 from .detect import expand
 from .formats import lookup
-from trnprof.collectors.common.limits import check_rank
 
 __all__ = ["ingest"]
 
@@ -42,12 +42,24 @@ def input_files(inputs: list[tuple[Path, str]]) -> list[Path]:
 
 
 def input_bytes(inputs: list[tuple[Path, str]]) -> int:
-    return sum(sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir()
-               else path.stat().st_size for path, _ in inputs)
+    return sum(
+        sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size
+        for path, _ in inputs
+    )
 
 
-def ingest(paths, out, *, fmt: str = "auto", rank: int | None = None, force: bool = False,
-           progress: Callable[[int], None] | None = None, spill_dir=None, inputs=None, fingerprints=None) -> dict:
+def ingest(
+    paths,
+    out,
+    *,
+    fmt: str = "auto",
+    rank: int | None = None,
+    force: bool = False,
+    progress: Callable[[int], None] | None = None,
+    spill_dir=None,
+    inputs=None,
+    fingerprints=None,
+) -> dict:
     """Ingest `paths` (files or folders) into the run folder `out`; returns a summary dict.
     inputs, fingerprints: `detect.expand(paths)` and the inputs' `file_fingerprint`s, when the
     caller has them already."""
@@ -62,8 +74,13 @@ def ingest(paths, out, *, fmt: str = "auto", rank: int | None = None, force: boo
     manifest = new_manifest("trnprof.ingest", job={})
     with ThreadPoolExecutor(max_workers=1) as pool, write_run(out, manifest, overwrite=force) as run:
         hashes = _fingerprints(inputs, pool) if fingerprints is None else None
-        collected = Collected(run, rank_option=rank, default_rank=default_rank, progress=progress,
-                              spill_dir=spill_dir if spill_dir is not None else run.scratch)
+        collected = Collected(
+            run,
+            rank_option=rank,
+            default_rank=default_rank,
+            progress=progress,
+            spill_dir=spill_dir if spill_dir is not None else run.scratch,
+        )
         for path, kind in inputs:
             collected.add(path, kind)
         collected.finish(manifest)

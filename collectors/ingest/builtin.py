@@ -5,7 +5,8 @@ JSON object no format claims is then read as Kineto, whose reader says what it l
 
 from __future__ import annotations
 
-from trnprof.collectors.host.format import FORMAT as HOST_FORMAT, HEADER_KEY as HOST_HEADER
+from trnprof.collectors.host.format import FORMAT as HOST_FORMAT
+from trnprof.collectors.host.format import HEADER_KEY as HOST_HEADER
 
 from .spec import Format, Probe
 
@@ -42,18 +43,44 @@ def _system_profile(probe: Probe) -> bool:
 
 
 FORMATS = (
-    Format("neuron-explorer", _explorer, f"{_NEURON}.explorer:read_explorer", folder=True,
-           doc="a folder of Neuron Explorer Parquet tables (`CcOp.parquet`, ...), or one of its tables"),
-    Format(HOST_FORMAT, _host_metrics, "trnprof.collectors.host.metrics:read_host_metrics",
-           doc="the host metrics `trnprof record` samples (`host_metrics.jsonl`)"),
-    Format("neuron-monitor", _monitor, f"{_NEURON}.monitor:read_monitor",
-           doc="neuron-monitor's JSON reports (`neuron_runtime_data`), one per line"),
-    Format("kineto", _kineto, "trnprof.collectors.kineto:read_trace", streamed=True,
-           doc="Chrome trace JSON (`traceEvents`, or the bare array), plain or gzip: PyTorch profiler, "
-               "torch-neuronx / XLA, `trnprof export`"),
-    Format("neuron-explorer-json", _explorer_json, f"{_NEURON}.explorer_json:read_explorer_json",
-           doc="Neuron Explorer's deprecated JSON output (`\"summary\"` and `\"instruction\"`)"),
-    Format("neuron-system-profile", _system_profile, f"{_NEURON}.system_profile:read_system_profile",
-           doc="`system_profile.json` of `neuron-profile view --output-format json` (`trace_events`, "
-               "`mem_usage`, `cpu_util`)"),
+    Format(
+        "neuron-explorer",
+        _explorer,
+        f"{_NEURON}.explorer:read_explorer",
+        folder=True,
+        doc="a folder of Neuron Explorer Parquet tables (`CcOp.parquet`, ...), or one of its tables",
+    ),
+    Format(
+        HOST_FORMAT,
+        _host_metrics,
+        "trnprof.collectors.host.metrics:read_host_metrics",
+        doc="the host metrics `trnprof record` samples (`host_metrics.jsonl`)",
+    ),
+    Format(
+        "neuron-monitor",
+        _monitor,
+        f"{_NEURON}.monitor:read_monitor",
+        doc="neuron-monitor's JSON reports (`neuron_runtime_data`), one per line",
+    ),
+    Format(
+        "kineto",
+        _kineto,
+        "trnprof.collectors.kineto:read_trace",
+        streamed=True,
+        doc="Chrome trace JSON (`traceEvents`, or the bare array), plain or gzip: PyTorch profiler, "
+        "torch-neuronx / XLA, `trnprof export`",
+    ),
+    Format(
+        "neuron-explorer-json",
+        _explorer_json,
+        f"{_NEURON}.explorer_json:read_explorer_json",
+        doc='Neuron Explorer\'s deprecated JSON output (`"summary"` and `"instruction"`)',
+    ),
+    Format(
+        "neuron-system-profile",
+        _system_profile,
+        f"{_NEURON}.system_profile:read_system_profile",
+        doc="`system_profile.json` of `neuron-profile view --output-format json` (`trace_events`, "
+        "`mem_usage`, `cpu_util`)",
+    ),
 )

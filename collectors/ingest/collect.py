@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from trnprof.errors import TrnprofError
-
 from trnprof.collectors.common.limits import check_rank
 from trnprof.collectors.common.source import Source
 from trnprof.collectors.common.tables import FLOWS, META, QUARANTINE
+from trnprof.errors import TrnprofError
 
 from . import formats
 
@@ -50,8 +49,10 @@ class Collected:
 
     def _claim(self, rank: int, path: Path) -> None:
         if rank in self.owner:
-            raise TrnprofError(f"two traces for rank {rank}: {self.owner[rank]} and {path} "
-                               "(a folder should hold one trace per rank; pass them separately or fix the names)")
+            raise TrnprofError(
+                f"two traces for rank {rank}: {self.owner[rank]} and {path} "
+                "(a folder should hold one trace per rank; pass them separately or fix the names)"
+            )
         self.owner[rank] = path
 
     def _world(self, size: int | None, path: Path) -> None:
@@ -59,8 +60,9 @@ class Collected:
             return
         if self.world_sizes and size not in self.world_sizes:
             other, first = next(iter(self.world_sizes.items()))
-            raise TrnprofError(f"mismatched world sizes: {path} says {size}, {first} says {other} "
-                               "(traces of different jobs?)")
+            raise TrnprofError(
+                f"mismatched world sizes: {path} says {size}, {first} says {other} (traces of different jobs?)"
+            )
         self.world_sizes.setdefault(size, path)
 
     def _kineto(self, path: Path, read_trace) -> None:
@@ -98,8 +100,15 @@ class Collected:
             origin = trace.rank_from
             if origin == "--rank" and self.rank_option is None:
                 origin = "default (a single input without rank)"
-            self.files.append({"path": str(path), "format": "kineto" if export is None else "trnprof-export",
-                               "rank": trace.rank, "rank_from": origin, **trace.counts})
+            self.files.append(
+                {
+                    "path": str(path),
+                    "format": "kineto" if export is None else "trnprof-export",
+                    "rank": trace.rank,
+                    "rank_from": origin,
+                    **trace.counts,
+                }
+            )
 
     def _job_from(self, info) -> None:
         if info.backend:
@@ -135,8 +144,9 @@ class Collected:
             self.extra["ingest/quarantine"].append(source.quarantine)
         for name, table in source.extra.items():
             self.extra.setdefault(name, []).append(table)
-        self.files.append({"path": str(source.path), "format": source.format, "rank_from": source.rank_from,
-                           **source.counts})
+        self.files.append(
+            {"path": str(source.path), "format": source.format, "rank_from": source.rank_from, **source.counts}
+        )
 
     def finish(self, manifest: dict) -> None:
         if self.events == 0 and self.counters == 0:
@@ -173,7 +183,14 @@ class Collected:
         for f in self.files:
             for reason, n in f.get("quarantine_reasons", {}).items():
                 reasons[reason] = reasons.get(reason, 0) + n
-        return {"run": str(out), "files": len(self.files), "events": self.events, "counters": self.counters,
-                "quarantined": sum(reasons.values()), "quarantine_reasons": reasons, "ranks": len(self.ranks),
-                "truncated_args": sum(f.get("truncated_args", 0) for f in self.files),
-                "warnings": [w for f in self.files for w in f.get("warnings", [])]}
+        return {
+            "run": str(out),
+            "files": len(self.files),
+            "events": self.events,
+            "counters": self.counters,
+            "quarantined": sum(reasons.values()),
+            "quarantine_reasons": reasons,
+            "ranks": len(self.ranks),
+            "truncated_args": sum(f.get("truncated_args", 0) for f in self.files),
+            "warnings": [w for f in self.files for w in f.get("warnings", [])],
+        }

@@ -71,8 +71,9 @@ def detect(path: Path) -> str:
                 return found.name
     if text[:1] == b"{":
         return FALLBACK
-    raise TrnprofError(f"{path}: not a trace trnprof knows (starts with {text[:16]!r}); "
-                       f"formats: {', '.join(formats.names())}")
+    raise TrnprofError(
+        f"{path}: not a trace trnprof knows (starts with {text[:16]!r}); formats: {', '.join(formats.names())}"
+    )
 
 
 def expand(paths: list[str | Path], fmt: str = "auto") -> list[tuple[Path, str]]:

@@ -20,8 +20,19 @@ from trnprof.errors import TrnprofError
 from .builtin import FORMATS as BUILTIN
 from .spec import SNIFF_BYTES, Format, Probe
 
-__all__ = ["ENTRY_POINT_GROUP", "SNIFF_BYTES", "Format", "Probe", "builtin", "claims", "lookup", "names", "read",
-           "register", "third_party"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "SNIFF_BYTES",
+    "Format",
+    "Probe",
+    "builtin",
+    "claims",
+    "lookup",
+    "names",
+    "read",
+    "register",
+    "third_party",
+]
 
 ENTRY_POINT_GROUP = "trnprof.ingest_formats"
 _BUILTIN = {fmt.name: fmt for fmt in BUILTIN}
@@ -85,8 +96,9 @@ def claims(fmt: Format, probe: Probe) -> bool:
     except TrnprofError:
         raise
     except Exception as exc:  # a third-party sniff meeting a file it did not expect
-        raise TrnprofError(f"{probe.path}: the {fmt.name} format's sniff failed "
-                           f"({type(exc).__name__}: {exc})") from None
+        raise TrnprofError(
+            f"{probe.path}: the {fmt.name} format's sniff failed ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 @lru_cache(maxsize=1)
@@ -106,11 +118,13 @@ def _load_installed(name: str) -> Format:
     try:
         fmt = point.load()
     except Exception as exc:  # an installed package's import failing
-        raise TrnprofError(f"installed ingest format {name} ({point.value}) cannot be loaded "
-                           f"({type(exc).__name__}: {exc})") from None
+        raise TrnprofError(
+            f"installed ingest format {name} ({point.value}) cannot be loaded ({type(exc).__name__}: {exc})"
+        ) from None
     if not isinstance(fmt, Format) or fmt.name != name:
-        raise TrnprofError(f"installed ingest format {name} ({point.value}) is not a trnprof ingest Format "
-                           f"called {name}")
+        raise TrnprofError(
+            f"installed ingest format {name} ({point.value}) is not a trnprof ingest Format called {name}"
+        )
     return fmt
 
 

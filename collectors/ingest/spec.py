@@ -17,6 +17,7 @@ SNIFF_BYTES = 1 << 16  # what a sniff sees of a file: its first 64 KiB (gunzippe
 class Probe:
     """What a sniff may look at: the input's path and, for a file, its first SNIFF_BYTES
     (gunzipped when the file is gzip); a folder's head is empty."""
+
     path: Path
     head: bytes = b""
     is_dir: bool = False
@@ -32,6 +33,7 @@ class Format:
     """One ingest format. reader: a function or "package.module:function", imported when an input
     needs it. folder: a whole folder is one input of this format (its sniff sees folders too).
     streamed: the reader is Kineto's `read_trace` (events in batches), not a `Source` reader."""
+
     name: str
     sniff: Callable[[Probe], bool]
     reader: Callable | str

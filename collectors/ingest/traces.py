@@ -32,9 +32,9 @@ from .detect import TRACE_SUFFIXES, expand, folder_format
 
 @dataclass
 class TraceRun:
-    path: Path          # the run folder
-    ingested: bool      # False: an existing run of the same inputs was opened
-    note: str | None    # why the run is not kept, when it is not
+    path: Path  # the run folder
+    ingested: bool  # False: an existing run of the same inputs was opened
+    note: str | None  # why the run is not kept, when it is not
 
 
 def is_trace_input(path: str | Path) -> bool:
@@ -60,8 +60,11 @@ def _holds(run: Path, identity: list[tuple[str, str]]) -> bool:
         source = read_manifest(run, check_files=False)["source"]
     except TrnprofError:
         return False
-    return (source.get("collector") == "trnprof.ingest" and source.get("version") == __version__
-            and _identity(source.get("inputs", [])) == identity)
+    return (
+        source.get("collector") == "trnprof.ingest"
+        and source.get("version") == __version__
+        and _identity(source.get("inputs", [])) == identity
+    )
 
 
 def _cache_key(identity: list[tuple[str, str]]) -> str:
@@ -123,15 +126,20 @@ def run_of_traces(paths, *, run: str | Path | None = None):
     with tempfile.TemporaryDirectory(prefix="trnprof-trace-") as scratch:
         out = Path(scratch) / "run"
         _ingest(paths, out, inputs, fingerprints)
-        yield TraceRun(out, True, f"the cache folder {cached.parent} cannot be written ({why_not}): "
-                                  "the trace's run was made for this command only")
+        yield TraceRun(
+            out,
+            True,
+            f"the cache folder {cached.parent} cannot be written ({why_not}): "
+            "the trace's run was made for this command only",
+        )
 
 
 def _named(run: Path, paths, inputs, fingerprints, identity) -> TraceRun:
     if _holds(run, identity):
         return TraceRun(run, False, None)
     if run.exists():
-        raise TrnprofError(f"--run-dir {run}: it exists and is not a run of these traces "
-                           "(choose another folder or remove it)")
+        raise TrnprofError(
+            f"--run-dir {run}: it exists and is not a run of these traces (choose another folder or remove it)"
+        )
     _ingest(paths, run, inputs, fingerprints)
     return TraceRun(run, True, None)

@@ -27,16 +27,30 @@ import pyarrow.compute as pc
 
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "cuda_sync")
 DEVICE_WORK_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
-HOST_CATEGORIES = ("cpu_op", "cuda_runtime", "cuda_driver", "python_function", "overhead",
-                   "cpu_instant_event", "privateuse1_runtime", "privateuse1_driver", "mtia_runtime",
-                   "xpu_runtime", "xpu_driver")
+HOST_CATEGORIES = (
+    "cpu_op",
+    "cuda_runtime",
+    "cuda_driver",
+    "python_function",
+    "overhead",
+    "cpu_instant_event",
+    "privateuse1_runtime",
+    "privateuse1_driver",
+    "mtia_runtime",
+    "xpu_runtime",
+    "xpu_driver",
+)
 INPUT_CATEGORIES = ("cpu_op", "user_annotation", "python_function")
 # device-side events of accelerators whose event categories this ingester does not know
 ACCELERATOR_CATEGORY = r"^(mtia|xpu|hpu|privateuse1)_"
 # which platform a trace's categories name: the first that matches wins (ROCm keeps CUDA's
 # category names, its runtime calls are `hip*`)
-PLATFORM_CATEGORIES = (("mtia", r"^mtia_"), ("xpu", r"^xpu_"), ("hpu", r"^hpu_"),
-                       ("cuda", r"^(kernel|gpu_memcpy|gpu_memset|cuda_runtime|cuda_driver)$"))
+PLATFORM_CATEGORIES = (
+    ("mtia", r"^mtia_"),
+    ("xpu", r"^xpu_"),
+    ("hpu", r"^hpu_"),
+    ("cuda", r"^(kernel|gpu_memcpy|gpu_memset|cuda_runtime|cuda_driver)$"),
+)
 
 STEP_NAME = r"^ProfilerStep#(\d{1,9})$"  # step is int32: longer numbers stay annotations
 # DataLoader iteration as PyTorch's profiler records it: `enumerate(DataLoader)#_MultiProcessing
@@ -52,10 +66,21 @@ P2P_OPS = ("send", "recv", "send_recv")
 # Collective spellings (Collective name args, record_function names, kernel names) reduced to
 # lower-case letters, matched by prefix in this order.
 _OP_PREFIXES = (
-    ("allreduce", "all_reduce"), ("allgather", "all_gather"), ("reducescatter", "reduce_scatter"),
-    ("alltoall", "all_to_all"), ("broadcast", "broadcast"), ("bcast", "broadcast"),
-    ("sendrecv", "send_recv"), ("send", "send"), ("isend", "send"), ("recv", "recv"), ("irecv", "recv"),
-    ("reduce", "reduce"), ("gather", "gather"), ("scatter", "scatter"), ("barrier", "barrier"),
+    ("allreduce", "all_reduce"),
+    ("allgather", "all_gather"),
+    ("reducescatter", "reduce_scatter"),
+    ("alltoall", "all_to_all"),
+    ("broadcast", "broadcast"),
+    ("bcast", "broadcast"),
+    ("sendrecv", "send_recv"),
+    ("send", "send"),
+    ("isend", "send"),
+    ("recv", "recv"),
+    ("irecv", "recv"),
+    ("reduce", "reduce"),
+    ("gather", "gather"),
+    ("scatter", "scatter"),
+    ("barrier", "barrier"),
 )
 _KERNEL_OP = re.compile(r"(?i)(?:nccl|rccl|hccl)\w*?Kernel_([A-Za-z]+)")
 
@@ -119,6 +144,7 @@ def matches(values, pattern: str) -> pa.Array:
 def kinds(cat: pa.Array, name: pa.Array) -> tuple[pa.Array, pa.Array]:
     """The canonical kind of each X event in a GPU trace, and in a CPU-only trace (collectives
     are refined to p2p later)."""
+
     def when(mask, value, otherwise):
         return pc.if_else(mask, pa.scalar(value), otherwise)
 
@@ -172,25 +198,27 @@ def lanes(cat: pa.Array, pid: pa.Array, tid: pa.Array, device_qualified: bool = 
     numeric_pid = matches(pid.fill_null("null"), r"^-?\d+$")
     host_lane = pc.binary_join_element_wise("host/tid-", tid_text, "")
     trace_lane = pc.binary_join_element_wise(
-        "trace/", pc.if_else(pc.equal(pid_text, ""), pa.scalar("global"), pid_text), "")
+        "trace/", pc.if_else(pc.equal(pid_text, ""), pa.scalar("global"), pid_text), ""
+    )
     device_lane = pc.binary_join_element_wise("device/", cat, "/tid-", tid_text, "")
-    return pc.if_else(gpu, gpu_lane, pc.if_else(unknown_device, device_lane,
-                                                 pc.if_else(numeric_pid, host_lane, trace_lane)))
+    return pc.if_else(
+        gpu, gpu_lane, pc.if_else(unknown_device, device_lane, pc.if_else(numeric_pid, host_lane, trace_lane))
+    )
 
 
 def unknown_device_work(cat: pa.Array) -> pa.Array:
     """Per row: an accelerator's device-side category this ingester has no mapping for (its
     runtime and driver calls are host work)."""
     cat = cat.fill_null("")
-    return pc.and_(pc.match_substring_regex(cat, ACCELERATOR_CATEGORY),
-                   pc.invert(pc.is_in(cat, pa.array(HOST_CATEGORIES))))
+    return pc.and_(
+        pc.match_substring_regex(cat, ACCELERATOR_CATEGORY), pc.invert(pc.is_in(cat, pa.array(HOST_CATEGORIES)))
+    )
 
 
 def platforms(cat: pa.Array) -> set[str]:
     """The platforms the (distinct) categories of a trace name: mtia, xpu, hpu, cuda."""
     cat = cat.fill_null("")
-    return {name for name, pattern in PLATFORM_CATEGORIES
-            if pc.any(pc.match_substring_regex(cat, pattern)).as_py()}
+    return {name for name, pattern in PLATFORM_CATEGORIES if pc.any(pc.match_substring_regex(cat, pattern)).as_py()}
 
 
 def single_device_lanes(lane: pa.Array) -> pa.Array:
@@ -207,14 +235,50 @@ def device_index(devices: set) -> int | None:
 # Element sizes of PyTorch dtypes as record_param_comms (`dtype`: c10 ScalarType names) and
 # `Input type` (C++ type names) spell them; source: c10/core/ScalarType.h.
 DTYPE_BYTES = {
-    "float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2, "float16": 2, "c10::half": 2,
-    "bfloat16": 2, "c10::bfloat16": 2, "long": 8, "int64": 8, "long int": 8, "int": 4, "int32": 4,
-    "short": 2, "int16": 2, "char": 1, "signed char": 1, "int8": 1, "byte": 1, "unsigned char": 1,
-    "uint8": 1, "bool": 1, "complexfloat": 8, "c10::complex<float>": 8, "complexdouble": 16,
-    "c10::complex<double>": 16, "complexhalf": 4, "float8_e4m3fn": 1, "float8_e5m2": 1,
-    "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1, "c10::float8_e4m3fn": 1, "c10::float8_e5m2": 1,
-    "uint16": 2, "uint32": 4, "uint64": 8, "unsigned short": 2, "unsigned int": 4,
-    "unsigned long": 8, "fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1,
+    "float": 4,
+    "float32": 4,
+    "double": 8,
+    "float64": 8,
+    "half": 2,
+    "float16": 2,
+    "c10::half": 2,
+    "bfloat16": 2,
+    "c10::bfloat16": 2,
+    "long": 8,
+    "int64": 8,
+    "long int": 8,
+    "int": 4,
+    "int32": 4,
+    "short": 2,
+    "int16": 2,
+    "char": 1,
+    "signed char": 1,
+    "int8": 1,
+    "byte": 1,
+    "unsigned char": 1,
+    "uint8": 1,
+    "bool": 1,
+    "complexfloat": 8,
+    "c10::complex<float>": 8,
+    "complexdouble": 16,
+    "c10::complex<double>": 16,
+    "complexhalf": 4,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+    "float8_e4m3fnuz": 1,
+    "float8_e5m2fnuz": 1,
+    "c10::float8_e4m3fn": 1,
+    "c10::float8_e5m2": 1,
+    "uint16": 2,
+    "uint32": 4,
+    "uint64": 8,
+    "unsigned short": 2,
+    "unsigned int": 4,
+    "unsigned long": 8,
+    "fp32": 4,
+    "fp16": 2,
+    "bf16": 2,
+    "fp8": 1,
 }
 
 

@@ -103,8 +103,12 @@ def _launch_records(colls: pd.DataFrame, launches: pd.DataFrame, records: pd.Dat
     for lane, group in records.groupby("lane"):
         group = group.sort_values("ts", kind="stable")
         described = group["collective_name"].notna().to_numpy() if has_args else np.zeros(len(group), dtype=bool)
-        threads[lane] = (group["ts"].to_numpy(), (group["ts"] + group["dur"]).to_numpy(), described,
-                         group.to_dict("records"))
+        threads[lane] = (
+            group["ts"].to_numpy(),
+            (group["ts"] + group["dur"]).to_numpy(),
+            described,
+            group.to_dict("records"),
+        )
     found = {}
     for idx, corr in zip(colls["idx"], colls["correlation"]):
         launch = by_corr.get(int(corr)) if _present(corr) else None
@@ -131,8 +135,13 @@ def collective_columns(colls: pd.DataFrame, launches: pd.DataFrame, records: pd.
     `launches`: runtime launch calls (correlation, lane, ts); `records`: host records that
     describe collectives (`record_param_comms`, `nccl:*`: idx, name, ts, dur, lane) with their
     args."""
-    needs_link = colls[colls.get("collective_name", pd.Series(index=colls.index, dtype=object)).isna()
-                       & colls["cat"].eq("kernel")] if not colls.empty else colls
+    needs_link = (
+        colls[
+            colls.get("collective_name", pd.Series(index=colls.index, dtype=object)).isna() & colls["cat"].eq("kernel")
+        ]
+        if not colls.empty
+        else colls
+    )
     linked = _launch_records(needs_link, launches, records)
     rows = []
     for row in colls.to_dict("records"):
@@ -140,19 +149,26 @@ def collective_columns(colls: pd.DataFrame, launches: pd.DataFrame, records: pd.
         record = linked.get(row["idx"])
         if not _present(row.get("collective_name")) and record is not None:
             args = {**record, **{k: v for k, v in row.items() if _present(v)}}
-        op = normalize_op(args.get("collective_name")) or \
-            (normalize_op(record["name"]) if record is not None else None) or normalize_op(row["name"])
+        op = (
+            normalize_op(args.get("collective_name"))
+            or (normalize_op(record["name"]) if record is not None else None)
+            or normalize_op(row["name"])
+        )
         seq = args.get("seq_upper") if _present(args.get("seq_upper")) else args.get("seq")
         size = args.get("group_size")
         payload, refused = _payload(args)
-        rows.append({
-            "idx": row["idx"], "coll_op": op, "coll_group": _group(args),
-            "coll_seq": int(seq) if _present(seq) else None,
-            "coll_ranks": int(size) if _present(size) else None,
-            "bytes": payload,
-            "kind": "p2p" if op in P2P_OPS else "collective",
-            "payload_refused": refused,
-        })
+        rows.append(
+            {
+                "idx": row["idx"],
+                "coll_op": op,
+                "coll_group": _group(args),
+                "coll_seq": int(seq) if _present(seq) else None,
+                "coll_ranks": int(size) if _present(size) else None,
+                "bytes": payload,
+                "kind": "p2p" if op in P2P_OPS else "collective",
+                "payload_refused": refused,
+            }
+        )
     return pd.DataFrame(rows, columns=("idx",) + COLUMNS)
 
 
@@ -160,8 +176,7 @@ GLOO_WORK = "gloo:"
 STEP_STRIDE = 1 << 20  # coll_seq of a numbered gloo span: step x STEP_STRIDE + its position in the step
 
 
-def number_gloo_work(columns: pd.DataFrame, frame: pd.DataFrame, group: tuple[str, int] | None,
-                     steps) -> pd.DataFrame:
+def number_gloo_work(columns: pd.DataFrame, frame: pd.DataFrame, group: tuple[str, int] | None, steps) -> pd.DataFrame:
     """`columns` (collective_columns' result) with group, group size and sequence number for the
     unnumbered gloo work spans of `frame` (idx, name, ts) that fall in a step, given the trace's
     one process group (name, size) and its step windows (ts, dur, step: pyarrow or pandas)."""
@@ -169,8 +184,9 @@ def number_gloo_work(columns: pd.DataFrame, frame: pd.DataFrame, group: tuple[st
         return columns  # collectives with their own sequence numbers (record_param_comms): those match
     ts, dur, number = (np.asarray(steps[c], dtype=np.int64) for c in ("ts", "dur", "step"))
     spans = frame[["idx", "name", "ts"]].merge(columns[["idx", "coll_group", "coll_seq"]], on="idx")
-    spans = spans[spans["name"].astype(str).str.startswith(GLOO_WORK) & spans["coll_group"].isna()
-                  & spans["coll_seq"].isna()]
+    spans = spans[
+        spans["name"].astype(str).str.startswith(GLOO_WORK) & spans["coll_group"].isna() & spans["coll_seq"].isna()
+    ]
     if spans.empty:
         return columns
     step, outside = assign_steps(spans["ts"].to_numpy(np.int64), ts, ts + dur, number)

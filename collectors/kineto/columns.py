@@ -29,11 +29,21 @@ from .events import EXTRA_FIELDS, MappedArgs
 from .stream import Chunk, decode_exact
 from .times import numbers_to_ns, texts_to_ns
 
-STAGED_SCHEMA = pa.schema([
-    ("idx", pa.int64()), ("ph", pa.string()), ("cat", pa.string()), ("name", pa.string()),
-    ("pid", pa.string()), ("tid", pa.string()), ("ts", pa.int64()), ("dur", pa.int64()),
-    ("ts_problem", pa.int8()), ("dur_problem", pa.int8()), ("args", pa.string()),
-])
+STAGED_SCHEMA = pa.schema(
+    [
+        ("idx", pa.int64()),
+        ("ph", pa.string()),
+        ("cat", pa.string()),
+        ("name", pa.string()),
+        ("pid", pa.string()),
+        ("tid", pa.string()),
+        ("ts", pa.int64()),
+        ("dur", pa.int64()),
+        ("ts_problem", pa.int8()),
+        ("dur_problem", pa.int8()),
+        ("args", pa.string()),
+    ]
+)
 FLOW_PHASES = ("s", "t", "f")
 INSTANT_PHASES = ("i", "I")
 KNOWN_PHASES = ("X", "C", "M") + INSTANT_PHASES + FLOW_PHASES
@@ -56,9 +66,9 @@ _ONE_MAPPED_ARGS = msgspec.json.Decoder(MappedArgs)
 @dataclass
 class Staged:
     rows: pa.Table
-    args: pa.Table                                   # idx + MappedArgs fields
-    flows: pa.Table                                  # idx, id (JSON text), bp
-    originals: dict[int, bytes] = field(default_factory=dict)   # idx -> source JSON
+    args: pa.Table  # idx + MappedArgs fields
+    flows: pa.Table  # idx, id (JSON text), bp
+    originals: dict[int, bytes] = field(default_factory=dict)  # idx -> source JSON
     bad: list[tuple[int, str, bytes]] = field(default_factory=list)  # (idx, error, source JSON)
     truncated_args: int = 0  # args over limits.MAX_ARGS_BYTES, replaced by their size
 
@@ -113,8 +123,15 @@ def _extra_tails(events: list, rows: set[int], extras: dict[int, dict]) -> dict[
     return tails
 
 
-def _compose_args(events: list, cats: pa.Array, pids: pa.Array, tids: pa.Array,
-                  rare: set[int], extras: dict[int, dict], skip: np.ndarray) -> tuple[pa.Array, int]:
+def _compose_args(
+    events: list,
+    cats: pa.Array,
+    pids: pa.Array,
+    tids: pa.Array,
+    rare: set[int],
+    extras: dict[int, dict],
+    skip: np.ndarray,
+) -> tuple[pa.Array, int]:
     """`{"cat":..,"pid":..,"tid":..,"args":{...source args verbatim...}}` per row (null where
     `skip`), plus `"extra":{...}` for the `rare` rows and those with `extras`. The head is built
     once per distinct (cat, pid, tid); rows are laid out straight into one Arrow buffer."""
@@ -132,8 +149,17 @@ def _compose_args(events: list, cats: pa.Array, pids: pa.Array, tids: pa.Array,
             continue
         rest, t = divmod(combo, len(tid_values))
         c, p = divmod(rest, len(pid_values))
-        heads.append(('{"cat":' + json.dumps(cat_values[c], ensure_ascii=False) + ',"pid":' + pid_values[p]
-                      + ',"tid":' + tid_values[t] + ',"args":').encode())
+        heads.append(
+            (
+                '{"cat":'
+                + json.dumps(cat_values[c], ensure_ascii=False)
+                + ',"pid":'
+                + pid_values[p]
+                + ',"tid":'
+                + tid_values[t]
+                + ',"args":'
+            ).encode()
+        )
     head_list = [heads[i] for i in inverse.tolist()]
     raw = [e.args or _EMPTY_OBJECT for e in events]
     raw_lengths = np.fromiter(map(len, raw), dtype=np.int64, count=n)  # measured once, kept up to date
@@ -206,22 +232,30 @@ def _stage(chunk: Chunk) -> Staged | None:
     tid = json_texts([e.tid for e in events])
     flow_mask = np.isin(ph_np, FLOW_PHASES)
     args, truncated = _args_column(events, cat, pid, tid, ph_np, extras, flow_mask)
-    rows = pa.Table.from_arrays([pa.array(idx), ph, cat, name, pid, tid, ts[0], dur[0], ts[1], dur[1], args],
-                                schema=STAGED_SCHEMA)
+    rows = pa.Table.from_arrays(
+        [pa.array(idx), ph, cat, name, pid, tid, ts[0], dur[0], ts[1], dur[1], args], schema=STAGED_SCHEMA
+    )
     sources = {keep_position: raw_json for keep_position, raw_json in _sources(chunk, keep).items()}
-    originals = {int(idx[i]): sources.get(i) or msgspec.json.encode(events[i])
-                 for i in _positions(_suspicious(ph, name, ts[1], dur[1]))}
+    originals = {
+        int(idx[i]): sources.get(i) or msgspec.json.encode(events[i])
+        for i in _positions(_suspicious(ph, name, ts[1], dur[1]))
+    }
     flows = np.flatnonzero(flow_mask)
-    return Staged(rows, _select_args(events, idx, cat, name), _flow_ids(idx[flows], [events[i] for i in flows]),
-                  originals, bad, truncated)
+    return Staged(
+        rows,
+        _select_args(events, idx, cat, name),
+        _flow_ids(idx[flows], [events[i] for i in flows]),
+        originals,
+        bad,
+        truncated,
+    )
 
 
 def _args_column(events: list, cat, pid, tid, ph_np, extras: dict, flow_mask: np.ndarray) -> tuple[pa.Array, int]:
     """The composed `args` of every row but plain flow arrows (no args, no extra fields: their
     `id`/`bp` go to the flows table), which stay null; and how many args were truncated."""
     plain_flows = flow_mask.copy()
-    carrying = [i for i in np.flatnonzero(flow_mask).tolist() if events[i].args] + \
-        [i for i in extras if flow_mask[i]]
+    carrying = [i for i in np.flatnonzero(flow_mask).tolist() if events[i].args] + [i for i in extras if flow_mask[i]]
     plain_flows[carrying] = False
     return _compose_args(events, cat, pid, tid, _with_extra(events, ph_np), extras, plain_flows)
 
@@ -237,26 +271,33 @@ def _sources(chunk: Chunk, keep: list | None) -> dict[int, bytes]:
 def _suspicious(ph, name, ts_problem, dur_problem):
     """Rows that route.py will quarantine for their own content (their source JSON is kept)."""
     timed = pc.not_equal(ph, "M")
-    return pc.or_(pc.or_(pc.and_(timed, pc.not_equal(ts_problem, 0)),
-                         pc.and_(pc.equal(ph, "X"), pc.not_equal(dur_problem, 0))),
-                  pc.or_(pc.invert(pc.is_in(ph, pa.array(KNOWN_PHASES))),
-                         pc.greater(pc.binary_length(name), MAX_NAME_BYTES)))
+    return pc.or_(
+        pc.or_(pc.and_(timed, pc.not_equal(ts_problem, 0)), pc.and_(pc.equal(ph, "X"), pc.not_equal(dur_problem, 0))),
+        pc.or_(pc.invert(pc.is_in(ph, pa.array(KNOWN_PHASES))), pc.greater(pc.binary_length(name), MAX_NAME_BYTES)),
+    )
 
 
 def _flow_ids(idx, events: list) -> pa.Table:
     """Flow ids as JSON text (ids may be numbers or strings) and binding points, vectorised."""
+
     def texts(values):
         text = json_texts(values)
         return pc.if_else(pc.equal(text, "null"), pa.scalar(None, pa.string()), text)
 
-    return pa.table({"idx": pa.array(np.asarray(idx, dtype=np.int64)), "id": texts([e.id for e in events]),
-                     "bp": pa.array([e.bp for e in events], pa.string())})
+    return pa.table(
+        {
+            "idx": pa.array(np.asarray(idx, dtype=np.int64)),
+            "id": texts([e.id for e in events]),
+            "bp": pa.array([e.bp for e in events], pa.string()),
+        }
+    )
 
 
 def _select_args(events: list, idx: np.ndarray, cat: pa.Array, name: pa.Array) -> pa.Table:
     cat = cat.fill_null("")
-    wanted = pc.or_(pc.is_in(cat, pa.array(ARGS_CATEGORIES)),
-                    pc.and_(pc.equal(cat, "kernel"), matches(name, COMM_KERNEL)))
+    wanted = pc.or_(
+        pc.is_in(cat, pa.array(ARGS_CATEGORIES)), pc.and_(pc.equal(cat, "kernel"), matches(name, COMM_KERNEL))
+    )
     for prefix in ARGS_NAME_PREFIXES:
         wanted = pc.or_(wanted, pc.starts_with(name, prefix))
     positions = _positions(wanted)
@@ -289,7 +330,11 @@ def _loose_array(values: list) -> pa.Array:
         array = pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         array = None
-    if array is not None and (pa.types.is_integer(array.type) or pa.types.is_floating(array.type)
-                              or pa.types.is_string(array.type) or pa.types.is_null(array.type)):
+    if array is not None and (
+        pa.types.is_integer(array.type)
+        or pa.types.is_floating(array.type)
+        or pa.types.is_string(array.type)
+        or pa.types.is_null(array.type)
+    ):
         return array
     return pa.array([None if v is None else msgspec.json.encode(v).decode() for v in values], pa.string())

@@ -64,9 +64,10 @@ def memory_counters(rows: pa.Table, margs: pa.Table, ranks: np.ndarray) -> tuple
 
     add(good, ("host.allocated", "hbm.allocated"), allocated)
     cached = good & ~np.isnan(reserved) & (reserved >= allocated)  # CPU: Total Reserved is 0, no cache
-    for mask, names, values in ((cached, ("host.allocator_cache", "hbm.allocator_cache"),
-                                 reserved - allocated),
-                                (good & ~np.isnan(delta), ("alloc.host_delta", "alloc.device_delta"), delta)):
+    for mask, names, values in (
+        (cached, ("host.allocator_cache", "hbm.allocator_cache"), reserved - allocated),
+        (good & ~np.isnan(delta), ("alloc.host_delta", "alloc.device_delta"), delta),
+    ):
         add(mask, names, values)
         args.append(pa.nulls(int(mask.sum()), pa.string()))
     samples = {k: np.concatenate(v) for k, v in out.items()}
@@ -79,13 +80,23 @@ def series_counters(rows: pa.Table, ranks: np.ndarray, export: bool) -> tuple[di
     """Samples of `C` events and the idx of entries with non-numeric series."""
     out = {"rank": [], "ts": [], "name": [], "value": [], "unit": [], "args": []}
     bad = []
-    for rank, idx, ts, name, cat, args in zip(ranks.tolist(), rows["idx"].to_pylist(), rows["ts"].to_pylist(),
-                                              rows["name"].to_pylist(), rows["cat"].to_pylist(),
-                                              rows["args"].to_pylist()):
+    for rank, idx, ts, name, cat, args in zip(
+        ranks.tolist(),
+        rows["idx"].to_pylist(),
+        rows["ts"].to_pylist(),
+        rows["name"].to_pylist(),
+        rows["cat"].to_pylist(),
+        rows["args"].to_pylist(),
+    ):
         staged = json.loads(args)
         series = staged.get("args")
-        if not isinstance(series, dict) or not series or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) for v in series.values()):
+        if (
+            not isinstance(series, dict)
+            or not series
+            or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) for v in series.values()
+            )
+        ):
             bad.append(idx)
             continue
         for position, (key, value) in enumerate(series.items()):
@@ -112,6 +123,7 @@ def _own_args(staged: dict, text: str, export: bool) -> str | None:
 def counters_table(samples: list[dict], rank_fill: int | None, base_ns: int) -> pa.Table:
     """Canonical counter rows from sample dicts (ts relative to the time base; `args` an Arrow
     string array, the rest NumPy); a sample rank of -1 means "the file's rank", `rank_fill`."""
+
     def cat(key, dtype=None):
         parts = [np.asarray(s[key], dtype=dtype) for s in samples if len(s[key])]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
@@ -119,11 +131,14 @@ def counters_table(samples: list[dict], rank_fill: int | None, base_ns: int) -> 
     rank = cat("rank", np.int64)
     if rank_fill is not None:
         rank = np.where(rank < 0, rank_fill, rank)
-    return pa.table({
-        "rank": pa.array(rank.astype(np.int32)),
-        "ts": pa.array(cat("ts", np.int64) + base_ns, pa.int64()),
-        "name": pa.array(cat("name", object), pa.string()),
-        "value": pa.array(cat("value", np.float64), pa.float64()),
-        "unit": pa.array(cat("unit", object).tolist(), pa.string()),
-        "args": pa.concat_arrays([s["args"] for s in samples]) if samples else pa.array([], pa.string()),
-    }, schema=COUNTERS)
+    return pa.table(
+        {
+            "rank": pa.array(rank.astype(np.int32)),
+            "ts": pa.array(cat("ts", np.int64) + base_ns, pa.int64()),
+            "name": pa.array(cat("name", object), pa.string()),
+            "value": pa.array(cat("value", np.float64), pa.float64()),
+            "unit": pa.array(cat("unit", object).tolist(), pa.string()),
+            "args": pa.concat_arrays([s["args"] for s in samples]) if samples else pa.array([], pa.string()),
+        },
+        schema=COUNTERS,
+    )

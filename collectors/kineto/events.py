@@ -19,41 +19,70 @@ RAW_EMPTY = msgspec.Raw()
 # theirs in the flows table). Flow ids are numbers or strings in the Chrome format.
 # `trnprof_args`: a counter's own args in a trace written by `trnprof export` (a `C` event's
 # `args` are its numeric series, so the text travels beside them; viewers ignore the field).
-EXTRA_FIELDS = {"s": Union[str, None], "id": Union[int, str, None], "bp": Union[str, None],
-                "trnprof_args": Union[str, None]}
+EXTRA_FIELDS = {
+    "s": Union[str, None],
+    "id": Union[int, str, None],
+    "bp": Union[str, None],
+    "trnprof_args": Union[str, None],
+}
 PHASES = ("X", "i", "I", "C", "M", "s", "t", "f")
-_PHASE_EXTRAS = {"i": ("s",), "I": ("s",), "C": ("id", "trnprof_args"), "s": ("id", "bp"), "t": ("id", "bp"),
-                 "f": ("id", "bp")}
+_PHASE_EXTRAS = {
+    "i": ("s",),
+    "I": ("s",),
+    "C": ("id", "trnprof_args"),
+    "s": ("id", "bp"),
+    "t": ("id", "bp"),
+    "f": ("id", "bp"),
+}
 
 
 def _classes(time_type):
     """One Struct per phase, times decoded as `time_type`."""
     default = RAW_EMPTY if time_type is msgspec.Raw else None
     base = msgspec.defstruct(
-        "EventBase", [("name", str, ""), ("cat", Union[str, None], None), ("pid", Union[int, str, None], None),
-                      ("tid", Union[int, str, None], None), ("ts", time_type, default), ("dur", time_type, default),
-                      ("args", msgspec.Raw, RAW_EMPTY)],
-        gc=False, forbid_unknown_fields=True, omit_defaults=True, tag_field="ph")
+        "EventBase",
+        [
+            ("name", str, ""),
+            ("cat", Union[str, None], None),
+            ("pid", Union[int, str, None], None),
+            ("tid", Union[int, str, None], None),
+            ("ts", time_type, default),
+            ("dur", time_type, default),
+            ("args", msgspec.Raw, RAW_EMPTY),
+        ],
+        gc=False,
+        forbid_unknown_fields=True,
+        omit_defaults=True,
+        tag_field="ph",
+    )
     classes = {}
     for phase in PHASES:
         extras = [(f, EXTRA_FIELDS[f], None) for f in _PHASE_EXTRAS.get(phase, ())]
         missing = [f for f in EXTRA_FIELDS if f not in _PHASE_EXTRAS.get(phase, ())]
-        cls = msgspec.defstruct(f"Event_{phase}_{'exact' if default is not None else 'fast'}", extras,
-                                bases=(base,), tag=phase, gc=False, forbid_unknown_fields=True, omit_defaults=True,
-                                namespace={"ph": phase, **{f: None for f in missing}})
+        cls = msgspec.defstruct(
+            f"Event_{phase}_{'exact' if default is not None else 'fast'}",
+            extras,
+            bases=(base,),
+            tag=phase,
+            gc=False,
+            forbid_unknown_fields=True,
+            omit_defaults=True,
+            namespace={"ph": phase, **{f: None for f in missing}},
+        )
         classes[phase] = cls
     return classes
 
 
 FAST = _classes(Union[int, float, None])
 EXACT = _classes(msgspec.Raw)
-Event = Union[tuple(FAST.values())]          # noqa: UP007 (msgspec needs a typing.Union)
-ExactEvent = Union[tuple(EXACT.values())]    # noqa: UP007
+Event = Union[tuple(FAST.values())]  # noqa: UP007 (msgspec needs a typing.Union)
+ExactEvent = Union[tuple(EXACT.values())]  # noqa: UP007
 
 
 class OtherEvent(msgspec.Struct, gc=False, omit_defaults=True):
     """An entry with a phase trnprof does not map (B/E, async, object events ...): staged so
     that it reaches the quarantine as `unsupported_phase`, with all its fields."""
+
     ph: str = ""
     name: str = ""
     cat: str | None = None

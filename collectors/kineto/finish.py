@@ -16,31 +16,32 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from trnprof.collectors.common.tables import rebuild_event
 from trnprof.schema import EVENTS
 
 from . import classify
 from .collectives import collective_columns, number_gloo_work
 from .partial import PARTIAL, plain
 from .steps import assign_steps
-from trnprof.collectors.common.tables import rebuild_event
 
-INT64_MAX = 2 ** 63 - 1
+INT64_MAX = 2**63 - 1
 
 
 @dataclass
 class FileFacts:
-    rank: int | None                  # None: per-row ranks (a trnprof export)
+    rank: int | None  # None: per-row ranks (a trnprof export)
     base_ns: int
     cpu_only: bool
     single_device: bool
-    steps: pa.Table | None            # None: steps are already in the rows
+    steps: pa.Table | None  # None: steps are already in the rows
     moved_to_quarantine: list = field(default_factory=list)  # (idx, reason, detail, event, src)
     process_group: tuple[str, int] | None = None  # the trace's one process group (name, size), if one
-    refused_payloads: int = 0         # collectives whose size args were impossible (collectives.py)
+    refused_payloads: int = 0  # collectives whose size args were impossible (collectives.py)
 
 
-def settle_held(held: pa.Table, margs: pd.DataFrame, launches: pa.Table, records: pa.Table,
-                facts: FileFacts) -> pa.Table:
+def settle_held(
+    held: pa.Table, margs: pd.DataFrame, launches: pa.Table, records: pa.Table, facts: FileFacts
+) -> pa.Table:
     """Final rows of the held-back collective candidates (PARTIAL schema); with the trace's one
     process group and its step windows, gloo work spans are numbered (`number_gloo_work`).
     Counts the refused payloads in `facts`."""
@@ -77,8 +78,14 @@ def settle_held(held: pa.Table, margs: pd.DataFrame, launches: pa.Table, records
                 out.append(value if typ == pa.string() else int(value))
         return pa.array(out, typ)
 
-    for name, typ in (("kind", pa.string()), ("coll_op", pa.string()), ("coll_group", pa.string()),
-                      ("coll_seq", pa.int64()), ("coll_ranks", pa.int32()), ("bytes", pa.int64())):
+    for name, typ in (
+        ("kind", pa.string()),
+        ("coll_op", pa.string()),
+        ("coll_group", pa.string()),
+        ("coll_seq", pa.int64()),
+        ("coll_ranks", pa.int32()),
+        ("bytes", pa.int64()),
+    ):
         held = held.set_column(held.schema.get_field_index(name), name, column(name, typ, held[name]))
     return held.drop_columns(["cat"]).cast(PARTIAL)
 
@@ -111,8 +118,12 @@ def finalize(batch: pa.Table, facts: FileFacts) -> pa.Table:
     step = batch["step"]
     if facts.steps is not None:
         windows = facts.steps
-        numbers, outside = assign_steps(ts, windows["ts"].to_numpy(), windows["ts"].to_numpy() + windows["dur"].to_numpy(),
-                                        windows["step"].to_numpy())
+        numbers, outside = assign_steps(
+            ts,
+            windows["ts"].to_numpy(),
+            windows["ts"].to_numpy() + windows["dur"].to_numpy(),
+            windows["step"].to_numpy(),
+        )
         step = pa.array(numbers.astype(np.int32), mask=outside)
     late = ts > INT64_MAX - max(facts.base_ns, 0) - np.maximum(dur, 0)
     absolute = np.where(late, 0, ts) + facts.base_ns

@@ -66,8 +66,9 @@ def parse_header(header: dict[str, bytes], path: Path) -> TraceInfo:
         if info.rank is not None:
             check_rank(info.rank, f"{path}: distributedInfo.rank")
         if info.world_size is not None and not 0 < info.world_size <= MAX_RANK + 1:
-            raise TrnprofError(f"{path}: distributedInfo.world_size {info.world_size} is out of range "
-                               f"(1 .. {MAX_RANK + 1})")
+            raise TrnprofError(
+                f"{path}: distributedInfo.world_size {info.world_size} is out of range (1 .. {MAX_RANK + 1})"
+            )
     base = value("baseTimeNanoseconds")
     if base is not None:
         if isinstance(base, float) and base.is_integer():
@@ -94,8 +95,9 @@ def detect_rank(info: TraceInfo, path: Path, option: int | None) -> tuple[int, s
         return check_rank(int(match.group(1)), f"{path}: file name"), "file name"
     if option is not None:
         return check_rank(option, "--rank"), "--rank"
-    raise TrnprofError(f"{path}: cannot tell its rank (no distributedInfo.rank, no rank-N in the file "
-                       "name); pass --rank N")
+    raise TrnprofError(
+        f"{path}: cannot tell its rank (no distributedInfo.rank, no rank-N in the file name); pass --rank N"
+    )
 
 
 def device_memory(info: TraceInfo, device: int | None) -> int | None:

@@ -22,9 +22,10 @@ from . import classify
 # a CPU-only trace gives the row (when different) and the source key "ph/cat" for the counts.
 _TEXT = pa.dictionary(pa.int32(), pa.string())
 _DICTIONARY_COLUMNS = ("kind", "name", "lane")
-PARTIAL = pa.schema([f.with_type(_TEXT if f.name in _DICTIONARY_COLUMNS else f.type).with_nullable(True)
-                     for f in EVENTS] + [pa.field("idx", pa.int64()), pa.field("cpu_kind", _TEXT),
-                                         pa.field("src", pa.string())])
+PARTIAL = pa.schema(
+    [f.with_type(_TEXT if f.name in _DICTIONARY_COLUMNS else f.type).with_nullable(True) for f in EVENTS]
+    + [pa.field("idx", pa.int64()), pa.field("cpu_kind", _TEXT), pa.field("src", pa.string())]
+)
 # Runtime calls that launch GPU work: their `correlation` arg names the kernel they launched.
 LAUNCH_SOURCES = ("X/cuda_runtime", "X/cuda_driver")
 
@@ -70,16 +71,29 @@ def partial_events(ev: pa.Table, margs: pa.Table) -> tuple[pa.Table, dict]:
     (s_ph, s_cat), by_source = classify.distinct_rows(ph, cat)
     instant = pc.is_in(ph, pa.array(["i", "I"]))
     dur = pc.if_else(instant, pa.scalar(0, pa.int64()), _array(ev, "dur"))
-    table = pa.table({
-        "rank": pa.nulls(n, pa.int32()), "ts": _array(ev, "ts"), "dur": dur, "kind": kind,
-        "name": classify.expand(d_name, by_name), "lane": lane,
-        "step": pa.nulls(n, pa.int32()), "phase": pa.nulls(n, pa.string()),
-        "bytes": _moved_bytes(ev, kind_text, margs), "flops": pa.nulls(n, pa.int64()),
-        "coll_op": pa.nulls(n, pa.string()), "coll_group": pa.nulls(n, pa.string()),
-        "coll_seq": pa.nulls(n, pa.int64()), "coll_ranks": pa.nulls(n, pa.int32()),
-        "args": _array(ev, "args"), "idx": _array(ev, "idx"), "cpu_kind": cpu_kind,
-        "src": pc.take(source_keys(s_ph, s_cat), by_source),
-    }, schema=PARTIAL)
+    table = pa.table(
+        {
+            "rank": pa.nulls(n, pa.int32()),
+            "ts": _array(ev, "ts"),
+            "dur": dur,
+            "kind": kind,
+            "name": classify.expand(d_name, by_name),
+            "lane": lane,
+            "step": pa.nulls(n, pa.int32()),
+            "phase": pa.nulls(n, pa.string()),
+            "bytes": _moved_bytes(ev, kind_text, margs),
+            "flops": pa.nulls(n, pa.int64()),
+            "coll_op": pa.nulls(n, pa.string()),
+            "coll_group": pa.nulls(n, pa.string()),
+            "coll_seq": pa.nulls(n, pa.int64()),
+            "coll_ranks": pa.nulls(n, pa.int32()),
+            "args": _array(ev, "args"),
+            "idx": _array(ev, "idx"),
+            "cpu_kind": cpu_kind,
+            "src": pc.take(source_keys(s_ph, s_cat), by_source),
+        },
+        schema=PARTIAL,
+    )
     held = pc.or_(pc.equal(kind_text, "collective"), pc.equal(pc.take(d_cpu_kind, by_name).fill_null(""), "collective"))
     is_step = pc.equal(kind_text, "step")
     records = pc.or_(pc.starts_with(name, "nccl:"), pc.equal(name, "record_param_comms"))
@@ -87,14 +101,23 @@ def partial_events(ev: pa.Table, margs: pa.Table) -> tuple[pa.Table, dict]:
     side = {
         "held": table.filter(held).append_column("cat", cat.filter(held)),
         "records": plain(table.filter(records).select(["idx", "name", "ts", "dur", "lane"])),
-        "steps": pa.table({"ts": table["ts"].filter(is_step), "dur": table["dur"].filter(is_step),
-                           "step": classify.step_numbers(name.filter(is_step))}),
+        "steps": pa.table(
+            {
+                "ts": table["ts"].filter(is_step),
+                "dur": table["dur"].filter(is_step),
+                "step": classify.step_numbers(name.filter(is_step)),
+            }
+        ),
         "devices": set(pc.unique(l_pid.filter(gpu)).to_pylist()),
-        "device_work": pc.any(pc.or_(pc.is_in(d_cat, pa.array(classify.DEVICE_WORK_CATEGORIES)),
-                                     classify.unknown_device_work(d_cat))).as_py() or False,
+        "device_work": pc.any(
+            pc.or_(pc.is_in(d_cat, pa.array(classify.DEVICE_WORK_CATEGORIES)), classify.unknown_device_work(d_cat))
+        ).as_py()
+        or False,
         "platforms": classify.platforms(d_cat),
-        "unknown_device_events": pc.sum(pc.take(pc.cast(classify.unknown_device_work(d_cat), pa.int64()),
-                                                by_name)).as_py() or 0,
+        "unknown_device_events": pc.sum(
+            pc.take(pc.cast(classify.unknown_device_work(d_cat), pa.int64()), by_name)
+        ).as_py()
+        or 0,
     }
     return table.filter(pc.invert(held)), side
 
@@ -102,8 +125,11 @@ def partial_events(ev: pa.Table, margs: pa.Table) -> tuple[pa.Table, dict]:
 def _moved_bytes(ev: pa.Table, kind: pa.Array, margs: pa.Table) -> pa.Array:
     """`bytes` of copies and sets, from their own args."""
     n = ev.num_rows
-    if not margs.num_rows or not pa.types.is_integer(margs["bytes"].type) and \
-            not pa.types.is_floating(margs["bytes"].type):
+    if (
+        not margs.num_rows
+        or not pa.types.is_integer(margs["bytes"].type)
+        and not pa.types.is_floating(margs["bytes"].type)
+    ):
         return pa.nulls(n, pa.int64())
     moved = np.flatnonzero(pc.is_in(kind, pa.array(["transfer", "memory"])).to_numpy(zero_copy_only=False))
     if not len(moved):
@@ -123,6 +149,7 @@ def _moved_bytes(ev: pa.Table, kind: pa.Array, margs: pa.Table) -> pa.Array:
 class ExportArgs(msgspec.Struct, gc=False):
     """`args` of an event written by `trnprof export`: the canonical columns without a Chrome
     field, and the run's own args as a string."""
+
     step: int | None = None
     phase: str | None = None
     bytes: int | None = None
@@ -151,15 +178,25 @@ def exported_events(ev: pa.Table, lanes: dict) -> pa.Table:
     inner = [e.args for e in envelopes]
     pids, tids = _array(ev, "pid").to_pylist(), _array(ev, "tid").to_pylist()
     column = lambda field, typ: pa.array([getattr(a, field) for a in inner], typ)  # noqa: E731
-    return pa.table({
-        "rank": pa.array([int(p) if p.lstrip("-").isdigit() else None for p in pids], pa.int32()),
-        "ts": _array(ev, "ts"), "dur": pc.fill_null(_array(ev, "dur"), 0),
-        "kind": _array(ev, "cat"), "name": _array(ev, "name"),
-        "lane": pa.array([lanes.get((p, t), f"tid-{t}") for p, t in zip(pids, tids)], pa.string()),
-        "step": column("step", pa.int32()), "phase": column("phase", pa.string()),
-        "bytes": column("bytes", pa.int64()), "flops": column("flops", pa.int64()),
-        "coll_op": column("coll_op", pa.string()), "coll_group": column("coll_group", pa.string()),
-        "coll_seq": column("coll_seq", pa.int64()), "coll_ranks": column("coll_ranks", pa.int32()),
-        "args": column("args", pa.string()), "idx": _array(ev, "idx"), "cpu_kind": pa.nulls(n, pa.string()),
-        "src": source_keys(_array(ev, "ph"), _array(ev, "cat")),
-    }).cast(PARTIAL)
+    return pa.table(
+        {
+            "rank": pa.array([int(p) if p.lstrip("-").isdigit() else None for p in pids], pa.int32()),
+            "ts": _array(ev, "ts"),
+            "dur": pc.fill_null(_array(ev, "dur"), 0),
+            "kind": _array(ev, "cat"),
+            "name": _array(ev, "name"),
+            "lane": pa.array([lanes.get((p, t), f"tid-{t}") for p, t in zip(pids, tids)], pa.string()),
+            "step": column("step", pa.int32()),
+            "phase": column("phase", pa.string()),
+            "bytes": column("bytes", pa.int64()),
+            "flops": column("flops", pa.int64()),
+            "coll_op": column("coll_op", pa.string()),
+            "coll_group": column("coll_group", pa.string()),
+            "coll_seq": column("coll_seq", pa.int64()),
+            "coll_ranks": column("coll_ranks", pa.int32()),
+            "args": column("args", pa.string()),
+            "idx": _array(ev, "idx"),
+            "cpu_kind": pa.nulls(n, pa.string()),
+            "src": source_keys(_array(ev, "ph"), _array(ev, "cat")),
+        }
+    ).cast(PARTIAL)

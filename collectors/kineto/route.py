@@ -16,9 +16,20 @@ import pyarrow.compute as pc
 from .columns import FLOW_PHASES, KNOWN_PHASES, MAX_NAME_BYTES
 from .times import MISSING, NOT_A_NUMBER, OUT_OF_RANGE, PROBLEMS
 
-REASONS = ("unsupported_phase", "missing_time", "bad_time", "time_out_of_range", "missing_duration",
-           "bad_duration", "duration_out_of_range", "negative_duration", "name_too_long",
-           "bad_counter_value", "bad_memory_event", "negative_time")
+REASONS = (
+    "unsupported_phase",
+    "missing_time",
+    "bad_time",
+    "time_out_of_range",
+    "missing_duration",
+    "bad_duration",
+    "duration_out_of_range",
+    "negative_duration",
+    "name_too_long",
+    "bad_counter_value",
+    "bad_memory_event",
+    "negative_time",
+)
 MALFORMED = "malformed_event"
 DESTINATIONS = ("events", "counters", "flows", "meta", "quarantine")
 EVENTS, COUNTERS, FLOWS, META, QUARANTINE = range(5)

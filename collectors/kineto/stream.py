@@ -25,7 +25,7 @@ from trnprof.errors import TrnprofError
 from .events import EXACT, FAST, Event, ExactEvent, ExactOtherEvent, OtherEvent
 
 BLOCK = 8 << 20  # bytes of decompressed JSON read at once; a chunk decodes 4..12 MB (bounds memory)
-_WINDOW = 1 << 20       # where the last event boundary of a block is searched first
+_WINDOW = 1 << 20  # where the last event boundary of a block is searched first
 _ARRAY_START = re.compile(rb'"traceEvents"\s*:\s*\[')
 _KEY = b'"traceEvents": ['  # the prefix of the final document ends with it
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
@@ -43,6 +43,7 @@ class Chunk:
     """Decoded events `first_index`.. of the traceEvents array. `bad` lists the positions (in
     this chunk) and error messages of entries that are not valid events; their slot in `events`
     holds None. `header` (top-level keys, raw JSON) comes with the last chunk only."""
+
     events: list
     first_index: int
     bad: list[tuple[int, str, bytes]] = field(default_factory=list)
@@ -88,8 +89,9 @@ class _Reader:
         try:
             block = self.handle.read(BLOCK)
         except (EOFError, OSError, zlib.error) as exc:
-            raise TrnprofError(f"{self.path}: truncated or corrupt gzip data ({exc}); "
-                               "re-copy the file or decompress it to check") from None
+            raise TrnprofError(
+                f"{self.path}: truncated or corrupt gzip data ({exc}); re-copy the file or decompress it to check"
+            ) from None
         self.eof = not block
         self.offset += len(block)
         if self.progress is not None:
@@ -158,8 +160,9 @@ def _loose_event(raw, exact: bool):
         return None, None
 
 
-def read_chunks(path: str | Path, progress: Callable[[int], None] | None = None,
-                mode: dict | None = None) -> Iterator[Chunk]:
+def read_chunks(
+    path: str | Path, progress: Callable[[int], None] | None = None, mode: dict | None = None
+) -> Iterator[Chunk]:
     """Yield the trace's events chunk by chunk; the last chunk carries the top-level header.
     `mode["exact"]` (the caller may set it) decodes later chunks with times as raw text."""
     path = Path(path)
@@ -182,15 +185,17 @@ def _chunks(path: Path, reader: _Reader, mode: dict) -> Iterator[Chunk]:
         stripped = bytes(buf[:64]).lstrip()
         if stripped[:1] == b"[":
             prefix = b""
-            del buf[:bytes(buf).index(b"[") + 1]
+            del buf[: bytes(buf).index(b"[") + 1]
             break
         if stripped and stripped[:1] != b"{":
-            raise TrnprofError(f"{path}: not a JSON trace (starts with {stripped[:20]!r}); "
-                               "expected a Chrome/Kineto trace object with traceEvents")
+            raise TrnprofError(
+                f"{path}: not a JSON trace (starts with {stripped[:20]!r}); "
+                "expected a Chrome/Kineto trace object with traceEvents"
+            )
         match = _ARRAY_START.search(buf)
         if match:
-            prefix = bytes(buf[:match.start()]) + _KEY
-            del buf[:match.end()]
+            prefix = bytes(buf[: match.start()]) + _KEY
+            del buf[: match.end()]
         elif not block:
             _missing_events(path, bytes(buf))
     consumed = reader.offset - len(buf)  # file offset of buf[0]
@@ -208,7 +213,7 @@ def _chunks(path: Path, reader: _Reader, mode: dict) -> Iterator[Chunk]:
         if cut is None:
             continue
         with memoryview(buf) as view:
-            data = b"".join((b"[", view[:cut + 1], b"]"))
+            data = b"".join((b"[", view[: cut + 1], b"]"))
         try:
             chunk = _decode_events(data, mode["exact"], index)
         except msgspec.DecodeError:
@@ -232,7 +237,7 @@ def _early_header(prefix: bytes) -> dict[str, bytes]:
     if not prefix:
         return {}
     try:
-        top = _TOP.decode(prefix[:-len(_KEY)] + b'"traceEvents":null}')
+        top = _TOP.decode(prefix[: -len(_KEY)] + b'"traceEvents":null}')
     except (msgspec.DecodeError, msgspec.ValidationError):
         return {}
     return {key: bytes(value) for key, value in top.items() if key != "traceEvents"}
@@ -294,5 +299,7 @@ def _missing_events(path: Path, text: bytes) -> None:
     if isinstance(value, dict) and "traceEvents" in value:
         raise TrnprofError(f"{path}: traceEvents is not an array")
     keys = ", ".join(sorted(value)[:8]) if isinstance(value, dict) else type(value).__name__
-    raise TrnprofError(f"{path}: no traceEvents array (top level has: {keys}); "
-                       "is this a PyTorch profiler / Chrome trace? choose another --format otherwise")
+    raise TrnprofError(
+        f"{path}: no traceEvents array (top level has: {keys}); "
+        "is this a PyTorch profiler / Chrome trace? choose another --format otherwise"
+    )

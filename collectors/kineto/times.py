@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-INT64_MAX_US = (2 ** 63 - 1) // 1000
-EXACT_FLOAT_US = 2.0 ** 43
+INT64_MAX_US = (2**63 - 1) // 1000
+EXACT_FLOAT_US = 2.0**43
 _THOUSAND = pa.scalar(decimal.Decimal(1000), pa.decimal128(4, 0))
 
 # problem codes per value
@@ -58,8 +58,10 @@ def numbers_to_ns(values: list) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def _python(values: list):
-    texts = [None if v is None else (repr(v).encode() if isinstance(v, (int, float)) and not isinstance(v, bool)
-                                     else b"x") for v in values]
+    texts = [
+        None if v is None else (repr(v).encode() if isinstance(v, (int, float)) and not isinstance(v, bool) else b"x")
+        for v in values
+    ]
     return _python_texts(texts)
 
 
@@ -70,8 +72,9 @@ def texts_to_ns(raws: list) -> tuple[np.ndarray, np.ndarray]:
     empty = pc.equal(pc.binary_length(array), 0)
     strings = pc.if_else(empty, pa.scalar("0", pa.string()), array.cast(pa.string()))
     try:
-        scaled = pc.cast(pc.round(pc.cast(strings, pa.decimal128(38, 9)), ndigits=3, round_mode="half_to_even"),
-                         pa.decimal128(30, 3))
+        scaled = pc.cast(
+            pc.round(pc.cast(strings, pa.decimal128(38, 9)), ndigits=3, round_mode="half_to_even"), pa.decimal128(30, 3)
+        )
         ns = pc.cast(pc.multiply(scaled, _THOUSAND), pa.int64()).to_numpy()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return _python_texts([t if t else None for t in texts])
@@ -96,7 +99,7 @@ def _python_texts(texts: list) -> tuple[np.ndarray, np.ndarray]:
             problem[i] = NOT_A_NUMBER
             continue
         scaled = (value * 1000).to_integral_value(rounding=decimal.ROUND_HALF_EVEN)
-        if abs(scaled) > 2 ** 63 - 1:
+        if abs(scaled) > 2**63 - 1:
             problem[i] = OUT_OF_RANGE
             continue
         ns[i] = int(scaled)

@@ -23,7 +23,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from trnprof.collectors.common.tables import FLOWS as FLOWS_SCHEMA, meta_rows, quarantine_table, rebuild_event
+from trnprof.collectors.common.tables import FLOWS as FLOWS_SCHEMA
+from trnprof.collectors.common.tables import meta_rows, quarantine_table, rebuild_event
 from trnprof.errors import TrnprofError
 
 from . import classify
@@ -31,10 +32,21 @@ from .columns import Staged, stage_chunk
 from .counters import counters_table, memory_counters, series_counters
 from .finish import FileFacts, finalize, settle_held
 from .header import TraceInfo, detect_rank, device_memory, parse_header
-from .platform import platform_facts
 from .partial import PARTIAL, exported_events, launches_of, partial_events
-from .route import (COUNTERS, DESTINATIONS, EVENTS, FLOWS, MALFORMED, META, QUARANTINE, REASONS,
-                    destinations, problem_detail, reason_codes)
+from .platform import platform_facts
+from .route import (
+    COUNTERS,
+    DESTINATIONS,
+    EVENTS,
+    FLOWS,
+    MALFORMED,
+    META,
+    QUARANTINE,
+    REASONS,
+    destinations,
+    problem_detail,
+    reason_codes,
+)
 from .stream import read_chunks
 
 BATCH_ROWS = 1 << 17  # rows per Parquet write when the spill is read back (bounds memory)
@@ -75,26 +87,39 @@ class TraceFile:
         path = self.path
         self.info: TraceInfo = parse_header(header, path)
         if self._export is None and self.info.export is not None:
-            raise TrnprofError(f"{path}: a trnprof export whose otherData does not precede traceEvents; "
-                               "re-export it with trnprof export")
+            raise TrnprofError(
+                f"{path}: a trnprof export whose otherData does not precede traceEvents; "
+                "re-export it with trnprof export"
+            )
         if self._export is not None:
             self.rank, self.rank_from = None, "pid (trnprof export)"
         else:
             self.rank, self.rank_from = detect_rank(self.info, path, rank_option)
         self.device = classify.device_index(self._devices)
-        meta_header = meta_rows(list(header), [None] * len(header), [None] * len(header),
-                                [v.decode("utf-8", "replace") for v in header.values()], "header",
-                                self.rank, self.source)
+        meta_header = meta_rows(
+            list(header),
+            [None] * len(header),
+            [None] * len(header),
+            [v.decode("utf-8", "replace") for v in header.values()],
+            "header",
+            self.rank,
+            self.source,
+        )
         self.meta = pa.concat_tables([meta_header] + [self._with_rank(t) for t in self._meta])
         self.flows = pa.concat_tables(self._flows).cast(FLOWS_SCHEMA) if self._flows else FLOWS_SCHEMA.empty_table()
         self.flows = self._with_rank(self.flows).set_column(6, "ts", pc.add(self.flows["ts"], self.info.base_ns))
         self.counters = counters_table(self._samples, self.rank, self.info.base_ns)
-        no_steps = pa.table({"ts": pa.array([], pa.int64()), "dur": pa.array([], pa.int64()),
-                             "step": pa.array([], pa.int64())})
+        no_steps = pa.table(
+            {"ts": pa.array([], pa.int64()), "dur": pa.array([], pa.int64()), "step": pa.array([], pa.int64())}
+        )
         self.facts = FileFacts(
-            rank=self.rank, base_ns=self.info.base_ns, cpu_only=self._export is None and not self._device_work,
-            single_device=self._export is None and len(self._devices) <= 1, process_group=self.info.process_group,
-            steps=None if self._export is not None else (pa.concat_tables(self._steps) if self._steps else no_steps))
+            rank=self.rank,
+            base_ns=self.info.base_ns,
+            cpu_only=self._export is None and not self._device_work,
+            single_device=self._export is None and len(self._devices) <= 1,
+            process_group=self.info.process_group,
+            steps=None if self._export is not None else (pa.concat_tables(self._steps) if self._steps else no_steps),
+        )
         self.quarantine = None
         self.counts = None
 
@@ -201,10 +226,22 @@ class TraceFile:
 
     def _flow_chunk(self, rows: pa.Table, ids: pa.Table) -> None:
         found = pc.index_in(rows["idx"], ids["idx"])
-        self._flows.append(pa.table({
-            "rank": pa.nulls(rows.num_rows, pa.int32()), "ph": rows["ph"], "cat": rows["cat"], "name": rows["name"],
-            "id": pc.take(ids["id"], found), "bp": pc.take(ids["bp"], found), "ts": rows["ts"],
-            "pid": rows["pid"], "tid": rows["tid"], "args": rows["args"]}))
+        self._flows.append(
+            pa.table(
+                {
+                    "rank": pa.nulls(rows.num_rows, pa.int32()),
+                    "ph": rows["ph"],
+                    "cat": rows["cat"],
+                    "name": rows["name"],
+                    "id": pc.take(ids["id"], found),
+                    "bp": pc.take(ids["bp"], found),
+                    "ts": rows["ts"],
+                    "pid": rows["pid"],
+                    "tid": rows["tid"],
+                    "args": rows["args"],
+                }
+            )
+        )
 
     def _event_chunk(self, events: pa.Table, margs: pa.Table) -> None:
         if self._export is not None:
@@ -221,8 +258,10 @@ class TraceFile:
             self._device_work |= side["device_work"]
             self.platforms |= side["platforms"]
             self.unknown_device_events += side["unknown_device_events"]
-            wanted = pc.is_in(margs["idx"], pa.concat_arrays([side["held"]["idx"].combine_chunks(),
-                                                              side["records"]["idx"].combine_chunks()]))
+            wanted = pc.is_in(
+                margs["idx"],
+                pa.concat_arrays([side["held"]["idx"].combine_chunks(), side["records"]["idx"].combine_chunks()]),
+            )
             self._margs.append(margs.filter(wanted).to_pandas())
         if self._writer is None:
             self._sink = pa.OSFile(str(self._spill), "wb")
@@ -230,13 +269,20 @@ class TraceFile:
         self._writer.write_table(partial)
 
     def _quarantine_chunk(self, rows: pa.Table, code, dest, staged: Staged) -> None:
-        flagged = (dest == QUARANTINE)
+        flagged = dest == QUARANTINE
         if flagged.any():
             q = rows.filter(flagged)
             for idx, c, ph, name, ts, dur, ts_problem, dur_problem, args in zip(
-                    q["idx"].to_pylist(), code[flagged].tolist(), q["ph"].to_pylist(), q["name"].to_pylist(),
-                    q["ts"].to_pylist(), q["dur"].to_pylist(), q["ts_problem"].to_pylist(),
-                    q["dur_problem"].to_pylist(), q["args"].to_pylist()):
+                q["idx"].to_pylist(),
+                code[flagged].tolist(),
+                q["ph"].to_pylist(),
+                q["name"].to_pylist(),
+                q["ts"].to_pylist(),
+                q["dur"].to_pylist(),
+                q["ts_problem"].to_pylist(),
+                q["dur_problem"].to_pylist(),
+                q["args"].to_pylist(),
+            ):
                 original = staged.originals.get(idx)
                 event = original.decode("utf-8", "replace") if original else rebuild_event(ph, name, ts, dur, args)
                 self._quarantine.append((idx, REASONS[c - 1], problem_detail(ts_problem, dur_problem), event))
@@ -269,8 +315,14 @@ class TraceFile:
         margs = pd.concat(self._margs, ignore_index=True) if self._margs else pd.DataFrame()
         held = pa.concat_tables(self._held) if self._held else None
         labelled = margs["idx"][margs["collective_name"].notna()] if "collective_name" in margs else []
-        needs_launches = held is not None and pc.any(pc.and_(
-            pc.equal(held["cat"], "kernel"), pc.invert(pc.is_in(held["idx"], pa.array(labelled, pa.int64()))))).as_py()
+        needs_launches = (
+            held is not None
+            and pc.any(
+                pc.and_(
+                    pc.equal(held["cat"], "kernel"), pc.invert(pc.is_in(held["idx"], pa.array(labelled, pa.int64())))
+                )
+            ).as_py()
+        )
         launches = []
         for batch in self._spilled():
             if needs_launches:
@@ -293,8 +345,13 @@ class TraceFile:
                 nested.setdefault(src, {})[dest] = n
         totals = {d: sum(n for (_, dd), n in by_source.items() if dd == d) for d in DESTINATIONS}
         reasons = Counter(r[1] for r in self._quarantine)
-        self.counts = {"source_entries": self._entries, "to": totals, "counter_rows": self.counters.num_rows,
-                       "by_source": nested, "quarantine_reasons": dict(sorted(reasons.items()))}
+        self.counts = {
+            "source_entries": self._entries,
+            "to": totals,
+            "counter_rows": self.counters.num_rows,
+            "by_source": nested,
+            "quarantine_reasons": dict(sorted(reasons.items())),
+        }
         if self._truncated_args:
             self.counts["truncated_args"] = self._truncated_args
         if self.unknown_device_events:  # device work of a kind the ingester does not know
@@ -309,8 +366,12 @@ class TraceFile:
 
     @property
     def rank_row(self) -> dict:
-        return {"rank": self.rank, "host": self.info.host, "chip": self.device,
-                "hbm_capacity_bytes": device_memory(self.info, self.device)}
+        return {
+            "rank": self.rank,
+            "host": self.info.host,
+            "chip": self.device,
+            "hbm_capacity_bytes": device_memory(self.info, self.device),
+        }
 
     def close(self) -> None:
         if self._sink is not None and not self._sink.closed:
@@ -324,7 +385,12 @@ class TraceFile:
         self.close()
 
 
-def read_trace(path: str | Path, *, rank: int | None = None, progress: Callable[[int], None] | None = None,
-               spill_dir: str | Path | None = None) -> TraceFile:
+def read_trace(
+    path: str | Path,
+    *,
+    rank: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    spill_dir: str | Path | None = None,
+) -> TraceFile:
     """Decode, stage and map one trace file; TrnprofError on unusable input."""
     return TraceFile(Path(path), rank, progress, spill_dir)

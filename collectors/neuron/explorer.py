@@ -34,10 +34,10 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401 (pa.compute)
 import pyarrow.parquet as pq
 
+from trnprof.collectors.common.limits import check_rank
 from trnprof.collectors.common.source import Source
 from trnprof.collectors.common.tables import quarantine_table
 from trnprof.collectors.kineto.classify import P2P_OPS, normalize_op
-from trnprof.collectors.common.limits import check_rank
 from trnprof.errors import TrnprofError, first_line
 from trnprof.runstore import conform
 from trnprof.schema import COUNTERS, EVENTS
@@ -47,7 +47,7 @@ from .explorer_tables import table_files
 from .names import classify
 
 MAPPED_TABLES = ("Instruction", "CcOp", "SystemProfileEvents", "HbmUsage", "HostMemUsage")
-KNOWN_SCHEMA_MAJOR = 7          # profile schema 7.x.y (v7.4.0: Neuron 2.31)
+KNOWN_SCHEMA_MAJOR = 7  # profile schema 7.x.y (v7.4.0: Neuron 2.31)
 _SPAN_TABLES = ("Instruction", "DmaPacket", "CcOp")
 
 
@@ -70,8 +70,9 @@ def _args(columns: list[str], mapped: set[str]) -> str:
 def _require(table: str, columns: list[str], needed: tuple[str, ...], path: Path) -> None:
     missing = [c for c in needed if c not in columns]
     if missing:
-        raise TrnprofError(f"{path}: {table} lacks required field(s) {', '.join(missing)} "
-                           "(Neuron Explorer profile schema)")
+        raise TrnprofError(
+            f"{path}: {table} lacks required field(s) {', '.join(missing)} (Neuron Explorer profile schema)"
+        )
 
 
 def _read(file: Path, columns=None) -> pa.Table:
@@ -97,13 +98,18 @@ def _rank(files: dict[str, Path], option: int | None) -> tuple[int, str]:
 
 def read_explorer(path: Path, rank: int | None = None) -> Source:
     folder = path if path.is_dir() else path.parent
-    files = table_files(folder) if path.is_dir() else {
-        t: p for t, p in table_files(folder).items() if p == path}
+    files = table_files(folder) if path.is_dir() else {t: p for t, p in table_files(folder).items() if p == path}
     if not files:
         raise TrnprofError(f"{path}: no Neuron Explorer tables (expected e.g. CcOp.parquet, Instruction.parquet)")
     the_rank, origin = _rank(files, rank)
-    con = duckdb.connect(":memory:", config={"enable_external_access": True, "autoinstall_known_extensions": False,
-                                              "autoload_known_extensions": False})
+    con = duckdb.connect(
+        ":memory:",
+        config={
+            "enable_external_access": True,
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+        },
+    )
     events, counters, extra, to, sources = [], [], {}, {}, {}
     try:
         for table, file in sorted(files.items()):
@@ -133,16 +139,30 @@ def read_explorer(path: Path, rank: int | None = None) -> Source:
     totals = {"events": 0, "counters": 0, "meta": 0, "quarantine": 0}
     for table, dest in to.items():
         totals[dest] += sources[table]
-    counts = {"source_entries": sum(sources.values()), "to": totals, "counter_rows": counters_table.num_rows,
-              "by_source": {table: {to[table]: n} for table, n in sorted(sources.items())},
-              "quarantine_reasons": {}, **({"warnings": warnings} if warnings else {})}
-    return Source(path=path, format="neuron-explorer", events=events_table, counters=counters_table, extra=extra,
-                  quarantine=quarantine_table([], the_rank, path.name), ranks=[{"rank": the_rank}], counts=counts,
-                  rank_from=origin)
+    counts = {
+        "source_entries": sum(sources.values()),
+        "to": totals,
+        "counter_rows": counters_table.num_rows,
+        "by_source": {table: {to[table]: n} for table, n in sorted(sources.items())},
+        "quarantine_reasons": {},
+        **({"warnings": warnings} if warnings else {}),
+    }
+    return Source(
+        path=path,
+        format="neuron-explorer",
+        events=events_table,
+        counters=counters_table,
+        extra=extra,
+        quarantine=quarantine_table([], the_rank, path.name),
+        ranks=[{"rank": the_rank}],
+        counts=counts,
+        rank_from=origin,
+    )
 
 
-def _map_table(con, table: str, file: Path, columns: list[str], rank: int, events: list, counters: list,
-               extra: dict) -> str:
+def _map_table(
+    con, table: str, file: Path, columns: list[str], rank: int, events: list, counters: list, extra: dict
+) -> str:
     """Map one Explorer table into `events`, `counters` or `extra`; returns where it went."""
     source = f"read_parquet({sql_string(str(file))})"
     if table == "Instruction":
@@ -162,8 +182,9 @@ def _map_table(con, table: str, file: Path, columns: list[str], rank: int, event
 def _keyed(table: pa.Table, rank: int) -> pa.Table:
     """The Explorer table with `rank` and `step` (null) in front (replacing columns of those names)."""
     table = table.drop_columns([c for c in ("rank", "step") if c in table.column_names])
-    return table.add_column(0, "step", pa.nulls(table.num_rows, pa.int32())) \
-        .add_column(0, "rank", pa.array([rank] * table.num_rows, pa.int32()))
+    return table.add_column(0, "step", pa.nulls(table.num_rows, pa.int32())).add_column(
+        0, "rank", pa.array([rank] * table.num_rows, pa.int32())
+    )
 
 
 def _schema_warnings(files: dict[str, Path]) -> list[str]:
@@ -177,8 +198,10 @@ def _schema_warnings(files: dict[str, Path]) -> list[str]:
     version = str(table["profile_schema_version"][0].as_py())
     major = version.split(".")[0]
     if not major.isdigit() or int(major) != KNOWN_SCHEMA_MAJOR:
-        return [f"{meta}: profile schema version {version!r} is not one trnprof knows ({KNOWN_SCHEMA_MAJOR}.x, "
-                "Neuron Explorer 7.4.0); loaded as that schema: missing fields read as null"]
+        return [
+            f"{meta}: profile schema version {version!r} is not one trnprof knows ({KNOWN_SCHEMA_MAJOR}.x, "
+            "Neuron Explorer 7.4.0); loaded as that schema: missing fields read as null"
+        ]
     return []
 
 
@@ -194,17 +217,33 @@ def _profile_step(files: dict[str, Path], rank: int) -> pa.Table | None:
             continue
         data = _read(file, [c for c in ("start_ts", "end_ts", "duration_ns") if c in columns])
         start = data["start_ts"].cast(pa.int64())
-        end = data["end_ts"].cast(pa.int64()) if "end_ts" in columns else \
-            pa.compute.add(start, data["duration_ns"].cast(pa.int64())) if "duration_ns" in columns else start
+        end = (
+            data["end_ts"].cast(pa.int64())
+            if "end_ts" in columns
+            else pa.compute.add(start, data["duration_ns"].cast(pa.int64()))
+            if "duration_ns" in columns
+            else start
+        )
         low, high = pa.compute.min(start).as_py(), pa.compute.max(end).as_py()
         if low is not None and high is not None:
             lows.append(low)
             highs.append(high)
     if not lows:
         return None
-    return conform(pa.table({"rank": pa.array([rank], pa.int32()), "ts": [min(lows)], "dur": [max(highs) - min(lows)],
-                             "kind": ["step"], "name": ["neuron_explorer.profile"], "lane": ["nc/profile"],
-                             "step": pa.array([0], pa.int32())}), "events")
+    return conform(
+        pa.table(
+            {
+                "rank": pa.array([rank], pa.int32()),
+                "ts": [min(lows)],
+                "dur": [max(highs) - min(lows)],
+                "kind": ["step"],
+                "name": ["neuron_explorer.profile"],
+                "lane": ["nc/profile"],
+                "step": pa.array([0], pa.int32()),
+            }
+        ),
+        "events",
+    )
 
 
 def _fetch(con, sql: str, schema: pa.Schema) -> pa.Table:
@@ -212,41 +251,66 @@ def _fetch(con, sql: str, schema: pa.Schema) -> pa.Table:
 
 
 def _duration(columns) -> str:
-    return "COALESCE(duration_ns, end_ts - start_ts)" if "duration_ns" in columns and "end_ts" in columns \
+    return (
+        "COALESCE(duration_ns, end_ts - start_ts)"
+        if "duration_ns" in columns and "end_ts" in columns
         else ("duration_ns" if "duration_ns" in columns else "end_ts - start_ts")
+    )
 
 
 def _instructions(con, source: str, columns: list[str], rank: int, file: Path) -> pa.Table:
     _require("Instruction", columns, ("start_ts", "engine", "opcode"), file)
-    pcore = "CASE WHEN pcore_idx IS NULL OR pcore_idx = 0 THEN '' ELSE 'pcore' || pcore_idx || '/' END" \
-        if "pcore_idx" in columns else "''"
+    pcore = (
+        "CASE WHEN pcore_idx IS NULL OR pcore_idx = 0 THEN '' ELSE 'pcore' || pcore_idx || '/' END"
+        if "pcore_idx" in columns
+        else "''"
+    )
     mapped = {"start_ts", "end_ts", "duration_ns", "engine", "opcode"}
-    return _fetch(con, f"""
+    return _fetch(
+        con,
+        f"""
         SELECT {rank} AS rank, start_ts AS ts, {_duration(columns)} AS dur, 'compute' AS kind,
                opcode AS name, 'nc/' || {pcore} || lower(engine) AS lane, {_args(columns, mapped)} AS args
-        FROM {source}""", EVENTS)
+        FROM {source}""",
+        EVENTS,
+    )
 
 
 def _collectives(con, source: str, columns: list[str], rank: int, file: Path) -> pa.Table:
     _require("CcOp", columns, ("start_ts", "operation"), file)
     ops = [row[0] for row in con.sql(f"SELECT DISTINCT CAST(operation AS VARCHAR) FROM {source}").fetchall()]
-    mapping = "CASE " + " ".join(
-        f"WHEN CAST(operation AS VARCHAR) = {_literal(op)} THEN {_literal(normalize_op(op))}" for op in ops if op is not None
-    ) + " END" if ops else "NULL"
+    mapping = (
+        "CASE "
+        + " ".join(
+            f"WHEN CAST(operation AS VARCHAR) = {_literal(op)} THEN {_literal(normalize_op(op))}"
+            for op in ops
+            if op is not None
+        )
+        + " END"
+        if ops
+        else "NULL"
+    )
     p2p = ", ".join(_literal(op) for op in P2P_OPS)
     size = "GREATEST(input_size, output_size)" if {"input_size", "output_size"} <= set(columns) else "NULL"
-    group = "replica_group" if "replica_group" in columns else (
-        "CAST(replica_group_id AS VARCHAR)" if "replica_group_id" in columns else "NULL")
+    group = (
+        "replica_group"
+        if "replica_group" in columns
+        else ("CAST(replica_group_id AS VARCHAR)" if "replica_group_id" in columns else "NULL")
+    )
     ranks = "json_array_length(CAST(replica_group AS JSON), '$[0]')" if "replica_group" in columns else "NULL"
     seq = "op_id" if "op_id" in columns else "NULL"
     mapped = {"start_ts", "end_ts", "duration_ns", "operation", "op_id"}
-    return _fetch(con, f"""
+    return _fetch(
+        con,
+        f"""
         WITH ops AS (SELECT *, {mapping} AS coll_op FROM {source})
         SELECT {rank} AS rank, start_ts AS ts, {_duration(columns)} AS dur,
                CASE WHEN coll_op IN ({p2p}) THEN 'p2p' ELSE 'collective' END AS kind,
                CAST(operation AS VARCHAR) AS name, 'nc/cc' AS lane, {size} AS bytes, coll_op, {group} AS coll_group,
                {seq} AS coll_seq, {ranks} AS coll_ranks, {_args(columns, mapped)} AS args
-        FROM ops""", EVENTS)
+        FROM ops""",
+        EVENTS,
+    )
 
 
 def _literal(value) -> str:
@@ -269,21 +333,29 @@ def _system_events(con, source: str, columns: list[str], rank: int, file: Path) 
         kind, lane = classify(name, origin)
         kinds.append(kind)
         lanes.append(lane or f"host/tid-{thread}")
-    table = rows.drop_columns(["origin", "thread"]).append_column("kind", pa.array(kinds, pa.string())) \
+    table = (
+        rows.drop_columns(["origin", "thread"])
+        .append_column("kind", pa.array(kinds, pa.string()))
         .append_column("lane", pa.array(lanes, pa.string()))
+    )
     return conform(table, "events")
 
 
 def _usage(con, table: str, source: str, columns: list[str], rank: int, file: Path) -> pa.Table:
     if table == "HbmUsage":
         _require(table, columns, ("timestamp", "current_throughput", "total_transfer_bytes"), file)
-        series = (("current_throughput", "hbm_traffic.throughput", "bytes/s"),
-                  ("total_transfer_bytes", "hbm_traffic.transferred", "bytes"))
+        series = (
+            ("current_throughput", "hbm_traffic.throughput", "bytes/s"),
+            ("total_transfer_bytes", "hbm_traffic.transferred", "bytes"),
+        )
     else:
         _require(table, columns, ("timestamp", "used_bytes"), file)
         series = (("used_bytes", "host.memory.used", "bytes"), ("used_percent", "host.memory.used_percent", "percent"))
     args = _args(columns, {"timestamp"} | {column for column, _, _ in series})
-    parts = [f"SELECT {rank} AS rank, timestamp AS ts, '{name}' AS name, CAST({column} AS DOUBLE) AS value, "
-             f"'{unit}' AS unit, {args} AS args FROM {source} WHERE {column} IS NOT NULL"
-             for column, name, unit in series if column in columns]
+    parts = [
+        f"SELECT {rank} AS rank, timestamp AS ts, '{name}' AS name, CAST({column} AS DOUBLE) AS value, "
+        f"'{unit}' AS unit, {args} AS args FROM {source} WHERE {column} IS NOT NULL"
+        for column, name, unit in series
+        if column in columns
+    ]
     return _fetch(con, " UNION ALL ".join(parts), COUNTERS)

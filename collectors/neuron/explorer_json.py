@@ -24,8 +24,17 @@ from trnprof.errors import TrnprofError, first_line
 from .explorer import read_explorer
 from .explorer_tables import TABLE_KEYS
 
-_ENGINES = (("tensor", "tensor"), ("matrix", "tensor"), ("vector", "vector"), ("scalar", "scalar"),
-            ("act", "scalar"), ("gpsimd", "gpsimd"), ("pool", "gpsimd"), ("sync", "sync"), ("sp", "sync"))
+_ENGINES = (
+    ("tensor", "tensor"),
+    ("matrix", "tensor"),
+    ("vector", "vector"),
+    ("scalar", "scalar"),
+    ("act", "scalar"),
+    ("gpsimd", "gpsimd"),
+    ("pool", "gpsimd"),
+    ("sync", "sync"),
+    ("sp", "sync"),
+)
 
 
 def _engine(label) -> str | None:
@@ -39,9 +48,16 @@ def _instructions(rows: list[dict]) -> pa.Table:
         start, dur = row.get("timestamp", row.get("start_ts")), row.get("duration", row.get("duration_ns"))
         if not isinstance(start, int) or not isinstance(dur, int):
             raise TrnprofError(f"instruction {row!r:.120}: timestamp and duration must be integers (ns)")
-        out.append({**{k: v for k, v in row.items() if k not in ("timestamp", "duration", "label")},
-                    "start_ts": start, "end_ts": start + dur, "duration_ns": dur,
-                    "engine": row.get("engine") or _engine(row.get("label")), "timeline_track": row.get("label")})
+        out.append(
+            {
+                **{k: v for k, v in row.items() if k not in ("timestamp", "duration", "label")},
+                "start_ts": start,
+                "end_ts": start + dur,
+                "duration_ns": dur,
+                "engine": row.get("engine") or _engine(row.get("label")),
+                "timeline_track": row.get("label"),
+            }
+        )
     return pa.Table.from_pylist(out)
 
 

@@ -15,7 +15,8 @@ TABLES = (
     "MemoryBandwidthPoint MemoryBandwidthResponse MemoryBandwidthSeries Metadata NeffHeader OpcodeSummary "
     "PendingDma PenguinInstruction PsumUsage SbufAllocation SbufUsage SchemaFields SemaphoreUpdate StackFrame "
     "StackFrameFileLocation StackFrameFileName StackFrameFunctionName Summary SystemProfileEvents "
-    "SystemProfileHbmUsage SystemProfileMetadata TensorInfo Throttle ThrottleSummary Warning").split()
+    "SystemProfileHbmUsage SystemProfileMetadata TensorInfo Throttle ThrottleSummary Warning"
+).split()
 TABLE_KEYS = {re.sub(r"[^a-z]", "", t.lower()): t for t in TABLES}  # file stem, letters only -> table
 
 

@@ -38,7 +38,6 @@ from .monitor_out import Out, finish
 from .monitor_types import INFO_KEYS, RUNTIME_GROUPS, SYSTEM_GROUPS, Runtime, problem
 from .util import open_text
 
-
 RECEIVED = "trnprof_received_ns"  # added by `trnprof record`'s sidecar: when the report arrived
 TOP_KEYS = ("neuron_runtime_data", "system_data", RECEIVED) + INFO_KEYS
 
@@ -59,8 +58,9 @@ def _reports(path: Path) -> list:
             try:
                 reports.append(msgspec.json.decode(line))
             except msgspec.DecodeError as exc:
-                raise TrnprofError(f"{path}: line {number}: invalid neuron-monitor JSON "
-                                   f"(one report per line expected): {exc}") from None
+                raise TrnprofError(
+                    f"{path}: line {number}: invalid neuron-monitor JSON (one report per line expected): {exc}"
+                ) from None
     return reports
 
 
@@ -142,8 +142,9 @@ def _core_rank(out: Out, index: int, where: str, raw, cores) -> list[int] | None
             out.quarantine_record(index, "bad_core_index", f"{where}: NeuronCore index {core!r}", raw)
             return None
         if out.base + int(core) > MAX_RANK:
-            out.quarantine_record(index, "rank_out_of_range",
-                                  f"{where}: NeuronCore {core} + rank {out.base} exceeds {MAX_RANK}", raw)
+            out.quarantine_record(
+                index, "rank_out_of_range", f"{where}: NeuronCore {core} + rank {out.base} exceeds {MAX_RANK}", raw
+            )
             return None
         ranks.append(out.base + int(core))
     return ranks
@@ -153,8 +154,12 @@ def _runtime(out: Out, index: int, ts: int, raw, where: str) -> None:
     runtime = _typed(out, index, where, raw, Runtime)
     if runtime is None:
         return
-    args = {"report": index, "pid": runtime.pid, "neuron_runtime_tag": runtime.neuron_runtime_tag,
-            "address": runtime.address}
+    args = {
+        "report": index,
+        "pid": runtime.pid,
+        "neuron_runtime_tag": runtime.neuron_runtime_tag,
+        "address": runtime.address,
+    }
     groups, cores = {}, []
     for name, group in runtime.report.items():
         kind = RUNTIME_GROUPS.get(name)

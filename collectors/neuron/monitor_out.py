@@ -60,8 +60,14 @@ class Out:
     def add(self, rank: int, ts: int, name: str, value, unit: str, args: str) -> None:
         if value is None:
             return
-        for key, item in (("rank", rank), ("ts", ts), ("name", name), ("value", float(value)),
-                          ("unit", unit), ("args", args)):
+        for key, item in (
+            ("rank", rank),
+            ("ts", ts),
+            ("name", name),
+            ("value", float(value)),
+            ("unit", unit),
+            ("args", args),
+        ):
             self.rows[key].append(item)
 
     def emit_runtime(self, name: str, group, ranks: dict[str, int], owner: int, ts: int, args: dict) -> None:
@@ -132,31 +138,59 @@ class Out:
 
 
 def finish(path: Path, out: Out, reports: int, rank_option) -> Source:
-    counters = conform(pa.table({k: pa.array(v, COUNTERS.field(k).type) for k, v in out.rows.items()}),
-                       "counters")
+    counters = conform(pa.table({k: pa.array(v, COUNTERS.field(k).type) for k, v in out.rows.items()}), "counters")
     info = {k: json.loads(v) for k, v in out.infos.items() if k in ("instance_info", "neuron_hardware_info")}
     hardware, instance = info.get("neuron_hardware_info", {}), info.get("instance_info", {})
     per_device = out.cores_per_device
     memory = hardware.get("neuron_device_memory_size")
-    per_core = int(memory // per_device) if isinstance(memory, (int, float)) and not isinstance(memory, bool) \
-        and 0 < memory < 1 << 62 and per_device else None
+    per_core = (
+        int(memory // per_device)
+        if isinstance(memory, (int, float)) and not isinstance(memory, bool) and 0 < memory < 1 << 62 and per_device
+        else None
+    )
     ranks = []
     for r in sorted(out.cores | ({out.base} if counters.num_rows else set())):
         core = r - out.base
-        ranks.append({"rank": r, "host": _text(instance.get("instance_id")),
-                      "chip": core // per_device if per_device else None,
-                      "core": core % per_device if per_device else None,
-                      "instance_type": _text(instance.get("instance_type")), "hbm_capacity_bytes": per_core})
+        ranks.append(
+            {
+                "rank": r,
+                "host": _text(instance.get("instance_id")),
+                "chip": core // per_device if per_device else None,
+                "core": core % per_device if per_device else None,
+                "instance_type": _text(instance.get("instance_type")),
+                "hbm_capacity_bytes": per_core,
+            }
+        )
     n = len(out.meta)
-    meta = meta_rows([k for k, _ in out.meta], [None] * n, [None] * n, [v for _, v in out.meta],
-                     "neuron-monitor", None, path.name)
-    job = {k: v for k, v in (("instance_type", _text(instance.get("instance_type"))),
-                             ("neuron_device_type", _text(hardware.get("neuron_device_type")))) if v}
-    counts = {"source_entries": sum(out.to.values()), "reports": reports, "to": dict(out.to),
-              "counter_rows": counters.num_rows, "quarantine_reasons": dict(sorted(out.reasons.items()))}
-    return Source(path=path, format="neuron-monitor", counters=counters, extra={"ingest/meta": meta},
-                  quarantine=quarantine_table(out.quarantine, None, path.name), ranks=ranks, counts=counts,
-                  job=job, rank_from="--rank + NeuronCore index" if rank_option is not None else "NeuronCore index")
+    meta = meta_rows(
+        [k for k, _ in out.meta], [None] * n, [None] * n, [v for _, v in out.meta], "neuron-monitor", None, path.name
+    )
+    job = {
+        k: v
+        for k, v in (
+            ("instance_type", _text(instance.get("instance_type"))),
+            ("neuron_device_type", _text(hardware.get("neuron_device_type"))),
+        )
+        if v
+    }
+    counts = {
+        "source_entries": sum(out.to.values()),
+        "reports": reports,
+        "to": dict(out.to),
+        "counter_rows": counters.num_rows,
+        "quarantine_reasons": dict(sorted(out.reasons.items())),
+    }
+    return Source(
+        path=path,
+        format="neuron-monitor",
+        counters=counters,
+        extra={"ingest/meta": meta},
+        quarantine=quarantine_table(out.quarantine, None, path.name),
+        ranks=ranks,
+        counts=counts,
+        job=job,
+        rank_from="--rank + NeuronCore index" if rank_option is not None else "NeuronCore index",
+    )
 
 
 def _text(value) -> str | None:

@@ -78,8 +78,14 @@ class Runtime(msgspec.Struct, forbid_unknown_fields=True):
     report: dict[str, Any] = {}
 
 
-RUNTIME_GROUPS = {"neuroncore_counters": NeuronCoreCounters, "memory_used": MemoryUsed,
-                  "execution_stats": ExecutionStats, "neuron_runtime_vcpu_usage": RuntimeVcpu}
+RUNTIME_GROUPS = {
+    "neuroncore_counters": NeuronCoreCounters,
+    "memory_used": MemoryUsed,
+    "execution_stats": ExecutionStats,
+    "neuron_runtime_vcpu_usage": RuntimeVcpu,
+}
+
+
 class MemoryInfo(Group):
     memory_total_bytes: Optional[Num] = None
     memory_used_bytes: Optional[Num] = None

@@ -56,7 +56,7 @@ def _int(value):
 def _unwrap(entry):
     """An event object, and the type name it was wrapped in (if any)."""
     if isinstance(entry, dict) and len(entry) == 1:
-        (kind, inner), = entry.items()
+        ((kind, inner),) = entry.items()
         if isinstance(inner, dict) and "timestamp" in inner:
             return inner, kind
     return entry, None
@@ -90,21 +90,37 @@ def read_system_profile(path: Path, rank: int | None = None) -> Source:
     counter_rows, used, sample_problems = samples(document, ranks[0])
     quarantine += sample_problems
     other = {k: v for k, v in document.items() if k not in SECTIONS}
-    meta = meta_rows(list(other), [None] * len(other), [None] * len(other),
-                     [json.dumps(v, ensure_ascii=False) for v in other.values()], "neuron-system-profile",
-                     None, path.name)
+    meta = meta_rows(
+        list(other),
+        [None] * len(other),
+        [None] * len(other),
+        [json.dumps(v, ensure_ascii=False) for v in other.values()],
+        "neuron-system-profile",
+        None,
+        path.name,
+    )
     events_table = pa.Table.from_pylist(rows, schema=EVENTS) if rows else EVENTS.empty_table()
     counters = pa.Table.from_pylist(counter_rows, schema=COUNTERS) if counter_rows else COUNTERS.empty_table()
     reasons = {}
     for _, reason, _, _ in quarantine:
         reasons[reason] = reasons.get(reason, 0) + 1
-    counts = {"source_entries": len(entries) + used + len(sample_problems) + len(other),
-              "to": {"events": len(rows), "counters": used, "meta": len(other), "quarantine": len(quarantine)},
-              "counter_rows": counters.num_rows, "quarantine_reasons": dict(sorted(reasons.items()))}
-    return Source(path=path, format="neuron-system-profile", events=events_table, counters=counters,
-                  extra={"ingest/meta": meta}, quarantine=quarantine_table(quarantine, None, path.name),
-                  ranks=[{"rank": r} for r in ranks], counts=counts,
-                  rank_from="--rank + lnc_idx" if rank is not None else "lnc_idx")
+    counts = {
+        "source_entries": len(entries) + used + len(sample_problems) + len(other),
+        "to": {"events": len(rows), "counters": used, "meta": len(other), "quarantine": len(quarantine)},
+        "counter_rows": counters.num_rows,
+        "quarantine_reasons": dict(sorted(reasons.items())),
+    }
+    return Source(
+        path=path,
+        format="neuron-system-profile",
+        events=events_table,
+        counters=counters,
+        extra={"ingest/meta": meta},
+        quarantine=quarantine_table(quarantine, None, path.name),
+        ranks=[{"rank": r} for r in ranks],
+        counts=counts,
+        rank_from="--rank + lnc_idx" if rank is not None else "lnc_idx",
+    )
 
 
 def _event(event, wrapper, base: int, cores_of_process: dict):
@@ -134,9 +150,16 @@ def _event(event, wrapper, base: int, cores_of_process: dict):
     if wrapper:
         args["event_type"] = wrapper
     bytes_ = _int(event.get("size")) if kind == "transfer" else None
-    return {"rank": base + core, "ts": ts, "dur": dur, "kind": kind, "name": name,
-            "lane": lane or f"host/tid-{_lane_id(event.get('thread_id'))}", "bytes": bytes_,
-            "args": json.dumps(args, ensure_ascii=False)}, None
+    return {
+        "rank": base + core,
+        "ts": ts,
+        "dur": dur,
+        "kind": kind,
+        "name": name,
+        "lane": lane or f"host/tid-{_lane_id(event.get('thread_id'))}",
+        "bytes": bytes_,
+        "args": json.dumps(args, ensure_ascii=False),
+    }, None
 
 
 def _lane_id(thread) -> str:

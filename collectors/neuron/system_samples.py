@@ -27,9 +27,13 @@ class CpuSample(msgspec.Struct):
     cpu_id: Union[int, str, None] = None
 
 
-SERIES = {"mem_usage": (MemSample, (("usage", "host.memory.used", "bytes"),
-                                    ("percent_usage", "host.memory.used_percent", "percent"))),
-          "cpu_util": (CpuSample, (("util", None, "percent"),))}
+SERIES = {
+    "mem_usage": (
+        MemSample,
+        (("usage", "host.memory.used", "bytes"), ("percent_usage", "host.memory.used_percent", "percent")),
+    ),
+    "cpu_util": (CpuSample, (("util", None, "percent"),)),
+}
 
 
 def _problem(exc: msgspec.ValidationError, section: str, index: int) -> str:
@@ -46,22 +50,43 @@ def samples(document: dict, rank: int) -> tuple[list[dict], int, list[tuple]]:
             try:
                 sample = msgspec.convert(raw, kind, strict=False) if isinstance(raw, dict) else None
             except msgspec.ValidationError as exc:
-                problems.append((index, "bad_counter_value", _problem(exc, section, index),
-                                 json.dumps(raw, ensure_ascii=False)))
+                problems.append(
+                    (index, "bad_counter_value", _problem(exc, section, index), json.dumps(raw, ensure_ascii=False))
+                )
                 continue
-            bad = "not an object" if sample is None else next(
-                (f"{field}: not a finite number" for field, _, _ in series
-                 if getattr(sample, field) is not None and not math.isfinite(getattr(sample, field))), None)
+            bad = (
+                "not an object"
+                if sample is None
+                else next(
+                    (
+                        f"{field}: not a finite number"
+                        for field, _, _ in series
+                        if getattr(sample, field) is not None and not math.isfinite(getattr(sample, field))
+                    ),
+                    None,
+                )
+            )
             if bad:
-                problems.append((index, "bad_counter_value", f"{section}[{index}]: {bad}",
-                                 json.dumps(raw, ensure_ascii=False)))
+                problems.append(
+                    (index, "bad_counter_value", f"{section}[{index}]: {bad}", json.dumps(raw, ensure_ascii=False))
+                )
                 continue
-            mapped = {"timestamp"} | {field for field, _, _ in series} | ({"cpu_id"} if section == "cpu_util" else set())
+            mapped = (
+                {"timestamp"} | {field for field, _, _ in series} | ({"cpu_id"} if section == "cpu_util" else set())
+            )
             args = json.dumps({k: v for k, v in raw.items() if k not in mapped}, ensure_ascii=False)
             used += 1
             for field, name, unit in series:
                 value = getattr(sample, field)
                 if value is not None:
-                    rows.append({"rank": rank, "ts": sample.timestamp, "unit": unit, "value": float(value),
-                                 "name": name or f"host.cpu.{sample.cpu_id}.util", "args": args})
+                    rows.append(
+                        {
+                            "rank": rank,
+                            "ts": sample.timestamp,
+                            "unit": unit,
+                            "value": float(value),
+                            "name": name or f"host.cpu.{sample.cpu_id}.util",
+                            "args": args,
+                        }
+                    )
     return rows, used, problems

@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from trnprof.errors import TrnprofError
-
 from trnprof.model.config import job_presets, load_config
 from trnprof.model.job import Job, resolve
 from trnprof.model.params import BOUNDS, FITTED, Params, default_params
+
 from .simulate import summary
 
 ROLES = ("fit", "validation", "excluded")
@@ -33,13 +33,14 @@ ROLES = ("fit", "validation", "excluded")
 @dataclass(frozen=True)
 class Row:
     """One published throughput and the job preset that mirrors it."""
+
     name: str
     preset: str
     role: str
     published: float
     unit: str
-    fields: dict   # the whole CSV row (source, SDK, framework ...)
-    excluded_because: str | None = None   # why an `excluded` row cannot test the model
+    fields: dict  # the whole CSV row (source, SDK, framework ...)
+    excluded_because: str | None = None  # why an `excluded` row cannot test the model
 
 
 def calibration_csv() -> Path:
@@ -60,8 +61,15 @@ def _row(fields: dict) -> Row:
     reason = meta.get("excluded_because")
     if (role == "excluded") != bool(reason):
         raise TrnprofError(f"calibration row {name}: an excluded row, and only one, states excluded_because")
-    return Row(name=name, preset=preset, role=role, published=published, unit=fields["unit"], fields=fields,
-               excluded_because=reason)
+    return Row(
+        name=name,
+        preset=preset,
+        role=role,
+        published=published,
+        unit=fields["unit"],
+        fields=fields,
+        excluded_because=reason,
+    )
 
 
 def calibration_rows(path: str | Path | None = None, role: str | None = None) -> list[Row]:
@@ -90,6 +98,7 @@ def log_error(row: Row, params: Params) -> float:
 def fit(rows, names=FITTED, start: Params | None = None) -> tuple[Params, np.ndarray]:
     """Parameters fitted on `rows` and the relative error of each row."""
     from scipy.optimize import least_squares
+
     start = start or default_params()
     jobs = [(row_job(r), r.published) for r in rows]
 
@@ -108,7 +117,7 @@ def leave_one_out(rows, names=FITTED, start: Params | None = None) -> list[tuple
     """For each row: the parameters fitted on the other rows and the held-out row's relative error."""
     out = []
     for i, row in enumerate(rows):
-        fitted, _ = fit(rows[:i] + rows[i + 1:], names, start)
+        fitted, _ = fit(rows[:i] + rows[i + 1 :], names, start)
         out.append((row, fitted, float(np.expm1(log_error(row, fitted)))))
     return out
 

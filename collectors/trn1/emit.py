@@ -59,8 +59,25 @@ class EventBatch:
         self.ranks, self.steps, self.vocab = ranks, steps, vocab
         self.groups: list[dict] = []
 
-    def add(self, *, ts, dur, kind, name, lane, step=None, phase=None, nbytes=None, flops=None,
-            coll_op=None, coll_group=None, coll_seq=None, coll_ranks=None, args=None, keep=None):
+    def add(
+        self,
+        *,
+        ts,
+        dur,
+        kind,
+        name,
+        lane,
+        step=None,
+        phase=None,
+        nbytes=None,
+        flops=None,
+        coll_op=None,
+        coll_group=None,
+        coll_seq=None,
+        coll_ranks=None,
+        args=None,
+        keep=None,
+    ):
         """Times in seconds. Columns may be scalars, per-event arrays (n,), per-rank arrays
         (R, 1, 1) or full (R, S, n). `keep` (R, S, n) bool drops rows (e.g. zero-length waits)."""
         ts = np.asarray(ts, dtype=float)
@@ -70,15 +87,24 @@ class EventBatch:
         if step is None:
             step = np.arange(self.steps)[None, :, None]
         strings = dict(kind=kind, name=name, lane=lane, phase=phase, coll_op=coll_op, coll_group=coll_group, args=args)
-        group = {"ts": start, "dur": np.maximum(np.broadcast_to(end, shape) - start, 0),
-                 "step": np.broadcast_to(np.asarray(step, dtype=np.int32), shape)}
+        group = {
+            "ts": start,
+            "dur": np.maximum(np.broadcast_to(end, shape) - start, 0),
+            "step": np.broadcast_to(np.asarray(step, dtype=np.int32), shape),
+        }
         for key, value in (("nbytes", nbytes), ("flops", flops), ("coll_seq", coll_seq), ("coll_ranks", coll_ranks)):
-            group[key] = None if value is None else \
-                np.broadcast_to(np.rint(np.asarray(value, dtype=float)).astype(np.int64), shape)
+            group[key] = (
+                None
+                if value is None
+                else np.broadcast_to(np.rint(np.asarray(value, dtype=float)).astype(np.int64), shape)
+            )
         for key, value in strings.items():
             codes = self.vocab.ids(value)
-            group[key] = None if isinstance(codes, int) and codes < 0 else \
-                np.broadcast_to(np.asarray(codes, dtype=np.int32), shape)
+            group[key] = (
+                None
+                if isinstance(codes, int) and codes < 0
+                else np.broadcast_to(np.asarray(codes, dtype=np.int32), shape)
+            )
         group["keep"] = None if keep is None else np.broadcast_to(keep, shape)
         self.groups.append(group)
 
@@ -87,8 +113,10 @@ class EventBatch:
         n_r = len(self.ranks)
         flat = lambda a: a.reshape(n_r, -1)
         if any(g["keep"] is not None for g in self.groups):
-            keep = np.concatenate([flat(g["keep"] if g["keep"] is not None else np.ones(g["ts"].shape, bool))
-                                   for g in self.groups], axis=1)
+            keep = np.concatenate(
+                [flat(g["keep"] if g["keep"] is not None else np.ones(g["ts"].shape, bool)) for g in self.groups],
+                axis=1,
+            )
             counts, flat_keep = keep.sum(axis=1), keep.ravel()
         else:
             counts = np.full(n_r, sum(flat(g["ts"]).shape[1] for g in self.groups))
@@ -97,8 +125,10 @@ class EventBatch:
         def column(key, fill, dtype):
             if all(g[key] is None for g in self.groups):
                 return None
-            parts = [flat(np.broadcast_to(np.array(fill, dtype=dtype), g["ts"].shape) if g[key] is None else g[key])
-                     for g in self.groups]
+            parts = [
+                flat(np.broadcast_to(np.array(fill, dtype=dtype), g["ts"].shape) if g[key] is None else g[key])
+                for g in self.groups
+            ]
             out = np.concatenate(parts, axis=1).ravel()
             return out if flat_keep is None else out[flat_keep]
 
@@ -109,10 +139,16 @@ class EventBatch:
         for key in ("kind", "name", "lane", "phase", "coll_op", "coll_group", "args"):
             codes = column(key, -1, np.int32)
             data[key] = pa.nulls(rows, pa.string()) if codes is None else self.vocab.array(codes)
-        for key, out in (("nbytes", "bytes"), ("flops", "flops"), ("coll_seq", "coll_seq"), ("coll_ranks", "coll_ranks")):
+        for key, out in (
+            ("nbytes", "bytes"),
+            ("flops", "flops"),
+            ("coll_seq", "coll_seq"),
+            ("coll_ranks", "coll_ranks"),
+        ):
             values = column(key, -1, np.int64)
             arrow_type = _INT_TYPES[out]
-            data[out] = pa.nulls(rows, arrow_type) if values is None else \
-                pa.array(values, mask=values < 0).cast(arrow_type)
+            data[out] = (
+                pa.nulls(rows, arrow_type) if values is None else pa.array(values, mask=values < 0).cast(arrow_type)
+            )
         order = [name for name, *_ in EVENT_COLUMNS]
         return pa.table({k: data[k] for k in order}), counts

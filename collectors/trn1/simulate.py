@@ -10,24 +10,24 @@ import msgspec
 import numpy as np
 
 from trnprof.manifest import new_manifest
-from trnprof.runstore import write_run
-
 from trnprof.model import architecture
 from trnprof.model.config import Config, load_config, to_dict
-from .counters import build_counters
-from .device_profile import SCHEMA_VERSION, DeviceProfile, profiled_ranks, profiled_steps, rows_per_op
-from .emit import Vocabulary
-from .events import StageTemplate, build_events
 from trnprof.model.faults import effects, loader_acts
 from trnprof.model.job import Job, resolve
 from trnprof.model.layout import Layout
 from trnprof.model.memory import capacity, residency
 from trnprof.model.noise import draw
 from trnprof.model.params import Params, job_params
-from trnprof.model.precision import manifest_precision
 from trnprof.model.plan import build_plan
+from trnprof.model.precision import manifest_precision
 from trnprof.model.predict import peak_flops, predictions
 from trnprof.model.timeline import simulate_timeline
+from trnprof.runstore import write_run
+
+from .counters import build_counters
+from .device_profile import SCHEMA_VERSION, DeviceProfile, profiled_ranks, profiled_steps, rows_per_op
+from .emit import Vocabulary
+from .events import StageTemplate, build_events
 
 COLLECTOR = "trnprof.trn1"
 EVENTS_PER_BATCH = 2_000_000  # bounds memory: ranks are generated in batches of about this many events
@@ -59,16 +59,30 @@ def job_metadata(job: Job) -> dict:
     """The manifest's `job`: what `trnprof info` and the rules read."""
     cfg = job.config
     return {
-        "samples_per_step": job.global_batch, "throughput_unit": job.arch.unit,
-        "model_flops_per_step": architecture.model_flops_per_step(job), "peak_flops_per_s": peak_flops(job),
-        "model": job.arch.name, "model_kind": job.arch.kind, "parameters": architecture.total_params(job.arch),
-        "seq_len": job.arch.seq_len, "instance_type": job.instance.name, "nodes": job.nodes,
-        "parallelism": {"tp": job.tp, "pp": job.pp, "dp": job.dp, "sequence_parallel": job.sp,
-                        "zero1": job.zero1, "microbatches": job.microbatches},
-        "global_batch": job.global_batch, "micro_batch": job.micro,
-        "precision": job.dtypes.matmul,   # the dtype the compiler runs matmuls in
+        "samples_per_step": job.global_batch,
+        "throughput_unit": job.arch.unit,
+        "model_flops_per_step": architecture.model_flops_per_step(job),
+        "peak_flops_per_s": peak_flops(job),
+        "model": job.arch.name,
+        "model_kind": job.arch.kind,
+        "parameters": architecture.total_params(job.arch),
+        "seq_len": job.arch.seq_len,
+        "instance_type": job.instance.name,
+        "nodes": job.nodes,
+        "parallelism": {
+            "tp": job.tp,
+            "pp": job.pp,
+            "dp": job.dp,
+            "sequence_parallel": job.sp,
+            "zero1": job.zero1,
+            "microbatches": job.microbatches,
+        },
+        "global_batch": job.global_batch,
+        "micro_batch": job.micro,
+        "precision": job.dtypes.matmul,  # the dtype the compiler runs matmuls in
         "precision_settings": manifest_precision(cfg.precision),
-        "neuron_sdk": cfg.precision.neuron_sdk, "framework": cfg.precision.framework,
+        "neuron_sdk": cfg.precision.neuron_sdk,
+        "framework": cfg.precision.framework,
         "activation_checkpointing": job.checkpointing,
     }
 
@@ -111,14 +125,28 @@ def _check_loader_acts(job: Job, plan, tl, f, costs: dict, fx) -> None:
     clean_costs = {s: c / fx.loader_factor for s, c in costs.items()}
     clean = simulate_timeline(plan, tl.steps, f, clean_costs, tl.compile_steps, fx.overlap_dp)
     ends = lambda timeline: np.stack([st.step_end.max(axis=(1, 2)) for st in timeline.stages], axis=1)  # noqa: E731
-    loader_acts(ends(tl), ends(clean), fx.loader_factor, workers=job.config.input.workers,
-                batch_s=plan.batch_cost, microbatches=job.microbatches)
+    loader_acts(
+        ends(tl),
+        ends(clean),
+        fx.loader_factor,
+        workers=job.config.input.workers,
+        batch_s=plan.batch_cost,
+        microbatches=job.microbatches,
+    )
 
 
-def simulate(config, out: str | Path, *, seed: int | None = None, steps: int | None = None,
-             overwrite: bool = False, params: Params | None = None,
-             progress: Callable[[int], None] | None = None, device_profile: bool = False,
-             device_ranks: list[int] | None = None) -> Path:
+def simulate(
+    config,
+    out: str | Path,
+    *,
+    seed: int | None = None,
+    steps: int | None = None,
+    overwrite: bool = False,
+    params: Params | None = None,
+    progress: Callable[[int], None] | None = None,
+    device_profile: bool = False,
+    device_ranks: list[int] | None = None,
+) -> Path:
     """Simulate `config` (Config, mapping or YAML path) and write the run to `out`.
     `progress(n)` is called after each batch of n ranks is written. `device_profile` adds the
     Neuron Explorer device profile of `device_ranks` (default rank 0 and the last) over the last
@@ -139,9 +167,15 @@ def simulate(config, out: str | Path, *, seed: int | None = None, steps: int | N
     tl = simulate_timeline(plan, S, f, costs, fx.compile_steps(S), fx.overlap_dp)
     _check_loader_acts(job, plan, tl, f, costs, fx)
     oom = _oom(job, tl, fx)
-    manifest = new_manifest(COLLECTOR, job=job_metadata(job), world_size=job.world, config=to_dict(cfg),
-                            predictions=preds, fits=preds["fits"],
-                            execution_model={"compile_s": plan.compile_s})
+    manifest = new_manifest(
+        COLLECTOR,
+        job=job_metadata(job),
+        world_size=job.world,
+        config=to_dict(cfg),
+        predictions=preds,
+        fits=preds["fits"],
+        execution_model={"compile_s": plan.compile_s},
+    )
     templates = {s: StageTemplate(plan, s, tl.seqs[s]) for s in range(job.pp)}
     res = {s: residency(job, s) for s in range(job.pp)}
     vocab = Vocabulary()
@@ -174,10 +208,14 @@ def _device_plan(job: Job, plan, fx, tl, requested, ops_per_step: int) -> tuple:
     ranks = profiled_ranks(job, requested)
     steps = profiled_steps(tl.compile_steps)
     builder = DeviceProfile(job, plan, fx, rows_per_op(ops_per_step))
-    return builder, {"ranks": ranks, "steps": steps, "schema_version": SCHEMA_VERSION,
-                     "instructions_per_op_at_most": builder.rows_per_op,
-                     "note": "a bounded sample: these ranks and steps only; an instruction row is a group "
-                             "of consecutive matmul tiles"}
+    return builder, {
+        "ranks": ranks,
+        "steps": steps,
+        "schema_version": SCHEMA_VERSION,
+        "instructions_per_op_at_most": builder.rows_per_op,
+        "note": "a bounded sample: these ranks and steps only; an instruction row is a group "
+        "of consecutive matmul tiles",
+    }
 
 
 def _write_device_profile(run, device, tl, layout: Layout, templates, vocab, oom) -> None:

@@ -52,6 +52,7 @@ def evidence() -> dict:
 @dataclass(frozen=True)
 class Range:
     """What the fit rows span."""
+
     params: tuple[float, float]
     tp: tuple[int, int]
     pp: tuple[int, int]
@@ -59,20 +60,25 @@ class Range:
     matmul_dtypes: frozenset
     vector_dtypes: frozenset
     kinds: frozenset
-    zero1: frozenset            # ZeRO-1 on / off
-    checkpointing: frozenset    # activation checkpointing modes
+    zero1: frozenset  # ZeRO-1 on / off
+    checkpointing: frozenset  # activation checkpointing modes
     chips: frozenset = frozenset({"Trainium1"})  # chip generations of the fit rows
 
 
 def evidence_range(jobs: list[Job]) -> Range:
     sizes = [architecture.total_params(j.arch) for j in jobs]
-    return Range(params=(min(sizes), max(sizes)), tp=(min(j.tp for j in jobs), max(j.tp for j in jobs)),
-                 pp=(min(j.pp for j in jobs), max(j.pp for j in jobs)),
-                 nodes=(min(j.nodes for j in jobs), max(j.nodes for j in jobs)),
-                 matmul_dtypes=frozenset(j.dtypes.matmul for j in jobs),
-                 vector_dtypes=frozenset(j.dtypes.vector for j in jobs), kinds=frozenset(j.arch.kind for j in jobs),
-                 zero1=frozenset(j.zero1 for j in jobs), checkpointing=frozenset(j.checkpointing for j in jobs),
-                 chips=frozenset(j.instance.chip.name for j in jobs))
+    return Range(
+        params=(min(sizes), max(sizes)),
+        tp=(min(j.tp for j in jobs), max(j.tp for j in jobs)),
+        pp=(min(j.pp for j in jobs), max(j.pp for j in jobs)),
+        nodes=(min(j.nodes for j in jobs), max(j.nodes for j in jobs)),
+        matmul_dtypes=frozenset(j.dtypes.matmul for j in jobs),
+        vector_dtypes=frozenset(j.dtypes.vector for j in jobs),
+        kinds=frozenset(j.arch.kind for j in jobs),
+        zero1=frozenset(j.zero1 for j in jobs),
+        checkpointing=frozenset(j.checkpointing for j in jobs),
+        chips=frozenset(j.instance.chip.name for j in jobs),
+    )
 
 
 @lru_cache(maxsize=1)
@@ -90,20 +96,27 @@ def outside(job: Job, span: Range | None = None) -> list[str]:
     reasons = []
     chip = job.instance.chip.name
     if chip not in span.chips:
-        reasons.append(f"{chip} ({job.instance.name}): no published {chip} training throughput; the fit "
-                       f"rows are {', '.join(sorted(span.chips))} jobs (docs/execution-model.md, \"Trn2\")")
+        reasons.append(
+            f"{chip} ({job.instance.name}): no published {chip} training throughput; the fit "
+            f'rows are {", ".join(sorted(span.chips))} jobs (docs/execution-model.md, "Trn2")'
+        )
     size = architecture.total_params(job.arch)
     if not span.params[0] <= size <= span.params[1]:
-        reasons.append(f"model size {_billions(size)} parameters (evidence: "
-                       f"{_billions(span.params[0])} to {_billions(span.params[1])})")
+        reasons.append(
+            f"model size {_billions(size)} parameters (evidence: "
+            f"{_billions(span.params[0])} to {_billions(span.params[1])})"
+        )
     for name, value, (lo, hi) in (("tp", job.tp, span.tp), ("pp", job.pp, span.pp), ("nodes", job.nodes, span.nodes)):
         if not lo <= value <= hi:
             reasons.append(f"{name} {value} (evidence: {lo} to {hi})")
     if job.zero1 not in span.zero1:
-        reasons.append(f"ZeRO-1 {'on' if job.zero1 else 'off'} (evidence: {'on' if True in span.zero1 else 'off'} only)")
+        reasons.append(
+            f"ZeRO-1 {'on' if job.zero1 else 'off'} (evidence: {'on' if True in span.zero1 else 'off'} only)"
+        )
     if job.checkpointing not in span.checkpointing:
-        reasons.append(f"activation checkpointing {job.checkpointing} "
-                       f"(evidence: {', '.join(sorted(span.checkpointing))})")
+        reasons.append(
+            f"activation checkpointing {job.checkpointing} (evidence: {', '.join(sorted(span.checkpointing))})"
+        )
     if job.dtypes.matmul not in span.matmul_dtypes:
         reasons.append(f"matmuls in {job.dtypes.matmul} (evidence: {', '.join(sorted(span.matmul_dtypes))})")
     if job.dtypes.vector not in span.vector_dtypes:
@@ -147,7 +160,13 @@ def band(config: Config, prediction: dict | None = None, exclude: str | None = N
     scale = residual_scale(not reasons, exclude)
     spread = parameter_spread(job, prediction["step_time_s"])
     width = math.hypot(scale, spread)
-    return {"low": value * math.exp(-width), "high": value * math.exp(width),
-            "unit": prediction["throughput"]["unit"], "log_half_width": width,
-            "residual_scale": scale, "parameter_spread": spread,
-            "inside_evidence": not reasons, "outside_evidence": reasons}
+    return {
+        "low": value * math.exp(-width),
+        "high": value * math.exp(width),
+        "unit": prediction["throughput"]["unit"],
+        "log_half_width": width,
+        "residual_scale": scale,
+        "parameter_spread": spread,
+        "inside_evidence": not reasons,
+        "outside_evidence": reasons,
+    }

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .calibration import Row, calibration_rows
 from trnprof.model.config import load_config
 
+from .calibration import Row, calibration_rows
 from .simulate import summary
 from .uncertainty import band, evidence
 
@@ -54,8 +54,14 @@ def figures(checked: list[Checked]) -> dict:
     val = [abs(c.error) for c in checked if c.row.role == "validation"]
     loo = [abs(math.expm1(r["log_error"])) for r in evidence()["loo"]]
     covered = sum(c.covered for c in checked if c.row.role == "validation")
-    return {"validation_median": float(np.median(val)), "validation_max": max(val), "validation_rows": len(val),
-            "loo_median": float(np.median(loo)), "loo_max": max(loo), "covered": covered}
+    return {
+        "validation_median": float(np.median(val)),
+        "validation_max": max(val),
+        "validation_rows": len(val),
+        "loo_median": float(np.median(loo)),
+        "loo_max": max(loo),
+        "covered": covered,
+    }
 
 
 def _pct(x: float) -> str:
@@ -65,24 +71,35 @@ def _pct(x: float) -> str:
 def render() -> str:
     checked = check_rows()
     f = figures(checked)
-    lines = [BEGIN, "",
-             "| row | role | SDK | published | predicted | error | band | holds | outside the evidence |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        BEGIN,
+        "",
+        "| row | role | SDK | published | predicted | error | band | holds | outside the evidence |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for c in checked:
         b = c.band
-        lines.append(f"| {c.row.name} | {c.row.role} | {c.row.fields['neuron_sdk']} | {c.row.published:,.2f} {c.row.unit} "
-                     f"| {c.predicted:,.2f} | {_pct(c.error)} | {b['low']:,.1f} – {b['high']:,.1f} "
-                     f"| {'yes' if c.covered else 'no'} | {'; '.join(b['outside_evidence']) or '—'} |")
-    lines += ["",
-              f"Validation rows ({f['validation_rows']}, never fitted): median error {100 * f['validation_median']:.1f} %, "
-              f"max {100 * f['validation_max']:.1f} % (target ≤ 10 % and ≤ 25 %). Leave-one-out over the fit rows: "
-              f"median {100 * f['loo_median']:.1f} %, max {100 * f['loo_max']:.1f} % (target median ≤ 10 %). "
-              f"The band holds the published value in {f['covered']} of {f['validation_rows']} validation rows "
-              f"(target: 8 of 10)."]
+        lines.append(
+            f"| {c.row.name} | {c.row.role} | {c.row.fields['neuron_sdk']} | {c.row.published:,.2f} {c.row.unit} "
+            f"| {c.predicted:,.2f} | {_pct(c.error)} | {b['low']:,.1f} – {b['high']:,.1f} "
+            f"| {'yes' if c.covered else 'no'} | {'; '.join(b['outside_evidence']) or '—'} |"
+        )
+    lines += [
+        "",
+        f"Validation rows ({f['validation_rows']}, never fitted): median error {100 * f['validation_median']:.1f} %, "
+        f"max {100 * f['validation_max']:.1f} % (target ≤ 10 % and ≤ 25 %). Leave-one-out over the fit rows: "
+        f"median {100 * f['loo_median']:.1f} %, max {100 * f['loo_max']:.1f} % (target median ≤ 10 %). "
+        f"The band holds the published value in {f['covered']} of {f['validation_rows']} validation rows "
+        f"(target: 8 of 10).",
+    ]
     excluded = [c.row for c in checked if c.row.role == "excluded"]
     if excluded:
-        lines += ["", "Excluded rows (reported above, never fitted, not in these figures): " + "; ".join(
-            f"{r.name}: {r.excluded_because}" for r in excluded) + "."]
+        lines += [
+            "",
+            "Excluded rows (reported above, never fitted, not in these figures): "
+            + "; ".join(f"{r.name}: {r.excluded_because}" for r in excluded)
+            + ".",
+        ]
     lines += ["", END]
     return "\n".join(lines)
 

@@ -28,9 +28,14 @@ def cache(tmp_path, monkeypatch):
 
 def _verdict(document: dict) -> dict:
     """What the analysis found, without where the run is and how long it took."""
-    return {"findings": document["findings"],
-            "not_evaluated": document["not_evaluated"], "errors": document["errors"], "steps": document["steps"],
-            "warmup_steps": document["warmup_steps"], "mean_step_s": document["mean_step_s"]}
+    return {
+        "findings": document["findings"],
+        "not_evaluated": document["not_evaluated"],
+        "errors": document["errors"],
+        "steps": document["steps"],
+        "warmup_steps": document["warmup_steps"],
+        "mean_step_s": document["mean_step_s"],
+    }
 
 
 def _analyze(cli, *args):
@@ -114,10 +119,16 @@ def test_a_file_that_is_no_trace_is_one_error_line(cli, cache, tmp_path):
 
 def test_analyze_of_a_run_loads_no_ingest_code(sample_run, tmp_path):
     """Taking traces costs `analyze RUN` nothing: the ingest loads only for a trace."""
-    probe = ("import sys\nfrom trnprof.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-             "print('INGEST', sorted(m for m in sys.modules if m.startswith('trnprof.collectors.ingest')))")
-    done = subprocess.run([sys.executable, "-c", probe, "analyze", str(sample_run), "-o", str(tmp_path / "f.txt")],
-                          capture_output=True, text=True, check=True)
+    probe = (
+        "import sys\nfrom trnprof.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "print('INGEST', sorted(m for m in sys.modules if m.startswith('trnprof.collectors.ingest')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, "analyze", str(sample_run), "-o", str(tmp_path / "f.txt")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert (tmp_path / "f.txt").read_text() and done.stdout.strip().splitlines()[-1] == "INGEST []"
 
 
@@ -146,7 +157,9 @@ def test_a_folder_of_per_rank_traces_is_one_run(cli, cache, tmp_path):
     folder = tmp_path / "job"
     folder.mkdir()
     for rank in (0, 1):
-        shutil.copyfile(KINETO / "trace_filter" / f"sampled_rank-{rank}.json.gz", folder / f"sampled_rank-{rank}.json.gz")
+        shutil.copyfile(
+            KINETO / "trace_filter" / f"sampled_rank-{rank}.json.gz", folder / f"sampled_rank-{rank}.json.gz"
+        )
     assert cli("ingest", folder, "-o", tmp_path / "run").exit_code == 0
     expected, _ = _analyze(cli, tmp_path / "run")
     document, said = _analyze(cli, folder)

@@ -28,11 +28,30 @@ def test_info_text(cli, sample_run):
 
 def test_info_shows_the_compile_step_apart(cli, tmp_path):
     # step 0 compiles for 10 s, steps 1-4 take 1 ms: percentiles are over the steady steps
-    events = [{"rank": 0, "ts": 0, "dur": 10_000_000_000, "kind": "step", "name": "s", "lane": "host/main", "step": 0},
-              {"rank": 0, "ts": 0, "dur": 9_000_000_000, "kind": "compile", "name": "xla", "lane": "host/compiler",
-               "step": 0}]
-    events += [{"rank": 0, "ts": 10_000_000_000 + i * 1_000_000, "dur": 1_000_000, "kind": "step", "name": "s",
-                "lane": "host/main", "step": i} for i in range(1, 5)]
+    events = [
+        {"rank": 0, "ts": 0, "dur": 10_000_000_000, "kind": "step", "name": "s", "lane": "host/main", "step": 0},
+        {
+            "rank": 0,
+            "ts": 0,
+            "dur": 9_000_000_000,
+            "kind": "compile",
+            "name": "xla",
+            "lane": "host/compiler",
+            "step": 0,
+        },
+    ]
+    events += [
+        {
+            "rank": 0,
+            "ts": 10_000_000_000 + i * 1_000_000,
+            "dur": 1_000_000,
+            "kind": "step",
+            "name": "s",
+            "lane": "host/main",
+            "step": i,
+        }
+        for i in range(1, 5)
+    ]
     run = write_inline_run(tmp_path / "r", events)
     info = json.loads(cli("info", run, "--format", "json").stdout)
     assert info["steps"] == 5 and info["step_time_s"]["steps"] == 4
@@ -43,16 +62,18 @@ def test_info_shows_the_compile_step_apart(cli, tmp_path):
 
 
 def test_throughput_is_null_when_unknown(cli, tmp_path):
-    run = write_inline_run(tmp_path / "r", [{"rank": 0, "ts": 0, "dur": 5, "kind": "step", "name": "s",
-                                             "lane": "host/main", "step": 0}])
+    run = write_inline_run(
+        tmp_path / "r", [{"rank": 0, "ts": 0, "dur": 5, "kind": "step", "name": "s", "lane": "host/main", "step": 0}]
+    )
     info = json.loads(cli("info", run, "--format", "json").stdout)
     assert info["throughput"] is None and info["mfu"] is None
 
 
 @pytest.mark.parametrize("fmt", ["table", "csv", "json"])
 def test_query_formats(cli, sample_run, fmt):
-    result = cli("query", sample_run, "SELECT rank, COUNT(*) AS steps FROM steps GROUP BY rank ORDER BY rank",
-                 "--format", fmt)
+    result = cli(
+        "query", sample_run, "SELECT rank, COUNT(*) AS steps FROM steps GROUP BY rank ORDER BY rank", "--format", fmt
+    )
     assert result.exit_code == 0, result.output
     if fmt == "json":
         assert json.loads(result.stdout)[0] == {"rank": 0, "steps": 4}
@@ -62,11 +83,14 @@ def test_query_formats(cli, sample_run, fmt):
         assert result.stdout.split()[:4] == ["rank", "steps", "0", "4"]
 
 
-@pytest.mark.parametrize("args, message", [
-    (("info", "/nonexistent/run"), "run not found"),
-    (("query", "{run}", "SELEKT 1"), "query failed"),
-    (("query", "{run}", "SELECT * FROM no_such_view"), "no_such_view"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("info", "/nonexistent/run"), "run not found"),
+        (("query", "{run}", "SELEKT 1"), "query failed"),
+        (("query", "{run}", "SELECT * FROM no_such_view"), "no_such_view"),
+    ],
+)
 def test_user_errors_are_one_line_and_exit_2(cli, sample_run, args, message):
     result = cli(*(a.format(run=sample_run) for a in args))
     assert result.exit_code == 2
@@ -83,10 +107,15 @@ def test_demo_simulates_analyzes_and_writes_the_report(cli, tmp_path):
     assert "IN001 The device waits for the next batch" in costliest  # the demo job's slow loader
     assert any(l.startswith(f"report      {(tmp_path / 'demo' / 'report.html').resolve()}") for l in lines)
     top = json.loads((tmp_path / "demo" / "analyze.json").read_text())["findings"][0]
-    closing = lines[[l.startswith("fix first") for l in lines].index(True):]  # the demo ends with what to do
+    closing = lines[[l.startswith("fix first") for l in lines].index(True) :]  # the demo ends with what to do
     assert closing[0] == f"fix first   {top['code']} {top['title']}: {top['recommendation']}"
     assert [l.split("trnprof ", 1)[1].split()[0] for l in closing[1:]] == ["analyze", "report", "record"]
-    assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == [".trnprof-demo", "analyze.json", "report.html", "run"]
+    assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == [
+        ".trnprof-demo",
+        "analyze.json",
+        "report.html",
+        "run",
+    ]
     again = cli("demo", "-o", tmp_path / "demo")  # an earlier demo run is replaced
     assert again.exit_code == 0
 
@@ -94,12 +123,14 @@ def test_demo_simulates_analyzes_and_writes_the_report(cli, tmp_path):
 def test_python_m_trnprof_runs(tmp_path):
     import subprocess
     import sys
+
     out = subprocess.run([sys.executable, "-m", "trnprof", "--version"], capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == 0 and "trnprof" in out.stdout
 
 
 def test_info_from_written_stats_equals_a_full_scan(sample_run):
     from trnprof import open_run
+
     with open_run(sample_run) as run:
         from_stats = run.info()
         del run.manifest["stats"]
@@ -108,8 +139,14 @@ def test_info_from_written_stats_equals_a_full_scan(sample_run):
 
 
 def test_query_json_handles_every_duckdb_type(cli, sample_run):
-    result = cli("query", sample_run, "SELECT [1, 2] AS l, 'ab'::BLOB AS b, INTERVAL 1 DAY AS i, {'a': 1} AS s, "
-                                      "DATE '2020-01-01' AS d, 'nan'::DOUBLE AS n, NULL AS z", "--format", "json")
+    result = cli(
+        "query",
+        sample_run,
+        "SELECT [1, 2] AS l, 'ab'::BLOB AS b, INTERVAL 1 DAY AS i, {'a': 1} AS s, "
+        "DATE '2020-01-01' AS d, 'nan'::DOUBLE AS n, NULL AS z",
+        "--format",
+        "json",
+    )
     assert result.exit_code == 0, result.output
     row = json.loads(result.stdout)[0]
     assert row["l"] == [1, 2] and row["b"] == "6162" and row["s"] == {"a": 1}
@@ -124,6 +161,7 @@ def _one_error_line(result, message):
 
 def test_damaged_runs_are_one_error_line(cli, tmp_path, sample_run):
     import shutil
+
     damaged = tmp_path / "damaged"
     shutil.copytree(sample_run, damaged)
     (damaged / "ranks.parquet").unlink()

@@ -24,8 +24,12 @@ def _command(path: str) -> click.Command:
 
 
 def _options(path: str) -> set[str]:
-    return {opt for param in _command(path).params if isinstance(param, click.Option) and not param.hidden
-            for opt in param.opts}
+    return {
+        opt
+        for param in _command(path).params
+        if isinstance(param, click.Option) and not param.hidden
+        for opt in param.opts
+    }
 
 
 @pytest.mark.parametrize("path", DOCUMENT_COMMANDS)
@@ -43,8 +47,10 @@ def test_format_names_an_output_format_everywhere():
     assert "--job" in _options("whatif")  # --config is the rules and engine config, as elsewhere
 
 
-@pytest.mark.parametrize("args", [["info", "{run}", "--format", "json"],
-                                  ["query", "{run}", "SELECT COUNT(*) AS n FROM steps", "--format", "json"]])
+@pytest.mark.parametrize(
+    "args",
+    [["info", "{run}", "--format", "json"], ["query", "{run}", "SELECT COUNT(*) AS n FROM steps", "--format", "json"]],
+)
 def test_output_file_holds_what_stdout_shows(cli, sample_run, tmp_path, args):
     args = [a.format(run=sample_run) for a in args]
     shown = cli(*args)

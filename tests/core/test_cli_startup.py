@@ -30,8 +30,9 @@ print("LOADED", json.dumps(sorted(m for m in {heavy!r} if m in sys.modules)))
 
 
 def _loaded(*args: str) -> tuple[list[str], str]:
-    done = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY), *args],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(heavy=HEAVY), *args], capture_output=True, text=True, check=True
+    )
     last = done.stdout.strip().splitlines()[-1]
     assert last.startswith("LOADED"), done.stdout
     return json.loads(last.removeprefix("LOADED")), done.stdout
@@ -90,12 +91,30 @@ def test_ingesting_a_kineto_trace_loads_no_duckdb(tmp_path):
 def test_analyze_of_a_run_loads_only_what_it_uses(sample_run, tmp_path):
     """`trnprof analyze RUN` is one call into `trnprof.api`, whose names load on first use: no
     ingest, simulator, diff or report code, and of the API only its findings module."""
-    prefixes = ("trnprof.collectors.ingest", "trnprof.collectors.trn1", "trnprof.diff", "trnprof.report",
-                "trnprof.api.")
-    probe = PROBE.replace("m for m in {heavy!r} if m in sys.modules",
-                          "m for m in sys.modules if m.startswith({heavy!r})")
-    done = subprocess.run([sys.executable, "-c", probe.format(heavy=prefixes), "analyze", str(sample_run),
-                           "-o", str(tmp_path / "findings.txt")], capture_output=True, text=True, check=True)
+    prefixes = (
+        "trnprof.collectors.ingest",
+        "trnprof.collectors.trn1",
+        "trnprof.diff",
+        "trnprof.report",
+        "trnprof.api.",
+    )
+    probe = PROBE.replace(
+        "m for m in {heavy!r} if m in sys.modules", "m for m in sys.modules if m.startswith({heavy!r})"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            probe.format(heavy=prefixes),
+            "analyze",
+            str(sample_run),
+            "-o",
+            str(tmp_path / "findings.txt"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert (tmp_path / "findings.txt").read_text()
     loaded = json.loads(done.stdout.strip().splitlines()[-1].removeprefix("LOADED"))
     assert loaded == ["trnprof.api.findings", "trnprof.api.traces"]

@@ -21,7 +21,7 @@ SOURCE_FOLDERS = ("trnprof", "collectors", "rules", "sample_traces")
 OWN = {"trnprof", "collectors", "tests"}
 # module -> where it legitimately comes from when it is no [project] dependency
 NOT_DEPENDENCIES = {
-    "pyspark": "extra spark",   # --engine spark only (docs/scale-out.md)
+    "pyspark": "extra spark",  # --engine spark only (docs/scale-out.md)
     "sqlglot": "extra spark",
     "torch": "the profiled job's own torch (trnprof/record/runtime.py runs inside the user's job)",
 }

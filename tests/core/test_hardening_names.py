@@ -5,15 +5,17 @@ import re
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conftest import write_inline_run
 from trnprof.collectors.synthetic import synthetic_run
 from trnprof.textfmt import markdown_table, markdown_text, terminal
 
-HOSTILE = ("matmul\r| [click](http://evil.example) <img src=x onerror=alert(1)> **bold** `code`"
-           "\x1b[2J\x1b]8;;http://evil.example\x07link\x1b]8;;\x07 \u202egnp.exe\n# heading")
+HOSTILE = (
+    "matmul\r| [click](http://evil.example) <img src=x onerror=alert(1)> **bold** `code`"
+    "\x1b[2J\x1b]8;;http://evil.example\x07link\x1b]8;;\x07 \u202egnp.exe\n# heading"
+)
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 

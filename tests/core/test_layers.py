@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from tests.conftest import REPO
 from trnprof.layers import CLI_RENDERS, FORBIDDEN, LAYERS, LAZY_IMPORTS, LAZY_PACKAGES
 
@@ -128,8 +129,13 @@ def test_every_entry_of_the_map_is_a_module():
 
 
 def test_imports_point_down_the_layers():
-    upward = [f"{m} ({LAYER_NAMES[layer_of(m)]}) imports {t} ({LAYER_NAMES[layer_of(t)]})"
-              for m in MODULES if m != "trnprof" for t in GRAPH[m] if t != "trnprof" and layer_of(t) > layer_of(m)]
+    upward = [
+        f"{m} ({LAYER_NAMES[layer_of(m)]}) imports {t} ({LAYER_NAMES[layer_of(t)]})"
+        for m in MODULES
+        if m != "trnprof"
+        for t in GRAPH[m]
+        if t != "trnprof" and layer_of(t) > layer_of(m)
+    ]
     assert upward == []
 
 
@@ -154,8 +160,9 @@ def test_forbidden_reaches(reach):
 def test_function_level_imports_are_the_listed_ones():
     """Every import inside a function is in LAZY_IMPORTS with why (trnprof/layers.py), outside
     the packages that load lazily by design; a listed one that is gone fails too."""
-    found = {(m, t) for m in MODULES if not any(_under(m, p) for p, _ in LAZY_PACKAGES)
-             for t in _function_level_imports(m)}
+    found = {
+        (m, t) for m in MODULES if not any(_under(m, p) for p, _ in LAZY_PACKAGES) for t in _function_level_imports(m)
+    }
     listed = {(lazy.importer, lazy.imported) for lazy in LAZY_IMPORTS}
     assert len(listed) == len(LAZY_IMPORTS), "an import is listed twice"
     assert sorted(found - listed) == [], "not in LAZY_IMPORTS: move it to the module's top or list it with why"
@@ -164,22 +171,37 @@ def test_function_level_imports_are_the_listed_ones():
 
 def test_no_single_letter_module_alias():
     """`from . import scale as S` hides which module a name comes from: import it by its name."""
-    short = [f"{m}: {alias.name} as {alias.asname}" for m in MODULES for node in ast.walk(TREES[m])
-             if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names
-             if alias.asname is not None and len(alias.asname) == 1]
+    short = [
+        f"{m}: {alias.name} as {alias.asname}"
+        for m in MODULES
+        for node in ast.walk(TREES[m])
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in node.names
+        if alias.asname is not None and len(alias.asname) == 1
+    ]
     assert short == []
 
 
 def _cli_may_import(target: str) -> bool:
     """Allowed to a command; a renderer's packages too, as importing it runs their (empty) `__init__`."""
-    return (layer_of(target) == 0 or target in ("trnprof", "trnprof.api") or target == "trnprof.cli"
-            or target.startswith("trnprof.cli.") or any(r == target or r.startswith(target + ".") for r, _ in CLI_RENDERS))
+    return (
+        layer_of(target) == 0
+        or target in ("trnprof", "trnprof.api")
+        or target == "trnprof.cli"
+        or target.startswith("trnprof.cli.")
+        or any(r == target or r.startswith(target + ".") for r, _ in CLI_RENDERS)
+    )
 
 
 def test_the_cli_reaches_computations_only_through_the_api():
     """Every command is one call into `trnprof.api`: its module imports no computation."""
-    reached = sorted(f"{m} imports {t}" for m in MODULES if m == "trnprof.cli" or m.startswith("trnprof.cli.")
-                     for t in GRAPH[m] if not _cli_may_import(t))
+    reached = sorted(
+        f"{m} imports {t}"
+        for m in MODULES
+        if m == "trnprof.cli" or m.startswith("trnprof.cli.")
+        for t in GRAPH[m]
+        if not _cli_may_import(t)
+    )
     assert reached == [], "the CLI reaches computations only through trnprof.api:\n" + "\n".join(reached)
 
 
@@ -218,7 +240,7 @@ def test_no_import_cycle():
 
 def test_the_checker_sees_function_level_imports_and_package_inits():
     """The graph is only worth its verdicts if it sees the imports that hide in functions."""
-    assert "trnprof.spark.run" in GRAPH["trnprof.engines"]       # imported inside open_run
+    assert "trnprof.spark.run" in GRAPH["trnprof.engines"]  # imported inside open_run
     assert "trnprof.rules_engine" in GRAPH["trnprof.diff.findings"]  # the package __init__ runs
     assert "trnprof.spark.run" in _function_level_imports("trnprof.engines")
     assert "trnprof.spark.run" not in _function_level_imports("trnprof.run")

@@ -26,8 +26,12 @@ JOB_FOLDERS = ("examples", "tests", "bench")
 
 def _job_texts() -> dict[tuple[str, str], str]:
     """The text of every script a test may run (test modules are not scripts), by its folder's name and its own."""
-    return {(path.parent.name, path.name): path.read_text()
-            for folder in JOB_FOLDERS for path in (REPO / folder).rglob("*.py") if not path.name.startswith("test_")}
+    return {
+        (path.parent.name, path.name): path.read_text()
+        for folder in JOB_FOLDERS
+        for path in (REPO / folder).rglob("*.py")
+        if not path.name.startswith("test_")
+    }
 
 
 def _is_fixture(node: ast.FunctionDef) -> bool:
@@ -60,8 +64,11 @@ def _shared_files(path) -> list:
     """The conftest.py files above `path` and the test modules it imports from (their fixtures
     reach its tests by name)."""
     conftests = [folder / "conftest.py" for folder in path.parents if folder.is_relative_to(TESTS)]
-    imported = [REPO / (node.module.replace(".", "/") + ".py") for node in _parsed(path)[1].body
-                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests.")]
+    imported = [
+        REPO / (node.module.replace(".", "/") + ".py")
+        for node in _parsed(path)[1].body
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests.")
+    ]
     return [f for f in conftests + imported if f.is_file()]
 
 
@@ -79,8 +86,11 @@ def uses(path, jobs: dict[tuple[str, str], str]) -> set[str]:
     """The markers a test file's tests need: from its text, the scripts it runs and the shared fixtures."""
     text = _parsed(path)[0]
     scripts = [jobs[place] for place in JOB_FILE.findall(text) if place in jobs]
-    return {marker for marker, pattern in USES.items()
-            if any(pattern.search(t) for t in [text, *scripts]) or _uses_through_fixtures(marker, path)}
+    return {
+        marker
+        for marker, pattern in USES.items()
+        if any(pattern.search(t) for t in [text, *scripts]) or _uses_through_fixtures(marker, path)
+    }
 
 
 def _test_files():
@@ -93,21 +103,32 @@ def _relative(path) -> str:
 
 def test_every_file_that_needs_spark_a_browser_or_torch_is_marked_as_a_whole():
     jobs = _job_texts()
-    missing = [f"{_relative(path)}: {marker}" for path in _test_files() for marker in sorted(uses(path, jobs))
-               if marker not in marks_for(_relative(path), "")]  # "": marks of the whole file
+    missing = [
+        f"{_relative(path)}: {marker}"
+        for path in _test_files()
+        for marker in sorted(uses(path, jobs))
+        if marker not in marks_for(_relative(path), "")
+    ]  # "": marks of the whole file
     assert not missing, f"add these to MARKS in tests/conftest.py: {missing}"
 
 
 def _marked_anywhere_in(path) -> set[str]:
     """The markers of the file, of a folder above it or of any one of its tests."""
     file = _relative(path)
-    return {marker for place, markers in MARKS.items() for marker in markers
-            if place.partition("::")[0] == file or file.startswith(place + "/")}
+    return {
+        marker
+        for place, markers in MARKS.items()
+        for marker in markers
+        if place.partition("::")[0] == file or file.startswith(place + "/")
+    }
 
 
 def test_a_file_that_switches_uids_or_mounts_marks_its_tests_that_need_root():
-    unmarked = [_relative(path) for path in _test_files()
-                if NEEDS_ROOT.search(_parsed(path)[0]) and "root" not in _marked_anywhere_in(path)]
+    unmarked = [
+        _relative(path)
+        for path in _test_files()
+        if NEEDS_ROOT.search(_parsed(path)[0]) and "root" not in _marked_anywhere_in(path)
+    ]
     assert not unmarked, f"mark the tests that need root in MARKS (tests/conftest.py): {unmarked}"
 
 
@@ -155,6 +176,10 @@ def test_the_collection_hook_marks_each_test_by_its_place():
         return SimpleNamespace(path=REPO / path, originalname=name, add_marker=got.append)
 
     got = []
-    pytest_collection_modifyitems([item("tests/spark/test_spark_sandbox.py", "test_refused_queries"),
-                                   item("tests/spark/test_spark_transpile.py", "test_exact_percentiles_stay_exact")])
+    pytest_collection_modifyitems(
+        [
+            item("tests/spark/test_spark_sandbox.py", "test_refused_queries"),
+            item("tests/spark/test_spark_transpile.py", "test_exact_percentiles_stay_exact"),
+        ]
+    )
     assert got == ["slow", "spark"]

@@ -9,10 +9,10 @@ import math
 import re
 from pathlib import Path
 
+from tests.conftest import REPO
 from trnprof import breakdown, hardware
 from trnprof.stdlib import load_views
 from trnprof.units import GB, GIB, KIB, MIB
-from tests.conftest import REPO
 
 SOURCE_DIRS = [REPO / "trnprof", REPO / "collectors", REPO / "rules"]
 UNIT_NAMES = {"GIB": GIB, "MIB": MIB, "KIB": KIB, "GB": GB}
@@ -24,12 +24,24 @@ def _sources(*suffixes: str) -> list[Path]:
 
 def _peaks() -> set[float]:
     """Every published figure of the table: per chip as stated, per core as the table says."""
-    values = {*hardware.CHIP_TENSOR_FLOPS.values(), hardware.CORE_VECTOR_FLOPS, hardware.CORE_SCALAR_FLOPS,
-              hardware.CHIP_HBM_BYTES, hardware.CHIP_HBM_BYTES_PER_S, hardware.CHIP_DMA_BYTES_PER_S,
-              *hardware.OLDER_CHIP_TENSOR_FLOPS.values()}
+    values = {
+        *hardware.CHIP_TENSOR_FLOPS.values(),
+        hardware.CORE_VECTOR_FLOPS,
+        hardware.CORE_SCALAR_FLOPS,
+        hardware.CHIP_HBM_BYTES,
+        hardware.CHIP_HBM_BYTES_PER_S,
+        hardware.CHIP_DMA_BYTES_PER_S,
+        *hardware.OLDER_CHIP_TENSOR_FLOPS.values(),
+    }
     for chip in hardware.CHIPS.values():
-        values |= {*chip.tensor_flops.values(), chip.vector_flops, chip.scalar_flops, chip.hbm_bytes,
-                   chip.hbm_bytes_per_s, chip.dma_bytes_per_s}
+        values |= {
+            *chip.tensor_flops.values(),
+            chip.vector_flops,
+            chip.scalar_flops,
+            chip.hbm_bytes,
+            chip.hbm_bytes_per_s,
+            chip.dma_bytes_per_s,
+        }
     for instance in hardware.INSTANCE_TYPES.values():
         values |= {instance.neuronlink_bytes_per_s, instance.network_bytes_per_s, instance.ultraserver_link_bytes_per_s}
         values |= {v for k, v in hardware.row(instance).items() if k.endswith(("_flops", "_per_s", "_per_core"))}

@@ -9,8 +9,11 @@ from tests.conftest import REPO
 
 def test_wheel_installs_into_fresh_venv_and_runs_from_elsewhere(tmp_path):
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(REPO)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(REPO)],
+        check=True,
+        capture_output=True,
+    )
     wheel = next(wheels.glob("trnprof-*.whl"))
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
@@ -23,9 +26,17 @@ def test_wheel_installs_into_fresh_venv_and_runs_from_elsewhere(tmp_path):
     assert help_out.returncode == 0 and "info" in help_out.stdout
     demo = subprocess.run([str(trnprof), "demo"], cwd=elsewhere, capture_output=True, text=True)
     assert demo.returncode == 0, demo.stderr
-    site = subprocess.run([str(python), "-c", "import trnprof, sysconfig; print(trnprof.__file__); "
-                           "print(sysconfig.get_paths()['purelib'])"], cwd=elsewhere, capture_output=True,
-                          text=True, check=True).stdout.split()
+    site = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import trnprof, sysconfig; print(trnprof.__file__); print(sysconfig.get_paths()['purelib'])",
+        ],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert site[0].startswith(str(env_dir)), "trnprof was imported from the checkout, not the install"
     purelib = __import__("pathlib").Path(site[1])
     assert not (purelib / "collectors").exists() and not (purelib / "rules").exists()

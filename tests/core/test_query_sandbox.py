@@ -17,12 +17,15 @@ from trnprof.derived import FOLDER
 from trnprof.session import tables_read
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT count(*) AS n FROM critical_path c",
-    "select count(*) as n from CRITICAL_PATH AS cp",
-    "SELECT count(*) AS n FROM critical_path_steps s JOIN critical_path USING (step)",
-    "WITH x AS (SELECT 1 AS one) SELECT count(*) AS n FROM x, (SELECT * FROM main.Critical_Path) p",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT count(*) AS n FROM critical_path c",
+        "select count(*) as n from CRITICAL_PATH AS cp",
+        "SELECT count(*) AS n FROM critical_path_steps s JOIN critical_path USING (step)",
+        "WITH x AS (SELECT 1 AS one) SELECT count(*) AS n FROM x, (SELECT * FROM main.Critical_Path) p",
+    ],
+)
 def test_a_lazily_computed_table_is_found_however_the_query_names_it(sample_run, cli, sql):
     result = cli("query", sample_run, sql, "--format", "csv")
     assert result.exit_code == 0, result.output
@@ -42,27 +45,33 @@ def run(tmp_path):
 
 
 def _snapshot(folder: Path) -> dict:
-    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
-            and FOLDER not in p.relative_to(folder).parts}
+    return {
+        p.relative_to(folder): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and FOLDER not in p.relative_to(folder).parts
+    }
 
 
 SECRET = "/etc/hostname"
 
 
-@pytest.mark.parametrize("sql", [
-    f"SELECT * FROM read_text('{SECRET}')",
-    f"SELECT * FROM read_csv('{SECRET}')",
-    "SELECT * FROM glob('/etc/*')",
-    "COPY (SELECT 1 AS x) TO '{target}'",
-    "COPY events TO '{run}/events/rank=0/part-0.parquet' (FORMAT parquet)",
-    "ATTACH '{target}' AS other",
-    "INSTALL httpfs",
-    "LOAD httpfs",
-    "SET enable_external_access = true",
-    "PRAGMA memory_limit = '1TB'",
-    "EXPORT DATABASE '{target}'",
-    "SELECT 1; COPY (SELECT 1 AS x) TO '{target}'",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        f"SELECT * FROM read_text('{SECRET}')",
+        f"SELECT * FROM read_csv('{SECRET}')",
+        "SELECT * FROM glob('/etc/*')",
+        "COPY (SELECT 1 AS x) TO '{target}'",
+        "COPY events TO '{run}/events/rank=0/part-0.parquet' (FORMAT parquet)",
+        "ATTACH '{target}' AS other",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        "SET enable_external_access = true",
+        "PRAGMA memory_limit = '1TB'",
+        "EXPORT DATABASE '{target}'",
+        "SELECT 1; COPY (SELECT 1 AS x) TO '{target}'",
+    ],
+)
 def test_query_refuses_files_settings_and_extensions(run, cli, tmp_path, sql):
     before = _snapshot(run)
     target = tmp_path / "written"
@@ -74,9 +83,14 @@ def test_query_refuses_files_settings_and_extensions(run, cli, tmp_path, sql):
 
 
 def test_the_sandbox_reads_the_run_and_its_views(run, cli):
-    result = cli("query", run, "SELECT (SELECT count(*) FROM events) AS e, (SELECT count(*) FROM collectives) AS c, "
-                               "(SELECT count(*) FROM critical_path) AS p, (SELECT count(*) FROM run_job) AS j",
-                 "--format", "json")
+    result = cli(
+        "query",
+        run,
+        "SELECT (SELECT count(*) FROM events) AS e, (SELECT count(*) FROM collectives) AS c, "
+        "(SELECT count(*) FROM critical_path) AS p, (SELECT count(*) FROM run_job) AS j",
+        "--format",
+        "json",
+    )
     assert result.exit_code == 0, result.output
     counts = json.loads(result.stdout)[0]
     assert counts["e"] > 0 and counts["c"] > 0 and counts["p"] > 0 and counts["j"] == 1

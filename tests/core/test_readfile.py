@@ -13,8 +13,9 @@ def test_a_file_is_read_whole(tmp_path):
     assert read_bytes(str(path), "config") == "name: é\n".encode()
 
 
-@pytest.mark.parametrize("make, reason", [(lambda p: None, "No such file or directory"),
-                                          (lambda p: p.mkdir(), "Is a directory")])
+@pytest.mark.parametrize(
+    "make, reason", [(lambda p: None, "No such file or directory"), (lambda p: p.mkdir(), "Is a directory")]
+)
 def test_an_unreadable_file_is_one_line_naming_it(tmp_path, make, reason):
     path = tmp_path / "findings.json"
     make(path)

@@ -22,10 +22,12 @@ def _text_files():
 
 
 def test_nothing_refers_to_files_outside_the_repository():
-    found = [f"{path.relative_to(REPO)}:{n}: {line.strip()}"
-             for path in _text_files()
-             for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
-             if OUTSIDE.search(line)]
+    found = [
+        f"{path.relative_to(REPO)}:{n}: {line.strip()}"
+        for path in _text_files()
+        for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+        if OUTSIDE.search(line)
+    ]
     assert found == []
 
 

@@ -28,12 +28,15 @@ def test_yaml_error_is_one_line_with_where():
     assert text.startswith("line ") and "not valid YAML" in text and "\n" not in text
 
 
-@pytest.mark.parametrize("data, path, problem", [
-    ({"items": [{"value": 1.0}, {"value": "x"}]}, "items[1].value", "Expected `float`, got `str`"),
-    ({"items": [{"value": 1.0, "extra": 2}]}, "items[0]", "Object contains unknown field `extra`"),
-    ({"items": [{}]}, "items[0]", "Object missing required field `value`"),
-    ([], "", "Expected `object`, got `array`"),
-])
+@pytest.mark.parametrize(
+    "data, path, problem",
+    [
+        ({"items": [{"value": 1.0}, {"value": "x"}]}, "items[1].value", "Expected `float`, got `str`"),
+        ({"items": [{"value": 1.0, "extra": 2}]}, "items[0]", "Object contains unknown field `extra`"),
+        ({"items": [{}]}, "items[0]", "Object missing required field `value`"),
+        ([], "", "Expected `object`, got `array`"),
+    ],
+)
 def test_explain_names_the_field_and_the_problem(data, path, problem):
     with pytest.raises(msgspec.ValidationError) as error:
         msgspec.convert(data, Outer)
@@ -47,8 +50,9 @@ from trnprof.errors import TrnprofError  # noqa: E402
 from trnprof.validation import MEMORY_BYTES, SCALE_FACTOR, THREADS, TIMEOUT_S  # noqa: E402
 
 
-@pytest.mark.parametrize("value", ["nan", "inf", "-inf", float("nan"), float("inf"), 0, -5, "1e308", 86_401,
-                                   "abc", "", True, None, 10**400])
+@pytest.mark.parametrize(
+    "value", ["nan", "inf", "-inf", float("nan"), float("inf"), 0, -5, "1e308", 86_401, "abc", "", True, None, 10**400]
+)
 def test_a_timeout_out_of_range_is_one_error_line(value):
     with pytest.raises(TrnprofError) as error:
         TIMEOUT_S.check(value, "--timeout")

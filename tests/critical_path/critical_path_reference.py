@@ -11,8 +11,12 @@ from trnprof.critical_path.graph import Graph
 from trnprof.critical_path.replay import Solution, _steps
 
 
-def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndarray | None = None,
-          step_gap_scale: np.ndarray | None = None) -> Solution:
+def solve(
+    graph: Graph,
+    work_scale: np.ndarray | None = None,
+    gap_scale: np.ndarray | None = None,
+    step_gap_scale: np.ndarray | None = None,
+) -> Solution:
     n = len(graph.nodes)
     ones = np.ones(n)
     work = (graph.work * (ones if work_scale is None else work_scale)).tolist()
@@ -29,7 +33,7 @@ def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndar
     start_by, end_by = [-1] * n, [-1] * n
     via_launch = [False] * n
 
-    arrival = {}       # instance id -> (last arrival, node): once every member has started
+    arrival = {}  # instance id -> (last arrival, node): once every member has started
 
     def last_arrival(p):
         inst = join[p]
@@ -40,7 +44,7 @@ def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndar
         best, who, complete = -np.inf, -1, True
         for m in members[inst]:
             arrived = start[m]
-            if arrived is None:     # clocks disagree on the order: assume it kept its offset
+            if arrived is None:  # clocks disagree on the order: assume it kept its offset
                 arrived, complete = s0[m] + shift, False
             if arrived > best:
                 best, who = arrived, m
@@ -54,7 +58,7 @@ def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndar
             if join[p] >= 0:
                 best, who = last_arrival(p)
                 joined = best + tail[p]
-            elif from_start[p]:      # a send held until its receive was posted
+            elif from_start[p]:  # a send held until its receive was posted
                 who = sync_on[p]
                 posted = start[who] if start[who] is not None else s0[who] + start[p] - s0[p]
                 joined = posted + tail[p]
@@ -104,7 +108,7 @@ def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndar
     tail_gap = (rows["tail_gap"].to_numpy(float) * (1.0 if step_gap_scale is None else step_gap_scale)).tolist()
     row_of = {(r, s): k for k, (r, s) in enumerate(zip(rows["rank"].tolist(), rows["step"].tolist()))}
     row_start = rows["ts"].to_numpy(float).tolist()
-    shift = {}        # rank -> replayed minus measured end of its previous step
+    shift = {}  # rank -> replayed minus measured end of its previous step
     order = graph.order.tolist()
     for step in sorted(set(rows["step"].tolist())):
         for k in [k for k, s in enumerate(rows["step"].tolist()) if s == step]:
@@ -126,5 +130,11 @@ def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndar
     for j in range(n):
         if end[j] is None:
             end_of(j)
-    return Solution(np.array(start, float), np.array(end, float), np.array(start_by), np.array(end_by),
-                    np.array(via_launch), _steps(graph, np.array(end, float), step_gap_scale, np.array(row_start)))
+    return Solution(
+        np.array(start, float),
+        np.array(end, float),
+        np.array(start_by),
+        np.array(end_by),
+        np.array(via_launch),
+        _steps(graph, np.array(end, float), step_gap_scale, np.array(row_start)),
+    )

@@ -19,7 +19,7 @@ from pathlib import Path
 
 PHASES = ("balanced", "slow", "no_sync")
 SLOW_RANK, WORLD = 1, 2
-WAIT, WARMUP, ACTIVE = 1, 2, 36   # 12 steps of each variant
+WAIT, WARMUP, ACTIVE = 1, 2, 36  # 12 steps of each variant
 EXTRA_MATMULS = 20
 
 
@@ -35,8 +35,11 @@ def _profile(rank: int, out: Path, model, optimizer) -> None:
     a, b = torch.randn(384, 384), torch.randn(384, 384)
     path = out / f"rank{rank}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE),
-                 on_trace_ready=lambda prof: prof.export_chrome_trace(str(path))) as prof:
+    with profile(
+        activities=[ProfilerActivity.CPU],
+        schedule=schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE),
+        on_trace_ready=lambda prof: prof.export_chrome_trace(str(path)),
+    ) as prof:
         for step in range(WAIT + WARMUP + ACTIVE):
             phase = phase_of(step)
             if phase == "slow" and rank == SLOW_RANK:

@@ -7,24 +7,22 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.conftest import DATA, KINETO, write_inline_run
 from trnprof.api import open_run
 from trnprof.collectors.ingest import ingest
 from trnprof.collectors.trn1 import simulate
-from trnprof.model import config as trn1_config
-from trnprof.report.sections import critical_path as critical_path_section
 from trnprof.critical_path import compute
 from trnprof.critical_path import events as event_reads
 from trnprof.critical_path.compute import analyse
+from trnprof.model import config as trn1_config
+from trnprof.report.sections import critical_path as critical_path_section
 from trnprof.whatif.replay import Priced
-
-from tests.conftest import DATA, KINETO, write_inline_run
 
 MS = 1_000_000
 
 
 def _ev(rank, ts, dur, kind, name, lane, **extra):
-    return {"rank": rank, "ts": ts * MS, "dur": dur * MS, "kind": kind, "name": name, "lane": lane, "step": 0,
-            **extra}
+    return {"rank": rank, "ts": ts * MS, "dur": dur * MS, "kind": kind, "name": name, "lane": lane, "step": 0, **extra}
 
 
 @pytest.fixture(scope="module")
@@ -34,10 +32,12 @@ def two_ranks(tmp_path_factory):
     coll = {"coll_group": "dp", "coll_seq": 1, "coll_op": "all_reduce"}
     events = []
     for rank, first in ((0, 10), (1, 40)):
-        events += [_ev(rank, 0, 62 - 2 * rank, "step", "step", "host/main"),
-                   _ev(rank, 0, first, "compute", f"fwd{rank}", "nc/tensor"),
-                   _ev(rank, first, 45 - first, "collective", "grads.all_reduce", "nc/cc", **coll),
-                   _ev(rank, 45, 10, "compute", "opt", "nc/tensor")]
+        events += [
+            _ev(rank, 0, 62 - 2 * rank, "step", "step", "host/main"),
+            _ev(rank, 0, first, "compute", f"fwd{rank}", "nc/tensor"),
+            _ev(rank, first, 45 - first, "collective", "grads.all_reduce", "nc/cc", **coll),
+            _ev(rank, 45, 10, "compute", "opt", "nc/tensor"),
+        ]
     return write_inline_run(tmp_path_factory.mktemp("cp") / "two", events)
 
 
@@ -47,17 +47,22 @@ def test_path_follows_the_late_rank_and_sums_to_the_step(two_ranks):
         summary = run.sql("SELECT * FROM critical_path_steps").iloc[0]
     # rank 0 ends the step; its all-reduce ended when rank 1 arrived (40 ms) plus the 5 ms transfer
     assert list(path.itertuples(index=False)) == [
-        (1, "compute", "fwd1", 40 * MS), (0, "communication", "grads.all_reduce", 5 * MS),
-        (0, "compute", "opt", 10 * MS), (0, "host", "(untraced)", 7 * MS)]
+        (1, "compute", "fwd1", 40 * MS),
+        (0, "communication", "grads.all_reduce", 5 * MS),
+        (0, "compute", "opt", 10 * MS),
+        (0, "host", "(untraced)", 7 * MS),
+    ]
     assert summary["dur"] == 62 * MS == path["dur"].sum()
-    assert summary["late_rank_wait"] == 30 * MS   # rank 0 arrived at 10 ms, rank 1 at 40 ms
+    assert summary["late_rank_wait"] == 30 * MS  # rank 0 arrived at 10 ms, rank 1 at 40 ms
     assert summary["bound_by"] == "compute" and summary["ranks_on_path"] == 2
 
 
 def test_replay_recomputes_the_step_along_the_graph(two_ranks):
     with open_run(two_ranks) as run:
+
         def step(*scales):
             return float(analyse(run, scales).replayed["dur"].iloc[0]) / MS
+
         assert step() == 62
         # no transfer: rank 0's all-reduce ends at rank 1's arrival (40), then opt 10 and 7 ms
         assert step("collective=0") == pytest.approx(57)
@@ -84,8 +89,10 @@ def _check_exact(run):
     return error
 
 
-REAL = sorted(p for p in KINETO.iterdir() if p.is_dir() and p.name != "critical_path") + \
-    [DATA / "kineto_ddp" / "base", DATA / "kineto_ddp" / "slow"]
+REAL = sorted(p for p in KINETO.iterdir() if p.is_dir() and p.name != "critical_path") + [
+    DATA / "kineto_ddp" / "base",
+    DATA / "kineto_ddp" / "slow",
+]
 
 
 @pytest.mark.parametrize("trace", REAL, ids=[f"{p.parent.name}/{p.name}" for p in REAL])
@@ -131,14 +138,17 @@ def test_fault_removed_by_replay_agrees_with_the_job_simulated_without_it(tmp_pa
         with open_run(simulate(_tiny(faults), tmp_path / name)) as run:
             priced = Priced(run)
             predicted, _ = priced.predict(scales)
-            assert priced.measured_s > expected * 1.0 or name == "recompile"   # the fault costs time
+            assert priced.measured_s > expected * 1.0 or name == "recompile"  # the fault costs time
         errors[name] = abs(predicted / expected - 1)
     assert np.median(list(errors.values())) <= 0.05, errors
     assert max(errors.values()) <= 0.05, errors
 
 
-@pytest.mark.parametrize("scales", [[], ["rank:1=peers"], ["collective=0"], ["compute=0.5", "gap=0.3"]],
-                         ids=["unchanged", "peers", "no-collectives", "compute-and-gaps"])
+@pytest.mark.parametrize(
+    "scales",
+    [[], ["rank:1=peers"], ["collective=0"], ["compute=0.5", "gap=0.3"]],
+    ids=["unchanged", "peers", "no-collectives", "compute-and-gaps"],
+)
 def test_wavefront_solver_agrees_with_the_one_node_at_a_time_reference(tmp_path, scales):
     from trnprof.critical_path import replay, scale
     from trnprof.critical_path.compute import Replayer
@@ -159,8 +169,12 @@ def test_collective_whose_ranks_disagree_on_the_order_is_left_unjoined(tmp_path)
     """Rank 0's copy of a collective ends before rank 1's starts: the ranks' clocks are offset,
     so no last arrival can be trusted; each keeps its measured length."""
     coll = {"coll_group": "dp", "coll_seq": 7, "coll_op": "all_reduce"}
-    events = [_ev(0, 0, 20, "step", "step", "host/main"), _ev(0, 0, 5, "collective", "ar", "nc/cc", **coll),
-              _ev(1, 0, 20, "step", "step", "host/main"), _ev(1, 10, 5, "collective", "ar", "nc/cc", **coll)]
+    events = [
+        _ev(0, 0, 20, "step", "step", "host/main"),
+        _ev(0, 0, 5, "collective", "ar", "nc/cc", **coll),
+        _ev(1, 0, 20, "step", "step", "host/main"),
+        _ev(1, 10, 5, "collective", "ar", "nc/cc", **coll),
+    ]
     with open_run(write_inline_run(tmp_path / "skew", events)) as run:
         _check_exact(run)
         # without them: rank 0 is its 15 ms tail; rank 1 its 10 ms lead gap and 5 ms tail

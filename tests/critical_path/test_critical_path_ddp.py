@@ -10,20 +10,24 @@ import sys
 import numpy as np
 import pytest
 
+from tests.conftest import REPO
 from trnprof.api import open_run
 from trnprof.collectors.ingest import ingest
 from trnprof.critical_path.compute import analyse
 
-from tests.conftest import REPO
 from .ddp_job import SLOW_RANK, phase_of
-
 
 
 @pytest.fixture(scope="module")
 def job(tmp_path_factory):
     root = tmp_path_factory.mktemp("ddp_job")
-    subprocess.run([sys.executable, "-m", "tests.critical_path.ddp_job", str(root / "traces")], cwd=REPO, check=True,
-                   capture_output=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "tests.critical_path.ddp_job", str(root / "traces")],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     ingest([root / "traces"], root / "run", rank=None)
     with open_run(root / "run") as run:
         steps = run.sql("SELECT rank, step, ts, end_ts FROM steps")
@@ -48,11 +52,13 @@ def test_straggler_brought_to_its_peers_pace_recovers_its_cost(job):
     run, steps, measured = job
     slow, balanced = _of(steps, "slow"), _of(steps, "balanced")
     slow_ms, expected = _median(measured, slow), _median(measured, balanced)
-    assert slow_ms > 1.5 * expected   # the extra work shows
+    assert slow_ms > 1.5 * expected  # the extra work shows
     predicted = float(analyse(run, [f"rank:{SLOW_RANK}=peers"], steps=slow).replayed["dur"].median())
     recovered = (slow_ms - predicted) / (slow_ms - expected)
-    print(f"straggler: replayed {predicted / 1e6:.2f} ms, balanced steps {expected / 1e6:.2f} ms "
-          f"({predicted / expected - 1:+.1%}), straggler steps {slow_ms / 1e6:.2f} ms: {recovered:.0%} of the cost")
+    print(
+        f"straggler: replayed {predicted / 1e6:.2f} ms, balanced steps {expected / 1e6:.2f} ms "
+        f"({predicted / expected - 1:+.1%}), straggler steps {slow_ms / 1e6:.2f} ms: {recovered:.0%} of the cost"
+    )
     assert 0.75 <= recovered <= 1.25
 
 
@@ -62,8 +68,10 @@ def test_no_gradient_communication_replayed_against_no_sync_steps(job):
     result = analyse(run, ["collective=0"], steps=balanced)
     predicted = float(result.replayed["dur"].median())
     no_sync = _median(measured, _of(steps, "no_sync"))
-    print(f"no gradient communication: replayed {predicted / 1e6:.2f} ms, no_sync steps {no_sync / 1e6:.2f} ms "
-          f"({predicted / no_sync - 1:+.1%})")
+    print(
+        f"no gradient communication: replayed {predicted / 1e6:.2f} ms, no_sync steps {no_sync / 1e6:.2f} ms "
+        f"({predicted / no_sync - 1:+.1%})"
+    )
     # removing work never lengthens a step along the graph; how far it lands from the no_sync
     # steps is reported, not tuned (docs/critical-path.md: gloo threads share the cores)
     assert (result.replayed["dur"].to_numpy() <= result.measured["dur"].to_numpy() + 1).all()

@@ -13,6 +13,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from tests.conftest import KINETO
 from trnprof.api import open_run
 from trnprof.collectors.ingest import ingest
 from trnprof.critical_path.events import DERIVED
@@ -20,8 +21,6 @@ from trnprof.critical_path.graph import build as build_graph
 from trnprof.critical_path.nodes import WORK_KINDS, flatten
 from trnprof.critical_path.path import critical_path
 from trnprof.critical_path.replay import solve
-
-from tests.conftest import KINETO
 
 CASE = KINETO / "critical_path" / "end_to_end" / "simple_add"
 WINDOW = "[param|cuda]"
@@ -58,8 +57,14 @@ def _hta_path():
     entries = json.load(gzip.open(CASE / "output" / "overlaid_critical_path_trace.json.gz"))["traceEvents"]
     start = next(e["ts"] for e in entries if e.get("name") == WINDOW)
     crit = [e for e in entries if e.get("ph") == "X" and (e.get("args") or {}).get("critical")]
-    spans = {side: [(round((e["ts"] - start) * 1000), round((e["ts"] + e["dur"] - start) * 1000))
-                    for e in crit if (e["cat"] in DEVICE) == (side == "device")] for side in ("host", "device")}
+    spans = {
+        side: [
+            (round((e["ts"] - start) * 1000), round((e["ts"] + e["dur"] - start) * 1000))
+            for e in crit
+            if (e["cat"] in DEVICE) == (side == "device")
+        ]
+        for side in ("host", "device")
+    }
     return {side: _union(v) for side, v in spans.items()}
 
 
@@ -72,17 +77,20 @@ def ours(tmp_path_factory):
         window = run.sql(f"SELECT ts, ts + dur AS end_ts FROM events WHERE name = '{WINDOW}'").iloc[0]
         start, end = int(window["ts"]), int(window["end_ts"])
         kinds = ", ".join(f"'{k}'" for k in WORK_KINDS)
-        events = run.sql(f"SELECT rank, 0 AS step, lane, kind, name, ts, dur, coll_group, coll_seq, bytes, "
-                         f"{DERIVED} FROM events WHERE kind IN ({kinds}) AND ts >= {start} AND ts + dur <= {end}")
+        events = run.sql(
+            f"SELECT rank, 0 AS step, lane, kind, name, ts, dur, coll_group, coll_seq, bytes, "
+            f"{DERIVED} FROM events WHERE kind IN ({kinds}) AND ts >= {start} AND ts + dur <= {end}"
+        )
     steps = pd.DataFrame({"rank": [0], "step": [0], "ts": [start], "end_ts": [end]})
     graph = build_graph(flatten(events), steps)
-    assert events["corr"].notna().sum() > 0   # the kernels' launches are known by correlation id
+    assert events["corr"].notna().sum() > 0  # the kernels' launches are known by correlation id
     segments, _ = critical_path(graph, solve(graph))
     device_names = set(events.loc[events["lane"].str.startswith("gpu"), "name"])
     on_device = segments["name"].isin(device_names) & (segments["category"] != "sync")
-    spans = {side: _union([(a - start, a - start + d) for a, d in
-                           zip(segments["ts"][mask], segments["dur"][mask])])
-             for side, mask in (("host", ~on_device), ("device", on_device))}
+    spans = {
+        side: _union([(a - start, a - start + d) for a, d in zip(segments["ts"][mask], segments["dur"][mask])])
+        for side, mask in (("host", ~on_device), ("device", on_device))
+    }
     return spans, segments, end - start
 
 
@@ -111,8 +119,10 @@ def test_correlation_ids_join_the_pairs_the_traces_flow_arrows_join(tmp_path):
     run_dir = tmp_path / "run"
     ingest([CASE / "input" / "trace.json.gz"], run_dir, rank=None)
     with open_run(run_dir) as run:
+
         def ids(where):
             return run.sql(f"SELECT corr, ts FROM (SELECT {DERIVED}, ts, lane, kind FROM events) WHERE {where}")
+
         ops = ids("corr IS NOT NULL AND lane LIKE 'gpu%' AND kind IN ('compute', 'transfer', 'memory')")
         calls = ids("corr IS NOT NULL AND lane LIKE 'host%'")
     flows = pq.read_table(run_dir / "ingest" / "flows.parquet").to_pandas()
@@ -120,6 +130,6 @@ def test_correlation_ids_join_the_pairs_the_traces_flow_arrows_join(tmp_path):
     starts = flows[flows["ph"] == "s"].set_index("id")["ts"]
     ends = flows[flows["ph"] == "f"].set_index("id")["ts"]
     pairs = ops.merge(calls, on="corr", suffixes=("_op", "_call"))
-    assert len(pairs) == len(ops) > 50   # every device op's launch call is in the trace
+    assert len(pairs) == len(ops) > 50  # every device op's launch call is in the trace
     assert (pairs["corr"].map(starts) == pairs["ts_call"]).all()
     assert (pairs["corr"].map(ends) == pairs["ts_op"]).all()

@@ -57,8 +57,11 @@ def _raw(run):
     """kernel1, kernel2 and kernel2's launch call (by correlation id), from the events."""
     rows = run.sql("SELECT name, lane, ts, dur, args FROM events WHERE kind IN ('compute', 'host') ORDER BY ts")
     by_name = {r["name"]: r for r in rows.to_dict("records") if r["name"] != "cudaLaunchKernel"}
-    launch2 = next(r for r in rows.to_dict("records")
-                   if r["name"] == "cudaLaunchKernel" and json.loads(r["args"])["args"]["correlation"] == 2)
+    launch2 = next(
+        r
+        for r in rows.to_dict("records")
+        if r["name"] == "cudaLaunchKernel" and json.loads(r["args"])["args"]["correlation"] == 2
+    )
     return by_name["kernel1"], by_name["kernel2"], launch2
 
 
@@ -67,20 +70,20 @@ def test_path_blames_the_busy_stream_or_the_late_launch(case):
     with open_run(run_dir) as run:
         k1, k2, launch = _raw(run)
         path = run.sql("SELECT rank, category, name, ts, dur FROM critical_path ORDER BY seq")
-    before = path.iloc[path.index[path["name"] == "kernel2"][0] - 1]   # what kernel2 waited for
+    before = path.iloc[path.index[path["name"] == "kernel2"][0] - 1]  # what kernel2 waited for
     stream_free, launched = k1["ts"] + k1["dur"], launch["ts"] + launch["dur"]
-    if stream_free > launched:   # busy stream: kernel2 waited for kernel1, launched long before
+    if stream_free > launched:  # busy stream: kernel2 waited for kernel1, launched long before
         assert name == "busy_stream"
         assert before["name"] == "(gap)" and path.iloc[before.name - 1]["name"] == "kernel1"
         assert (path["name"] == "kernel1").any() and not (path["name"] == "aten::add").any()
         assert path.loc[path["name"] == "kernel1", "dur"].sum() == k1["dur"]
-    else:                        # late launch: the stream was idle; kernel2 waited for aten::add
+    else:  # late launch: the stream was idle; kernel2 waited for aten::add
         assert name == "late_launch"
         assert before["name"] == "(gap)" and path.iloc[before.name - 1]["name"] == "aten::add"
         add = path[path["name"] == "aten::add"].iloc[0]
-        assert add["ts"] + add["dur"] == launched     # aten::add up to the launch call's end
+        assert add["ts"] + add["dur"] == launched  # aten::add up to the launch call's end
         assert not (path["name"] == "kernel1").any()
-    assert not path["name"].isin(["pin_memory_loop", "aten::copy_"]).any()   # never the other thread
+    assert not path["name"].isin(["pin_memory_loop", "aten::copy_"]).any()  # never the other thread
     assert path["dur"].sum() == 1000 * US
 
 
@@ -96,7 +99,7 @@ def test_replay_moves_the_kernel_with_what_held_it(case):
         sync = run.sql("SELECT ts, ts + dur AS end_ts FROM events WHERE name = 'cudaDeviceSynchronize'").iloc[0]
         pinning = run.sql("SELECT ts + dur AS end_ts FROM events WHERE name = 'pin_memory_loop'")["end_ts"][0]
         step = run.sql("SELECT ts, end_ts FROM steps").iloc[0]
-        lag = k2["ts"] - max(k1["ts"] + k1["dur"], launch["ts"] + launch["dur"])   # 2 us
+        lag = k2["ts"] - max(k1["ts"] + k1["dur"], launch["ts"] + launch["dur"])  # 2 us
         sync_tail = sync["end_ts"] - (k2["ts"] + k2["dur"])
         end_gap = step["end_ts"] - max(sync["end_ts"], pinning)
 
@@ -107,9 +110,10 @@ def test_replay_moves_the_kernel_with_what_held_it(case):
 
         half_k1 = k1["ts"] + k1["dur"] / 2
         launched = launch["ts"] + launch["dur"]
-        half_launch = add["ts"] + (launched - add["ts"]) / 2   # the call sits as far into the op
+        half_launch = add["ts"] + (launched - add["ts"]) / 2  # the call sits as far into the op
         for scale, stream_free, launch_end, add_scale in (
-                ("name:kernel1=0.5", half_k1, launched, 1),
-                ("name:aten::add=0.5", k1["ts"] + k1["dur"], half_launch, 0.5)):
+            ("name:kernel1=0.5", half_k1, launched, 1),
+            ("name:aten::add=0.5", k1["ts"] + k1["dur"], half_launch, 0.5),
+        ):
             got = float(analyse(run, [scale]).replayed["dur"].iloc[0])
             assert got == pytest.approx(step_after(stream_free, launch_end, add_scale), abs=1), (name, scale)

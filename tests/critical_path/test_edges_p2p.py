@@ -8,29 +8,33 @@ from __future__ import annotations
 
 import pytest
 
-from trnprof.api import analyze as analyze_run, open_run
+from tests.conftest import write_inline_run
+from tests.critical_path import critical_path_reference as reference
+from trnprof.api import analyze as analyze_run
+from trnprof.api import open_run
 from trnprof.collectors.trn1 import simulate
 from trnprof.critical_path import replay, scale
 from trnprof.critical_path.compute import Replayer, analyse
-from trnprof.whatif.replay import Priced
 from trnprof.model import config as trn1_config
+from trnprof.whatif.replay import Priced
 
-from tests.conftest import write_inline_run
-from tests.critical_path import critical_path_reference as reference
-
-SLOW_RANK = 2   # pp_rank 1 (the last stage), dp_rank 0
+SLOW_RANK = 2  # pp_rank 1 (the last stage), dp_rank 0
 
 
 def _job(faults: str):
-    return trn1_config.load_config(preset="tiny", overrides=[
-        f"faults={faults}", "run.steps=6", "parallel.pp=2", "cluster.nodes=2", "batch.micro=8"])
+    return trn1_config.load_config(
+        preset="tiny",
+        overrides=[f"faults={faults}", "run.steps=6", "parallel.pp=2", "cluster.nodes=2", "batch.micro=8"],
+    )
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("pp")
-    return (simulate(_job("[]"), folder / "clean"),
-            simulate(_job(f"[{{kind: straggler, rank: {SLOW_RANK}, slowdown: 2}}]"), folder / "slow"))
+    return (
+        simulate(_job("[]"), folder / "clean"),
+        simulate(_job(f"[{{kind: straggler, rank: {SLOW_RANK}, slowdown: 2}}]"), folder / "slow"),
+    )
 
 
 def _waited_receives(run):
@@ -51,7 +55,7 @@ def test_path_walks_from_the_waiting_receive_to_the_slow_stage(runs):
         path = run.sql("SELECT step, rank, seq, name, dur FROM critical_path ORDER BY step, seq")
         summary = run.sql("SELECT step, rank, late_rank_wait FROM critical_path_steps").set_index("step")
     assert (waited["sender"] == SLOW_RANK).any() and (waited["wait_ns"] > 0).all()
-    downstream = summary[summary["rank"].map(stage) == 0]     # steps whose path ends on the first stage
+    downstream = summary[summary["rank"].map(stage) == 0]  # steps whose path ends on the first stage
     assert len(downstream) >= 2
     for step, row in downstream.iterrows():
         seg = path[path["step"] == step].reset_index(drop=True)
@@ -80,7 +84,7 @@ def test_slow_stage_at_its_peers_pace_agrees_with_the_job_simulated_without_it(r
     with open_run(slow) as run:
         priced = Priced(run)
         predicted, _ = priced.predict([f"rank:{SLOW_RANK}=peers"])
-    assert priced.measured_s > 1.2 * expected          # the straggler costs the pipeline time
+    assert priced.measured_s > 1.2 * expected  # the straggler costs the pipeline time
     assert predicted == pytest.approx(expected, rel=0.05)
 
 
@@ -112,20 +116,38 @@ def test_a_receive_that_did_not_wait_waits_when_its_sender_becomes_late(tmp_path
     link = {"coll_group": "pp:s0-s1", "coll_seq": 1, "coll_ranks": 2}
 
     def ev(rank, ts, dur, kind, name, lane, **extra):
-        return {"rank": rank, "ts": ts * MS, "dur": dur * MS, "kind": kind, "name": name, "lane": lane,
-                "step": 0, **extra}
-    events = [ev(0, 0, 15, "step", "step", "host/main"), ev(0, 0, 10, "compute", "fwd0", "nc/tensor"),
-              ev(0, 10, 2, "p2p", "send.activations", "nc/cc/pp", coll_op="send", **link),
-              ev(1, 0, 100, "step", "step", "host/main"), ev(1, 0, 20, "compute", "warmup", "nc/tensor"),
-              ev(1, 20, 1, "p2p", "recv.activations", "nc/cc/pp", coll_op="recv", **link),
-              ev(1, 21, 30, "compute", "fwd1", "nc/tensor")]
+        return {
+            "rank": rank,
+            "ts": ts * MS,
+            "dur": dur * MS,
+            "kind": kind,
+            "name": name,
+            "lane": lane,
+            "step": 0,
+            **extra,
+        }
+
+    events = [
+        ev(0, 0, 15, "step", "step", "host/main"),
+        ev(0, 0, 10, "compute", "fwd0", "nc/tensor"),
+        ev(0, 10, 2, "p2p", "send.activations", "nc/cc/pp", coll_op="send", **link),
+        ev(1, 0, 100, "step", "step", "host/main"),
+        ev(1, 0, 20, "compute", "warmup", "nc/tensor"),
+        ev(1, 20, 1, "p2p", "recv.activations", "nc/cc/pp", coll_op="recv", **link),
+        ev(1, 21, 30, "compute", "fwd1", "nc/tensor"),
+    ]
     with open_run(write_inline_run(tmp_path / "run", events)) as run:
         assert analyse(run).replayed["dur"].iloc[0] == 100 * MS
         late = analyse(run, ["name:fwd0=4"])
     assert late.replayed["dur"].iloc[0] == pytest.approx(122 * MS)
     path = late.segments.sort_values("seq")
     assert list(zip(path["rank"], path["name"])) == [
-        (0, "fwd0"), (0, "send.activations"), (1, "recv.activations"), (1, "fwd1"), (1, "(untraced)")]
+        (0, "fwd0"),
+        (0, "send.activations"),
+        (1, "recv.activations"),
+        (1, "fwd1"),
+        (1, "(untraced)"),
+    ]
     assert list(path["dur"]) == [40 * MS, 2 * MS, 1 * MS, 30 * MS, 49 * MS]
 
 

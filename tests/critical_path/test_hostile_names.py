@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import write_inline_run
 from trnprof.api import open_run
 from trnprof.critical_path import compute, events
-
-from tests.conftest import write_inline_run
 
 NAME_BYTES = 64 * 1024
 
@@ -20,15 +19,45 @@ def long_names(tmp_path_factory):
     a non-ASCII name), then an all-reduce."""
     rows = []
     for rank in range(2):
-        rows.append({"rank": rank, "step": 0, "ts": 0, "dur": 1_000_000, "kind": "step", "name": "ProfilerStep#0",
-                     "lane": "cpu/1"})
+        rows.append(
+            {
+                "rank": rank,
+                "step": 0,
+                "ts": 0,
+                "dur": 1_000_000,
+                "kind": "step",
+                "name": "ProfilerStep#0",
+                "lane": "cpu/1",
+            }
+        )
         for i in range(40):
             name = (f"op{i:03d}é" + "x" * NAME_BYTES)[:NAME_BYTES]
-            rows.append({"rank": rank, "step": 0, "ts": 10_000 * i, "dur": 9_000, "kind": "compute", "name": name,
-                         "lane": "gpu/0"})
-        rows.append({"rank": rank, "step": 0, "ts": 500_000, "dur": 100_000 * (rank + 1), "kind": "collective",
-                     "name": "allreduce", "lane": "gpu/1", "coll_op": "all_reduce", "coll_group": "dp",
-                     "coll_seq": 0, "bytes": 1 << 20})
+            rows.append(
+                {
+                    "rank": rank,
+                    "step": 0,
+                    "ts": 10_000 * i,
+                    "dur": 9_000,
+                    "kind": "compute",
+                    "name": name,
+                    "lane": "gpu/0",
+                }
+            )
+        rows.append(
+            {
+                "rank": rank,
+                "step": 0,
+                "ts": 500_000,
+                "dur": 100_000 * (rank + 1),
+                "kind": "collective",
+                "name": "allreduce",
+                "lane": "gpu/1",
+                "coll_op": "all_reduce",
+                "coll_group": "dp",
+                "coll_seq": 0,
+                "bytes": 1 << 20,
+            }
+        )
     return write_inline_run(tmp_path_factory.mktemp("names") / "run", rows)
 
 
@@ -43,7 +72,7 @@ def test_no_value_of_the_run_is_written_into_the_sql(long_names, monkeypatch):
     monkeypatch.setattr(events.Reader, "_arrow", spy)
     with open_run(long_names) as run:
         result = compute.analyse(run)
-    assert sent and max(len(q) for q in sent) < 4_000   # the old ENUM literal: 40 x 64 KB = 2.6 MB
+    assert sent and max(len(q) for q in sent) < 4_000  # the old ENUM literal: 40 x 64 KB = 2.6 MB
     assert not any("xxxxxxxx" in q or "allreduce" in q or "gpu/0" in q for q in sent)
     # the names come back whole, in the path
     names = set(result.segments["name"].astype(str))

@@ -24,12 +24,14 @@ def _trace(graph_kernels: bool) -> list[dict]:
     events = []
     for k in range(4):
         t = 10_000 * k
-        events += [X(f"ProfilerStep#{k + 1}", "user_annotation", t, 10_000),
-                   X("cudaGraphLaunch", "cuda_runtime", t, 100, correlation=10 * k + 1),
-                   X("cudaLaunchKernel", "cuda_runtime", t + 200, 50, correlation=10 * k + 3),
-                   X("fill_kernel", "kernel", t + 300, 200, pid=0, tid=7, correlation=10 * k + 3),
-                   X("python_work", "cpu_op", t + 1_000, 8_000),
-                   X("cudaStreamSynchronize", "cuda_runtime", t + 9_000, 900, correlation=10 * k + 2)]
+        events += [
+            X(f"ProfilerStep#{k + 1}", "user_annotation", t, 10_000),
+            X("cudaGraphLaunch", "cuda_runtime", t, 100, correlation=10 * k + 1),
+            X("cudaLaunchKernel", "cuda_runtime", t + 200, 50, correlation=10 * k + 3),
+            X("fill_kernel", "kernel", t + 300, 200, pid=0, tid=7, correlation=10 * k + 3),
+            X("python_work", "cpu_op", t + 1_000, 8_000),
+            X("cudaStreamSynchronize", "cuda_runtime", t + 9_000, 900, correlation=10 * k + 2),
+        ]
         if graph_kernels:
             events.append(X("graph_kernel", "kernel", t + 100, 500, pid=0, tid=8, correlation=10 * k + 1))
     return events
@@ -75,6 +77,7 @@ def test_a_blocking_call_on_the_path_is_the_host_waiting_for_the_device(case):
     critical path it is `sync`, not host work."""
     recorded, run = case
     with open_run(run) as opened:
-        path = opened.sql("SELECT category, SUM(dur) AS dur FROM critical_path "
-                          "WHERE name = 'cudaStreamSynchronize' GROUP BY category")
+        path = opened.sql(
+            "SELECT category, SUM(dur) AS dur FROM critical_path WHERE name = 'cudaStreamSynchronize' GROUP BY category"
+        )
     assert list(path["category"]) == ["sync"] and int(path["dur"].iloc[0]) == 4 * 900_000

@@ -9,14 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.conftest import DATA, KINETO
 from trnprof.api import open_run
 from trnprof.collectors.ingest import ingest
 from trnprof.collectors.trn1 import simulate
 from trnprof.critical_path import replay, scale
 from trnprof.critical_path.compute import Replayer
 from trnprof.model import config as trn1_config
-
-from tests.conftest import DATA, KINETO
 
 SINGLE_RANK = KINETO / "negative_queue_length_values_check"
 TRACES = [SINGLE_RANK, KINETO / "ns_resolution_trace", DATA / "kineto_ddp" / "slow"]
@@ -64,7 +63,7 @@ def test_python_rounds_agree_with_numpy_rounds_on_real_traces(tmp_path, trace):
 def test_python_rounds_agree_with_numpy_rounds_on_simulated_runs(tmp_path):
     config = trn1_config.load_config(preset="tiny", overrides=[f"faults={FAULTS}", "run.steps=6", "input.workers=1"])
     edges = _check(simulate(config, tmp_path / "faults"), seed=7)
-    assert edges["joins"] > 0   # collectives joined across ranks
+    assert edges["joins"] > 0  # collectives joined across ranks
 
 
 def test_unchanged_replay_is_the_measured_timeline_without_rounds(tmp_path, monkeypatch):

@@ -8,11 +8,9 @@ import json
 
 import pytest
 
-from trnprof.api import open_run
-from trnprof.collectors.ingest import ingest
-from trnprof.api import analyze
-
 from tests.conftest import DATA
+from trnprof.api import analyze, open_run
+from trnprof.collectors.ingest import ingest
 
 
 @pytest.fixture(scope="module")
@@ -54,23 +52,26 @@ def test_straggler_finding_is_priced_by_replay_against_the_balanced_job(ddp):
     assert projected["gain_fraction"] > 0.5
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--scale", "bogus=0"], "unknown selector"),
-    (["--scale", "collective=-1"], "factor -1: not a number >= 0 and <= 1000"),
-    (["--scale", "compute=1e308"], "factor 1e308: not a number >= 0 and <= 1000"),
-    (["--scale", "compute=nan"], "factor nan: not a number"),
-    (["--scale", "compute=inf"], "factor inf: not a number"),
-    (["--scale", "compute=1001"], "<= 1000"),
-    (["--scale", "compute=100", "--scale", "name:*=100"], "multiply to more than 1000"),
-    (["--scale", "rank:-1=peers"], "rank -1 is not a rank of this run (ranks 0-1)"),
-    (["--scale", "rank:2=peers"], "rank 2 is not a rank of this run"),
-    (["--scale", "compile=0"], "matches no work event of this run"),
-    (["--scale", "name:no-such-op*=0"], "matches no work event of this run"),
-    (["--scale", "size:large,rank:0=0"], "matches no work event of this run"),
-    (["--scale", "compute=peers"], "needs a rank"),
-    (["--scale", "size:huge=0"], "size"),
-    (["--scale", "collective=0", "--set", "tp=2"], "one or the other"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--scale", "bogus=0"], "unknown selector"),
+        (["--scale", "collective=-1"], "factor -1: not a number >= 0 and <= 1000"),
+        (["--scale", "compute=1e308"], "factor 1e308: not a number >= 0 and <= 1000"),
+        (["--scale", "compute=nan"], "factor nan: not a number"),
+        (["--scale", "compute=inf"], "factor inf: not a number"),
+        (["--scale", "compute=1001"], "<= 1000"),
+        (["--scale", "compute=100", "--scale", "name:*=100"], "multiply to more than 1000"),
+        (["--scale", "rank:-1=peers"], "rank -1 is not a rank of this run (ranks 0-1)"),
+        (["--scale", "rank:2=peers"], "rank 2 is not a rank of this run"),
+        (["--scale", "compile=0"], "matches no work event of this run"),
+        (["--scale", "name:no-such-op*=0"], "matches no work event of this run"),
+        (["--scale", "size:large,rank:0=0"], "matches no work event of this run"),
+        (["--scale", "compute=peers"], "needs a rank"),
+        (["--scale", "size:huge=0"], "size"),
+        (["--scale", "collective=0", "--set", "tp=2"], "one or the other"),
+    ],
+)
 def test_bad_scales_are_one_error_line(cli, ddp, args, says):
     result = cli("whatif", ddp / "base", *args)
     assert result.exit_code == 2
@@ -79,8 +80,13 @@ def test_bad_scales_are_one_error_line(cli, ddp, args, says):
 
 
 def test_query_reads_the_critical_path(cli, ddp):
-    result = cli("query", ddp / "slow", "SELECT step, bound_by, late_rank_wait FROM critical_path_steps "
-                 "ORDER BY step", "--format", "json")
+    result = cli(
+        "query",
+        ddp / "slow",
+        "SELECT step, bound_by, late_rank_wait FROM critical_path_steps ORDER BY step",
+        "--format",
+        "json",
+    )
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)
     assert len(rows) == 8

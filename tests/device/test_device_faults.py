@@ -16,8 +16,7 @@ TOLERANCE = 0.25
 
 def _run(tmp_path, name, faults):
     path = tmp_path / name
-    simulate(load_config(preset="tiny", faults=faults), path, steps=STEPS, seed=0, overwrite=True,
-             device_profile=True)
+    simulate(load_config(preset="tiny", faults=faults), path, steps=STEPS, seed=0, overwrite=True, device_profile=True)
     return path
 
 
@@ -31,10 +30,13 @@ def clean(tmp_path_factory):
     return _run(tmp_path_factory.mktemp("device"), "clean", [])
 
 
-@pytest.mark.parametrize("fault, rule", [
-    ({"kind": "sbuf_spill", "fraction": 0.5}, "device.sbuf_spill"),
-    ({"kind": "throttle", "utilization": 0.6}, "device.throttling"),
-])
+@pytest.mark.parametrize(
+    "fault, rule",
+    [
+        ({"kind": "sbuf_spill", "fraction": 0.5}, "device.sbuf_spill"),
+        ({"kind": "throttle", "utilization": 0.6}, "device.throttling"),
+    ],
+)
 def test_injected_fault_is_named_and_priced(tmp_path, clean, fault, rule):
     faulty = _run(tmp_path, fault["kind"], [fault])
     cost = _typical_step_s(faulty) - _typical_step_s(clean)

@@ -16,13 +16,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.conftest import REPO
 from trnprof import api, derived
 from trnprof.collectors.trn1 import load_config, simulate
 from trnprof.manifest import new_manifest, read_manifest
 from trnprof.runstore import write_run
 from trnprof.stdlib import load_views, parse_module
-
-from tests.conftest import REPO
 
 BEFORE = REPO / "tests" / "device" / "device_views_before.sql"
 RELATIVE = 1e-9
@@ -44,8 +43,10 @@ def _random_profile(path, seed: int, job: dict) -> None:
     tables = {}
 
     def keys(n):
-        return {"rank": rng.integers(0, 2, n).astype(np.int32),
-                "step": pa.array(rng.choice([1, 2, -1], n), pa.int32()).to_pylist()}
+        return {
+            "rank": rng.integers(0, 2, n).astype(np.int32),
+            "step": pa.array(rng.choice([1, 2, -1], n), pa.int32()).to_pylist(),
+        }
 
     def timed(n, span=3000, longest=80):
         start = rng.integers(0, span, n)
@@ -57,33 +58,78 @@ def _random_profile(path, seed: int, job: dict) -> None:
         return {k: [None if v == -1 else v for v in col] if k == "step" else col for k, col in table.items()}
 
     n = 600
-    tables["instruction"] = pa.table(nulls_for_minus_one({
-        **keys(n), **timed(n),
-        "engine": rng.choice(["tensor", "PE", "Vector", "act", "pool", "sp", "weird"], n),
-        "raw_flops": rng.integers(0, 10**6, n), "adjusted_flops": rng.integers(0, 10**6, n),
-        "flops_transpose": rng.integers(0, 10**4, n), "hbm_read_bytes": rng.integers(0, 10**5, n),
-        "hbm_write_bytes": rng.integers(0, 10**5, n), "sbuf_read_bytes": rng.integers(0, 10**5, n),
-        "spill_save_bytes": rng.integers(0, 100, n), "spill_reload_bytes": rng.integers(0, 100, n)}))
+    tables["instruction"] = pa.table(
+        nulls_for_minus_one(
+            {
+                **keys(n),
+                **timed(n),
+                "engine": rng.choice(["tensor", "PE", "Vector", "act", "pool", "sp", "weird"], n),
+                "raw_flops": rng.integers(0, 10**6, n),
+                "adjusted_flops": rng.integers(0, 10**6, n),
+                "flops_transpose": rng.integers(0, 10**4, n),
+                "hbm_read_bytes": rng.integers(0, 10**5, n),
+                "hbm_write_bytes": rng.integers(0, 10**5, n),
+                "sbuf_read_bytes": rng.integers(0, 10**5, n),
+                "spill_save_bytes": rng.integers(0, 100, n),
+                "spill_reload_bytes": rng.integers(0, 100, n),
+            }
+        )
+    )
     n = 300
-    tables["dma_packet"] = pa.table(nulls_for_minus_one({
-        **keys(n), **timed(n, longest=200),
-        "queue_name": rng.choice(["qSpillSave0", "qSpillReload1", "qVectorIO0", "qData3"], n),
-        "queue_type": rng.choice(["data", "input"], n), "transfer_bytes": rng.integers(1, 4096, n)}))
+    tables["dma_packet"] = pa.table(
+        nulls_for_minus_one(
+            {
+                **keys(n),
+                **timed(n, longest=200),
+                "queue_name": rng.choice(["qSpillSave0", "qSpillReload1", "qVectorIO0", "qData3"], n),
+                "queue_type": rng.choice(["data", "input"], n),
+                "transfer_bytes": rng.integers(1, 4096, n),
+            }
+        )
+    )
     n = 40
-    tables["cc_op"] = pa.table(nulls_for_minus_one({
-        **keys(n), **timed(n, longest=400), "operation": rng.choice(["AllReduce", "AllGather"], n),
-        "op_id": np.arange(n), "input_size": rng.choice([1024, 4096], n), "output_size": rng.choice([1024, 4096], n),
-        "bus_bandwidth": rng.random(n) * 1e11}))
-    windows = {(int(r), s, int(t), int(d)) for r, s, t, d in zip(
-        rng.integers(0, 2, 30), rng.choice([1, 2, -1], 30), rng.integers(0, 3000, 30), rng.integers(0, 500, 30))}
+    tables["cc_op"] = pa.table(
+        nulls_for_minus_one(
+            {
+                **keys(n),
+                **timed(n, longest=400),
+                "operation": rng.choice(["AllReduce", "AllGather"], n),
+                "op_id": np.arange(n),
+                "input_size": rng.choice([1024, 4096], n),
+                "output_size": rng.choice([1024, 4096], n),
+                "bus_bandwidth": rng.random(n) * 1e11,
+            }
+        )
+    )
+    windows = {
+        (int(r), s, int(t), int(d))
+        for r, s, t, d in zip(
+            rng.integers(0, 2, 30), rng.choice([1, 2, -1], 30), rng.integers(0, 3000, 30), rng.integers(0, 500, 30)
+        )
+    }
     rank, step, stamp, duration = zip(*sorted(windows))  # distinct windows: see docs/performance.md
     n = len(rank)
-    tables["throttle"] = pa.table(nulls_for_minus_one({
-        "rank": np.array(rank, np.int32), "step": list(step), "timestamp": list(stamp), "duration": list(duration),
-        "k": rng.integers(1, 16, n), "n": rng.choice([0, 8, 16], n)}))
+    tables["throttle"] = pa.table(
+        nulls_for_minus_one(
+            {
+                "rank": np.array(rank, np.int32),
+                "step": list(step),
+                "timestamp": list(stamp),
+                "duration": list(duration),
+                "k": rng.integers(1, 16, n),
+                "n": rng.choice([0, 8, 16], n),
+            }
+        )
+    )
     with write_run(path, new_manifest("tests.device", job=job)) as run:
-        run.write_events(pd.DataFrame([{"rank": r, "ts": 0, "dur": 4000, "kind": "step", "name": "step 1",
-                                        "lane": "host/step"} for r in (0, 1)]))
+        run.write_events(
+            pd.DataFrame(
+                [
+                    {"rank": r, "ts": 0, "dur": 4000, "kind": "step", "name": "step 1", "lane": "host/step"}
+                    for r in (0, 1)
+                ]
+            )
+        )
         run.write_ranks(pd.DataFrame({"rank": [0, 1], "instance_type": "trn1.32xlarge"}))
         for name, table in tables.items():
             run.write_table(f"{derived.DEVICE_FOLDER}/{name}", table)
@@ -154,8 +200,16 @@ def test_device_views_are_computed_once_and_stored(faulty, monkeypatch):
     monkeypatch.setenv("TRNPROF_CACHE", "off")
     with api.open_run(faulty) as run:
         run.sql("SELECT * FROM explorer_agreement")
-        assert all(run.is_stored(name) for name in ("_device_overlap", "device_units", "engine_activity",
-                                                    "device_utilization", "explorer_agreement"))
+        assert all(
+            run.is_stored(name)
+            for name in (
+                "_device_overlap",
+                "device_units",
+                "engine_activity",
+                "device_utilization",
+                "explorer_agreement",
+            )
+        )
         assert not run.is_stored("_device_islands")  # a row per busy stretch: recomputed, never stored
 
 

@@ -7,8 +7,13 @@ from pathlib import Path
 
 from trnprof.collectors.trn1 import load_config, simulate
 
-JOB = ["cluster.instance=trn1.32xlarge", "batch.global=256", "input.per_sample_ms=0.01", "model.seq_len=2048",
-       "run.steps=12"]
+JOB = [
+    "cluster.instance=trn1.32xlarge",
+    "batch.global=256",
+    "input.per_sample_ms=0.01",
+    "model.seq_len=2048",
+    "run.steps=12",
+]
 
 
 def simulate_job(path: Path, *, seed: int, faults=None, overrides=()) -> Path:

@@ -11,6 +11,7 @@ from trnprof.api import open_run
 def test_the_diff_package_is_a_package_and_its_modules_import():
     gates = importlib.import_module("trnprof.diff.gates")
     import trnprof.diff.stats as stats  # the `import a.b.c as d` form resolves through attributes
+
     document = importlib.import_module("trnprof.diff.document")
     # trnprof.api.diff is document.diff with the findings priced (one number per finding)
     assert not callable(trnprof.diff) and callable(document.diff)
@@ -51,6 +52,7 @@ def test_a_diff_computes_one_run_s_views_at_a_time_each_with_the_whole_budget(sa
             finally:
                 with lock:
                     computing[0] -= 1
+
         return compute
 
     for name in ("_store_local", "_store_whole"):

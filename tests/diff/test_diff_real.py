@@ -3,13 +3,11 @@ slowed down (tests/data/kineto_ddp/README.md says how they were recorded)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 import trnprof
-from trnprof.collectors.ingest import ingest
 from tests.conftest import DATA
+from trnprof.collectors.ingest import ingest
 
 TRACES = DATA / "kineto_ddp"
 
@@ -47,8 +45,9 @@ def test_the_slow_ranks_extra_work_and_the_wait_for_it_lead_the_regressions(slow
 def test_an_ingested_run_without_a_model_is_not_comparable_with_a_simulated_one(runs, sample_run):
     document = trnprof.api.diff(sample_run, runs["base"])
     assert not document["comparable"]  # nothing shows the traced job trains the synthetic model
-    assert document["reasons"] == ["the new run (trnprof.ingest) records no model, the base run is synthetic: "
-                                   "nothing shows they are the same job"]
+    assert document["reasons"] == [
+        "the new run (trnprof.ingest) records no model, the base run is synthetic: nothing shows they are the same job"
+    ]
     assert "different sources: trnprof.synthetic vs trnprof.ingest" in document["notes"]
     assert any("world size differs (8 vs 2 ranks)" in note for note in document["notes"])
     assert document["throughput"] is None  # the traces do not say how many samples a step holds

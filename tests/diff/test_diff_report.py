@@ -8,8 +8,8 @@ import pytest
 
 import trnprof
 from tests.report.test_report_browser import ARTIFACTS, COUNT_MARKS, browser, open_page  # noqa: F401  (browser: fixture)
-from trnprof.collectors.synthetic import synthetic_run
 from trnprof.api import report
+from trnprof.collectors.synthetic import synthetic_run
 from trnprof.report.sections import comparison
 
 
@@ -55,7 +55,6 @@ def test_a_missing_baseline_is_one_line_and_exit_2(sample_run, tmp_path, cli):
     result = cli("report", sample_run, "--baseline", tmp_path / "nope", "-o", tmp_path / "r.html")
     assert result.exit_code == 2 and result.stderr.startswith("error: run not found")
     assert not (tmp_path / "r.html").exists()
-
 
 
 def test_the_comparison_chart_draws_in_a_browser(browser, baseline, sample_run, tmp_path):

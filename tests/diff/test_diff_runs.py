@@ -20,8 +20,11 @@ GATES = ["step_time>+5%", "throughput<-3%", "exposed_comm>+1ms", "new_findings>=
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("diff")
-    return {"seed1": simulate_job(folder / "seed1", seed=1), "seed2": simulate_job(folder / "seed2", seed=2),
-            "straggler": simulate_job(folder / "straggler", seed=1, faults=STRAGGLER)}
+    return {
+        "seed1": simulate_job(folder / "seed1", seed=1),
+        "seed2": simulate_job(folder / "seed2", seed=2),
+        "straggler": simulate_job(folder / "straggler", seed=1, faults=STRAGGLER),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +74,9 @@ def test_the_step_time_gate_exits_1_on_the_straggler(runs, cli):
 
 
 def test_the_reverse_diff_is_an_improvement_that_trips_nothing(runs, cli):
-    result = cli("diff", runs["straggler"], runs["seed1"], "--format", "json", *[a for g in GATES for a in ("--fail-if", g)])
+    result = cli(
+        "diff", runs["straggler"], runs["seed1"], "--format", "json", *[a for g in GATES for a in ("--fail-if", g)]
+    )
     assert result.exit_code == 0
     document = json.loads(result.output)
     assert document["step_time"]["change"] < -0.05 and document["step_time"]["significant"]
@@ -84,14 +89,23 @@ def test_json_holds_the_documented_contract(runs, cli):
     document = json.loads(result.output)
     assert {"base_s", "new_s", "change", "significant"} <= set(document["step_time"])
     assert {"base", "new", "change", "significant"} <= set(document["throughput"])
-    assert [row["category"] for row in document["breakdown"]] == ["compute", "exposed_comm", "input_wait", "host_sync",
-                                                                  "host", "transfer_exposed", "compile", "idle"]
+    assert [row["category"] for row in document["breakdown"]] == [
+        "compute",
+        "exposed_comm",
+        "input_wait",
+        "host_sync",
+        "host",
+        "transfer_exposed",
+        "compile",
+        "idle",
+    ]
     assert {"name", "base_s", "new_s", "change"} <= set(document["top_regressions"][0])
     assert set(document["findings"]) >= {"new", "resolved", "changed"}
     worst_new = max((f["severity"] for f in document["findings"]["new_details"]), key=severity_rank)
     assert severity_rank(worst_new) >= severity_rank("medium")
-    assert document["gates"] == [{"gate": "new_findings>=medium", "kind": "severity", "value": worst_new,
-                                  "tripped": True, "significant": None}]
+    assert document["gates"] == [
+        {"gate": "new_findings>=medium", "kind": "severity", "value": worst_new, "tripped": True, "significant": None}
+    ]
     assert result.exit_code == 1
 
 
@@ -132,8 +146,17 @@ def test_bad_input_is_one_line_and_exit_2(runs, cli, tmp_path):
 def test_a_rules_config_applies_to_both_runs(runs, cli, tmp_path):
     config = tmp_path / "rules.yaml"
     config.write_text("ignore: [scale]\n")
-    result = cli("diff", runs["seed1"], runs["straggler"], "--config", config, "--format", "json",
-                 "--fail-if", "new_findings>=medium")
+    result = cli(
+        "diff",
+        runs["seed1"],
+        runs["straggler"],
+        "--config",
+        config,
+        "--format",
+        "json",
+        "--fail-if",
+        "new_findings>=medium",
+    )
     document = json.loads(result.output)
     assert "scale.straggler" not in document["findings"]["new"] and result.exit_code == 0
     bad = tmp_path / "bad.yaml"

@@ -16,24 +16,67 @@ def _events():
     for rank in (0, 1):
         for step in range(3):
             t0 = step * 100 * MS
-            events.append({"rank": rank, "ts": t0, "dur": 100 * MS, "kind": "step", "name": "train_step",
-                           "lane": "host/main", "step": step})
+            events.append(
+                {
+                    "rank": rank,
+                    "ts": t0,
+                    "dur": 100 * MS,
+                    "kind": "step",
+                    "name": "train_step",
+                    "lane": "host/main",
+                    "step": step,
+                }
+            )
             compute = (20 + 10 * rank) * MS
-            events.append({"rank": rank, "ts": t0, "dur": compute, "kind": "compute", "name": "aten::mm",
-                           "lane": f"host/tid-{4711 + rank}", "step": step})
-            events.append({"rank": rank, "ts": t0 + 40 * MS, "dur": 10 * MS, "kind": "collective",
-                           "name": "all_reduce", "lane": "nc/cc", "step": step, "coll_op": "all_reduce",
-                           "coll_group": "dp", "coll_seq": step, "coll_ranks": 2, "bytes": 3 << 20})
-        events.append({"rank": rank, "ts": 0, "dur": 5 * MS, "kind": "compile", "name": "neuronx-cc",
-                       "lane": "host/compiler", "step": 0})
+            events.append(
+                {
+                    "rank": rank,
+                    "ts": t0,
+                    "dur": compute,
+                    "kind": "compute",
+                    "name": "aten::mm",
+                    "lane": f"host/tid-{4711 + rank}",
+                    "step": step,
+                }
+            )
+            events.append(
+                {
+                    "rank": rank,
+                    "ts": t0 + 40 * MS,
+                    "dur": 10 * MS,
+                    "kind": "collective",
+                    "name": "all_reduce",
+                    "lane": "nc/cc",
+                    "step": step,
+                    "coll_op": "all_reduce",
+                    "coll_group": "dp",
+                    "coll_seq": step,
+                    "coll_ranks": 2,
+                    "bytes": 3 << 20,
+                }
+            )
+        events.append(
+            {
+                "rank": rank,
+                "ts": 0,
+                "dur": 5 * MS,
+                "kind": "compile",
+                "name": "neuronx-cc",
+                "lane": "host/compiler",
+                "step": 0,
+            }
+        )
     return events
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    counters = [{"rank": r, "ts": t, "name": f"hbm.{cat}", "value": v * (1 + r), "unit": "bytes"}
-                for r in (0, 1) for t, scale in ((0, 1), (150 * MS, 2))
-                for cat, v in (("params", 100 * scale), ("activations", 50 * scale))]
+    counters = [
+        {"rank": r, "ts": t, "name": f"hbm.{cat}", "value": v * (1 + r), "unit": "bytes"}
+        for r in (0, 1)
+        for t, scale in ((0, 1), (150 * MS, 2))
+        for cat, v in (("params", 100 * scale), ("activations", 50 * scale))
+    ]
     path = write_inline_run(tmp_path_factory.mktemp("views") / "run", _events(), counters=counters)
     with open_run(path) as opened:
         yield opened

@@ -1,12 +1,9 @@
 """diff of runs whose jobs cannot be compared (issue 28): an ingested run that records no model
 against a simulated one is not comparable, and gates are refused unless --force."""
 
-from pathlib import Path
-
-from tests.conftest import DATA
-
 import pytest
 
+from tests.conftest import DATA
 from trnprof.collectors.ingest import ingest
 
 TRACES = DATA / "kineto_ddp"

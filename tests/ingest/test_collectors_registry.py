@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from tests.conftest import write_inline_run
+from trnprof.api import run_rule_cases
 from trnprof.collectors import registry
 from trnprof.rules_engine.loader import load_rules
-from trnprof.api import run_rule_cases
 
 RULE = """\
 code: XF001
@@ -39,8 +39,11 @@ tests:
 
 
 def _busy_factory(args: dict, path: Path) -> Path:
-    events = [dict(rank=r, ts=0, dur=1000, kind=kind, name=kind, lane="nc/tensor", step=0)
-              for r in range(args["ranks"]) for kind in ("step", "compute")]
+    events = [
+        dict(rank=r, ts=0, dur=1000, kind=kind, name=kind, lane="nc/tensor", step=0)
+        for r in range(args["ranks"])
+        for kind in ("step", "compute")
+    ]
     return write_inline_run(path, events)
 
 
@@ -61,12 +64,16 @@ def test_an_unknown_factory_fails_the_case_with_one_line(tmp_path):
     (tmp_path / "ext").mkdir()
     (tmp_path / "ext" / "busy.yaml").write_text(RULE.replace("tests.busy", "tests.missing"))
     [result] = run_rule_cases(load_rules([tmp_path], builtin=False))
-    assert result.problems == ["could not run the case: this case needs the run factory 'tests.missing', which "
-                               "no installed collector provides (entry-point group trnprof.run_factories)"]
+    assert result.problems == [
+        "could not run the case: this case needs the run factory 'tests.missing', which "
+        "no installed collector provides (entry-point group trnprof.run_factories)"
+    ]
 
 
 def test_the_rule_engine_imports_no_collector():
-    code = ("import sys, trnprof.rules_engine.testing, trnprof.rules_engine.engine; "
-            "print(sorted(m for m in sys.modules if m.startswith('trnprof.collectors.')))")
+    code = (
+        "import sys, trnprof.rules_engine.testing, trnprof.rules_engine.engine; "
+        "print(sorted(m for m in sys.modules if m.startswith('trnprof.collectors.')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

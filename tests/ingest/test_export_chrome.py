@@ -22,8 +22,14 @@ def synthetic(tmp_path_factory):
 
 def _tables(path):
     with open_run(path) as run:
-        return {name: run.sql(f"SELECT * FROM {name} ORDER BY {order}") for name, order in
-                (("events", "rank, ts, lane, name, kind, dur"), ("counters", "rank, ts, name"), ("ranks", "rank"))}
+        return {
+            name: run.sql(f"SELECT * FROM {name} ORDER BY {order}")
+            for name, order in (
+                ("events", "rank, ts, lane, name, kind, dur"),
+                ("counters", "rank, ts, name"),
+                ("ranks", "rank"),
+            )
+        }
 
 
 def test_chrome_trace_layout(synthetic, tmp_path):
@@ -42,8 +48,9 @@ def test_chrome_trace_layout(synthetic, tmp_path):
     assert sorted(threads.values()) == sorted(lanes["lane"])
     complete = [e for e in events if e["ph"] == "X"]
     assert len(complete) == counts["events"] == n_events
-    assert all(isinstance(e["ts"], float) and isinstance(e["dur"], float) and (e["pid"], e["tid"]) in threads
-               for e in complete)
+    assert all(
+        isinstance(e["ts"], float) and isinstance(e["dur"], float) and (e["pid"], e["tid"]) in threads for e in complete
+    )
     assert Counter(e["ph"] for e in events)["C"] == counts["counters"] == n_counters
     counter = next(e for e in events if e["ph"] == "C")
     assert set(counter["args"]) == {"value"} and counter["cat"] == "bytes" and "trnprof_args" not in counter
@@ -61,13 +68,38 @@ def test_round_trip_keeps_every_event_and_counter(synthetic, tmp_path):
 
 
 def test_round_trip_of_an_ingested_trace_with_args(tmp_path):
-    events = [{"ph": "X", "cat": "cpu_op", "name": 'quote " and \\ slash \u00e9', "pid": 1, "tid": 1,
-               "ts": "TS", "dur": 0.001, "args": {"text": "tab\there", "n": [1, {"a": None}]}},
-              {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1712195495520855, "dur": 2},
-              {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1,
-               "ts": 1712195495520856, "args": {"Total Reserved": 512, "Total Allocated": 256, "Bytes": 256,
-                                                "Addr": 140243, "Device Type": 1, "Device Id": 0, "note": 'q"\u00e9'}},
-              {"ph": "C", "name": "queue", "pid": 1, "tid": 1, "ts": 1712195495520857, "args": {"value": 3}}]
+    events = [
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": 'quote " and \\ slash \u00e9',
+            "pid": 1,
+            "tid": 1,
+            "ts": "TS",
+            "dur": 0.001,
+            "args": {"text": "tab\there", "n": [1, {"a": None}]},
+        },
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1712195495520855, "dur": 2},
+        {
+            "ph": "i",
+            "s": "t",
+            "cat": "cpu_instant_event",
+            "name": "[memory]",
+            "pid": 1,
+            "tid": 1,
+            "ts": 1712195495520856,
+            "args": {
+                "Total Reserved": 512,
+                "Total Allocated": 256,
+                "Bytes": 256,
+                "Addr": 140243,
+                "Device Type": 1,
+                "Device Id": 0,
+                "note": 'q"\u00e9',
+            },
+        },
+        {"ph": "C", "name": "queue", "pid": 1, "tid": 1, "ts": 1712195495520857, "args": {"value": 3}},
+    ]
     text = json.dumps({"traceEvents": events}).replace('"TS"', "1712195495520854.801")  # digits a float cannot hold
     (tmp_path / "t.json").write_text(text)
     ingest([tmp_path / "t.json"], tmp_path / "run")
@@ -84,8 +116,15 @@ def test_round_trip_of_an_ingested_trace_with_args(tmp_path):
 
 def test_times_keep_nanoseconds():
     import numpy as np
-    assert us_texts(np.array([0, 1, 999, 1000, 1712195495520854801, -1500])).to_pylist() == \
-        ["0.000", "0.001", "0.999", "1.000", "1712195495520854.801", "-1.500"]
+
+    assert us_texts(np.array([0, 1, 999, 1000, 1712195495520854801, -1500])).to_pylist() == [
+        "0.000",
+        "0.001",
+        "0.999",
+        "1.000",
+        "1712195495520854.801",
+        "-1.500",
+    ]
 
 
 def test_cli_export(cli, synthetic, tmp_path):
@@ -102,17 +141,23 @@ def test_non_finite_counter_samples_are_left_out_and_counted(tmp_path):
     """The run store refuses NaN samples; a run written by other means may still hold them."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+
     from trnprof.manifest import new_manifest
     from trnprof.runstore import write_run
+
     with write_run(tmp_path / "run", new_manifest("tests")) as run:
-        run.write_events({"rank": [0], "ts": [0], "dur": [5], "kind": ["compute"], "name": ["k"], "lane": ["nc/tensor"]})
-        run.write_counters(pa.table({"rank": pa.array([0, 0], pa.int32()), "ts": [0, 1], "name": ["q", "q"],
-                                     "value": [1.5, 2.5]}))
+        run.write_events(
+            {"rank": [0], "ts": [0], "dur": [5], "kind": ["compute"], "name": ["k"], "lane": ["nc/tensor"]}
+        )
+        run.write_counters(
+            pa.table({"rank": pa.array([0, 0], pa.int32()), "ts": [0, 1], "name": ["q", "q"], "value": [1.5, 2.5]})
+        )
         run.write_ranks({"rank": [0]})
     part = next((tmp_path / "run" / "counters" / "rank=0").glob("*.parquet"))
     table = pq.read_table(part)
-    pq.write_table(table.set_column(table.schema.get_field_index("value"), "value",
-                                    pa.array([1.5, float("nan")])), part)
+    pq.write_table(
+        table.set_column(table.schema.get_field_index("value"), "value", pa.array([1.5, float("nan")])), part
+    )
     manifest = json.loads((tmp_path / "run" / "trnprof.json").read_text())  # written by other means: a
     manifest["parts"][part.relative_to(tmp_path / "run").as_posix()] = [2, part.stat().st_size]  # whole run
     (tmp_path / "run" / "trnprof.json").write_text(json.dumps(manifest))

@@ -12,10 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.conftest import DATA, assert_accounted
 from trnprof.api import open_run
 from trnprof.collectors.ingest import ingest
 from trnprof.errors import TrnprofError
-from tests.conftest import DATA, assert_accounted
 
 NEURON = DATA / "neuron"
 MONITOR = json.loads((NEURON / "neuron_monitor.jsonl").read_text().splitlines()[0])
@@ -44,24 +44,46 @@ def _core(report) -> dict:
     return report["neuron_runtime_data"][0]["report"]["neuroncore_counters"]["neuroncores_in_use"]
 
 
-@pytest.mark.parametrize("change, reason, field", [
-    (lambda r: r.__setitem__("neuron_runtime_data", {"0": 1}), "malformed_report", "neuron_runtime_data"),
-    (lambda r: r["neuron_runtime_data"][0].__setitem__("report", "x"), "bad_shape", "neuron_runtime_data[0].report"),
-    (lambda r: r["neuron_runtime_data"][0]["report"].__setitem__("memory_used", [1]), "bad_shape", "memory_used"),
-    (lambda r: r["neuron_runtime_data"][0]["report"]["neuroncore_counters"].__setitem__("period", 1e300),
-     "bad_shape", "neuroncore_counters.period"),
-    (lambda r: _core(r)["0"].__setitem__("neuroncore_utilization", "high"), "bad_shape",
-     "neuroncores_in_use[...].neuroncore_utilization"),
-    (lambda r: _core(r)["0"].__setitem__("flops", 10 ** 400), "bad_shape", "flops"),
-    (lambda r: _core(r)["0"].__setitem__("temperature", 80), "bad_shape", "temperature"),
-    (lambda r: _core(r).__setitem__("99999999999", {"flops": 1.0}), "rank_out_of_range", "99999999999"),
-    (lambda r: _core(r).__setitem__("x", {"flops": 1.0}), "bad_core_index", "'x'"),
-    (lambda r: r["neuron_runtime_data"][0]["report"].__setitem__("new_group", {"a": 1}), "unknown_group", "new_group"),
-    (lambda r: r.__setitem__("system_data", "x"), "malformed_report", "system_data"),
-    (lambda r: r.__setitem__("neuron_hardware_info", [1]), "malformed_report", "neuron_hardware_info"),
-    (lambda r: r["system_data"]["neuron_hw_counters"]["neuron_devices"][0].__setitem__(
-        "neuron_device_index", 1e12), "bad_device_index", "device index"),
-])
+@pytest.mark.parametrize(
+    "change, reason, field",
+    [
+        (lambda r: r.__setitem__("neuron_runtime_data", {"0": 1}), "malformed_report", "neuron_runtime_data"),
+        (
+            lambda r: r["neuron_runtime_data"][0].__setitem__("report", "x"),
+            "bad_shape",
+            "neuron_runtime_data[0].report",
+        ),
+        (lambda r: r["neuron_runtime_data"][0]["report"].__setitem__("memory_used", [1]), "bad_shape", "memory_used"),
+        (
+            lambda r: r["neuron_runtime_data"][0]["report"]["neuroncore_counters"].__setitem__("period", 1e300),
+            "bad_shape",
+            "neuroncore_counters.period",
+        ),
+        (
+            lambda r: _core(r)["0"].__setitem__("neuroncore_utilization", "high"),
+            "bad_shape",
+            "neuroncores_in_use[...].neuroncore_utilization",
+        ),
+        (lambda r: _core(r)["0"].__setitem__("flops", 10**400), "bad_shape", "flops"),
+        (lambda r: _core(r)["0"].__setitem__("temperature", 80), "bad_shape", "temperature"),
+        (lambda r: _core(r).__setitem__("99999999999", {"flops": 1.0}), "rank_out_of_range", "99999999999"),
+        (lambda r: _core(r).__setitem__("x", {"flops": 1.0}), "bad_core_index", "'x'"),
+        (
+            lambda r: r["neuron_runtime_data"][0]["report"].__setitem__("new_group", {"a": 1}),
+            "unknown_group",
+            "new_group",
+        ),
+        (lambda r: r.__setitem__("system_data", "x"), "malformed_report", "system_data"),
+        (lambda r: r.__setitem__("neuron_hardware_info", [1]), "malformed_report", "neuron_hardware_info"),
+        (
+            lambda r: r["system_data"]["neuron_hw_counters"]["neuron_devices"][0].__setitem__(
+                "neuron_device_index", 1e12
+            ),
+            "bad_device_index",
+            "device index",
+        ),
+    ],
+)
 def test_monitor_shape_violations_are_quarantined_with_the_field(tmp_path, change, reason, field):
     ingest([monitor_file(tmp_path, change)], tmp_path / "run")
     record = accounted(tmp_path / "run")
@@ -87,12 +109,12 @@ def test_monitor_counters_carry_their_source_in_args(tmp_path):
 
 def test_monitor_rank_beyond_int32_from_the_option_is_one_error(tmp_path):
     with pytest.raises(TrnprofError, match=r"--rank: rank 2147483648 is out of range"):
-        ingest([NEURON / "neuron_monitor.jsonl"], tmp_path / "run", rank=2 ** 31)
+        ingest([NEURON / "neuron_monitor.jsonl"], tmp_path / "run", rank=2**31)
     assert not (tmp_path / "run").exists()
 
 
 def test_monitor_core_plus_rank_beyond_int32_is_quarantined(tmp_path):
-    ingest([NEURON / "neuron_monitor.jsonl"], tmp_path / "run", rank=2 ** 31 - 1)
+    ingest([NEURON / "neuron_monitor.jsonl"], tmp_path / "run", rank=2**31 - 1)
     record = accounted(tmp_path / "run")
     assert record["quarantine_reasons"]["rank_out_of_range"] >= 1
 
@@ -112,14 +134,17 @@ def profile_file(tmp_path: Path, change) -> Path:
     return path
 
 
-@pytest.mark.parametrize("change, reason, detail", [
-    (lambda d: d["mem_usage"][0].__setitem__("usage", "lots"), "bad_counter_value", "usage"),
-    (lambda d: d["mem_usage"][0].__setitem__("usage", "nan"), "bad_counter_value", "usage"),
-    (lambda d: d["mem_usage"][0].__setitem__("timestamp", 2 ** 63), "bad_counter_value", "timestamp"),
-    (lambda d: d["cpu_util"].append([1, 2]), "bad_counter_value", "not an object"),
-    (lambda d: d["trace_events"][1].__setitem__("timestamp", 2 ** 64), "bad_time", None),
-    (lambda d: d["trace_events"][1].__setitem__("lnc_idx", 2 ** 40), "rank_out_of_range", None),
-])
+@pytest.mark.parametrize(
+    "change, reason, detail",
+    [
+        (lambda d: d["mem_usage"][0].__setitem__("usage", "lots"), "bad_counter_value", "usage"),
+        (lambda d: d["mem_usage"][0].__setitem__("usage", "nan"), "bad_counter_value", "usage"),
+        (lambda d: d["mem_usage"][0].__setitem__("timestamp", 2**63), "bad_counter_value", "timestamp"),
+        (lambda d: d["cpu_util"].append([1, 2]), "bad_counter_value", "not an object"),
+        (lambda d: d["trace_events"][1].__setitem__("timestamp", 2**64), "bad_time", None),
+        (lambda d: d["trace_events"][1].__setitem__("lnc_idx", 2**40), "rank_out_of_range", None),
+    ],
+)
 def test_system_profile_bad_records_are_quarantined(tmp_path, change, reason, detail):
     ingest([profile_file(tmp_path, change)], tmp_path / "run")
     record = accounted(tmp_path / "run")
@@ -132,7 +157,9 @@ def test_system_profile_sample_fields_are_kept_in_args(tmp_path):
     ingest([NEURON / "system_profile.json"], tmp_path / "run")
     rows = open_run(tmp_path / "run").sql("SELECT name, args FROM counters ORDER BY name").to_dict("records")
     assert {r["name"]: json.loads(r["args"]) for r in rows}["host.memory.used"] == {
-        "duration": 1, "instance_id": "i-0f207fb2a99bd2d08"}
+        "duration": 1,
+        "instance_id": "i-0f207fb2a99bd2d08",
+    }
 
 
 @pytest.mark.parametrize("section", ["trace_events", "mem_usage", "cpu_util"])
@@ -153,16 +180,25 @@ def explorer_copy(tmp_path: Path, table: str, content) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("table, content, message", [
-    ("Metadata", b"not parquet", r"Metadata.parquet: not a readable Parquet file"),
-    ("Metadata", pa.table({"neuroncore_idx": ["abc"]}), r"Metadata.neuroncore_idx: a rank must be an integer"),
-    ("Metadata", pa.table({"neuroncore_idx": [2 ** 40]}), r"Metadata.neuroncore_idx: rank 1099511627776 is out"),
-    ("Summary", b"PAR1junkPAR1", r"Summary.parquet: not a readable Parquet file"),
-    ("Instruction", pa.table({"start_ts": ["x"], "engine": ["t"], "opcode": ["x"], "duration_ns": [1]}),
-     r"Instruction.parquet: events.ts"),
-    ("SystemProfileEvents", pa.table({"start_ts": [1], "name": ["nc_exec"], "nc_idx": [2 ** 40], "duration_ns": [1]}),
-     r"SystemProfileEvents.parquet: events.rank"),
-])
+@pytest.mark.parametrize(
+    "table, content, message",
+    [
+        ("Metadata", b"not parquet", r"Metadata.parquet: not a readable Parquet file"),
+        ("Metadata", pa.table({"neuroncore_idx": ["abc"]}), r"Metadata.neuroncore_idx: a rank must be an integer"),
+        ("Metadata", pa.table({"neuroncore_idx": [2**40]}), r"Metadata.neuroncore_idx: rank 1099511627776 is out"),
+        ("Summary", b"PAR1junkPAR1", r"Summary.parquet: not a readable Parquet file"),
+        (
+            "Instruction",
+            pa.table({"start_ts": ["x"], "engine": ["t"], "opcode": ["x"], "duration_ns": [1]}),
+            r"Instruction.parquet: events.ts",
+        ),
+        (
+            "SystemProfileEvents",
+            pa.table({"start_ts": [1], "name": ["nc_exec"], "nc_idx": [2**40], "duration_ns": [1]}),
+            r"SystemProfileEvents.parquet: events.rank",
+        ),
+    ],
+)
 def test_explorer_bad_tables_are_one_error_naming_the_file(tmp_path, table, content, message):
     with pytest.raises(TrnprofError, match=message):
         ingest([explorer_copy(tmp_path, table, content)], tmp_path / "run")
@@ -177,18 +213,21 @@ def kineto_trace(path: Path, rank=None) -> Path:
     return path
 
 
-@pytest.mark.parametrize("name, rank, option, message", [
-    ("t.json", 2 ** 31, None, r"distributedInfo.rank: rank 2147483648 is out of range"),
-    ("t.json", 2 ** 70, None, r"distributedInfo.rank: rank 1180591620717411303424 is out of range"),
-    ("rank-2147483648.json", None, None, r"file name: rank 2147483648 is out of range"),
-    ("t.json", None, 2 ** 31, r"--rank: rank 2147483648 is out of range"),
-])
+@pytest.mark.parametrize(
+    "name, rank, option, message",
+    [
+        ("t.json", 2**31, None, r"distributedInfo.rank: rank 2147483648 is out of range"),
+        ("t.json", 2**70, None, r"distributedInfo.rank: rank 1180591620717411303424 is out of range"),
+        ("rank-2147483648.json", None, None, r"file name: rank 2147483648 is out of range"),
+        ("t.json", None, 2**31, r"--rank: rank 2147483648 is out of range"),
+    ],
+)
 def test_kineto_rank_out_of_range_is_one_error(tmp_path, name, rank, option, message):
     with pytest.raises(TrnprofError, match=message):
         ingest([kineto_trace(tmp_path / name, rank)], tmp_path / "run", rank=option)
 
 
-@pytest.mark.parametrize("base", [2 ** 63, -(2 ** 63) - 1, 2 ** 62 + 1])
+@pytest.mark.parametrize("base", [2**63, -(2**63) - 1, 2**62 + 1])
 def test_kineto_time_base_beyond_range_is_one_error(tmp_path, base):
     path = kineto_trace(tmp_path / "t.json", 0)
     document = json.loads(path.read_text())
@@ -204,8 +243,10 @@ def test_every_neuron_sample_is_accounted_exactly(tmp_path):
         record = accounted(tmp_path / f"run{i}")
         totals = open_run(tmp_path / f"run{i}").manifest["ingest"]["totals"]
         assert totals["source_entries"] == sum(v for k, v in totals.items() if k != "source_entries")
-        assert record["to"].get("quarantine", 0) == pq.read_metadata(
-            tmp_path / f"run{i}" / "ingest" / "quarantine.parquet").num_rows
+        assert (
+            record["to"].get("quarantine", 0)
+            == pq.read_metadata(tmp_path / f"run{i}" / "ingest" / "quarantine.parquet").num_rows
+        )
 
 
 def test_a_kineto_ingest_leaves_no_file_beside_the_run(tmp_path):

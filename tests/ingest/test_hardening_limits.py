@@ -8,19 +8,35 @@ import json
 import pyarrow.parquet as pq
 
 from trnprof import open_run
-from trnprof.collectors.ingest import ingest
 from trnprof.collectors.common.limits import MAX_ARGS_BYTES, MAX_QUARANTINED_BYTES
 
 HUGE = 50 << 20  # 50 MB of args in one event (gzip makes it ~50 KB)
 
 
 def _trace(path, huge_name: bool = False):
-    events = [{"ph": "X", "name": "ProfilerStep#1", "cat": "user_annotation", "pid": 1, "tid": 1,
-               "ts": 1000.0, "dur": 500.0},
-              {"ph": "X", "name": "aten::mm", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 1100.0, "dur": 100.0,
-               "args": {"note": "x" * HUGE}},
-              {"ph": "X", "name": "aten::add", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 1300.0, "dur": 50.0,
-               "args": {"note": "small"}}]
+    events = [
+        {"ph": "X", "name": "ProfilerStep#1", "cat": "user_annotation", "pid": 1, "tid": 1, "ts": 1000.0, "dur": 500.0},
+        {
+            "ph": "X",
+            "name": "aten::mm",
+            "cat": "cpu_op",
+            "pid": 1,
+            "tid": 1,
+            "ts": 1100.0,
+            "dur": 100.0,
+            "args": {"note": "x" * HUGE},
+        },
+        {
+            "ph": "X",
+            "name": "aten::add",
+            "cat": "cpu_op",
+            "pid": 1,
+            "tid": 1,
+            "ts": 1300.0,
+            "dur": 50.0,
+            "args": {"note": "small"},
+        },
+    ]
     if huge_name:
         events.append({"ph": "X", "name": "n" * HUGE, "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 1400.0, "dur": 5.0})
     with gzip.open(path, "wt", encoding="utf-8") as handle:

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from trnprof.api import open_run
-
 from tests.conftest import KINETO
+from trnprof.api import open_run
 
 TRACE_FILTER = KINETO / "trace_filter"
 
@@ -28,15 +27,17 @@ def test_ingest_a_folder_prints_one_summary_line(cli, tmp_path):
     assert len(lines) == 1
     assert lines[0] == f"{tmp_path / 'run'}: 9,487 events, 0 counters, 0 quarantined, 2 rank(s) from 2 input(s)"
     manifest = open_run(tmp_path / "run").manifest
-    assert [i["bytes"] for i in manifest["source"]["inputs"]] == \
-        [p.stat().st_size for p in sorted(TRACE_FILTER.iterdir())]
+    assert [i["bytes"] for i in manifest["source"]["inputs"]] == [
+        p.stat().st_size for p in sorted(TRACE_FILTER.iterdir())
+    ]
     assert all(len(i["sha256"]) == 64 for i in manifest["source"]["inputs"])
     assert cli("info", tmp_path / "run").exit_code == 0
 
 
 def test_quarantine_is_in_the_summary(cli, tmp_path):
-    trace = _trace(tmp_path / "t.json", [{"ph": "X", "name": "a", "ts": 1, "dur": 1},
-                                         {"ph": "X", "name": "b", "ts": 1, "dur": -1}])
+    trace = _trace(
+        tmp_path / "t.json", [{"ph": "X", "name": "a", "ts": 1, "dur": 1}, {"ph": "X", "name": "b", "ts": 1, "dur": -1}]
+    )
     result = cli("ingest", trace, "-o", tmp_path / "run")
     assert result.exit_code == 0
     assert "1 events, 0 counters, 1 quarantined (1 negative_duration), 1 rank(s)" in result.output
@@ -50,15 +51,20 @@ def test_existing_output_needs_force(cli, tmp_path):
     assert cli("ingest", trace, "-o", tmp_path / "run", "--force").exit_code == 0
 
 
-@pytest.mark.parametrize("content, message", [
-    (b'{"traceEvents": [', "invalid JSON"),
-    (b'{"displayTimeUnit": "ms"}', "no traceEvents array"),
-    (b'{"traceEvents": []}', "no events"),
-    (gzip.compress(b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}]}')[:30], "truncated or corrupt"),
-    (b'{"traceEvents": [{"ph": "X", "name": "\xc3\x28", "ts": 1, "dur": 1}]}', "UTF-8"),
-    (b'{"distributedInfo": {"rank": "three"}, "traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}]}',
-     "distributedInfo.rank must be an integer"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b'{"traceEvents": [', "invalid JSON"),
+        (b'{"displayTimeUnit": "ms"}', "no traceEvents array"),
+        (b'{"traceEvents": []}', "no events"),
+        (gzip.compress(b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}]}')[:30], "truncated or corrupt"),
+        (b'{"traceEvents": [{"ph": "X", "name": "\xc3\x28", "ts": 1, "dur": 1}]}', "UTF-8"),
+        (
+            b'{"distributedInfo": {"rank": "three"}, "traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}]}',
+            "distributedInfo.rank must be an integer",
+        ),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(cli, tmp_path, content, message):
     path = tmp_path / ("t.json.gz" if content[:2] == b"\x1f\x8b" else "t.json")
     path.write_bytes(content)
@@ -94,6 +100,7 @@ def test_the_old_format_option_still_forces_the_input_format_with_a_warning(cli,
 
 def test_progress_reports_every_byte_of_the_inputs(tmp_path):
     from trnprof.collectors.ingest import ingest
+
     seen = []
     ingest([TRACE_FILTER], tmp_path / "run", progress=seen.append)
     assert sum(seen) == sum(p.stat().st_size for p in TRACE_FILTER.iterdir())

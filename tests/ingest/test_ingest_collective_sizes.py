@@ -27,8 +27,10 @@ def rank_trace(rank, late_us, sizes):
     """Two steps on a CPU-only rank: compute, then one record_param_comms all-reduce per size."""
     events = []
     for step, start in ((1, 0), (2, 10_000)):
-        events += [X(f"ProfilerStep#{step}", "user_annotation", start, 9_000),
-                   X("aten::mm", "cpu_op", start + 10, 3_000 + late_us)]
+        events += [
+            X(f"ProfilerStep#{step}", "user_annotation", start, 9_000),
+            X("aten::mm", "cpu_op", start + 10, 3_000 + late_us),
+        ]
         for i, size in enumerate(sizes):
             ts = start + 4_000 + late_us + i * 1_000
             events.append(X("record_param_comms", "cpu_op", ts, 900 - late_us, **comms(step * 10 + i, **size)))
@@ -62,12 +64,12 @@ def test_input_dims_give_the_size_without_nelems(tmp_path):
 
 
 HOSTILE = [
-    {"In msg nelems": -5, "dtype": "Float"},                      # negative count
-    {"In msg nelems": 1 << 62, "dtype": "Double"},                # 32 EiB: no such message
-    {"Input Dims": [[-1, 4]], "Input type": ["float"]},            # negative dimension
+    {"In msg nelems": -5, "dtype": "Float"},  # negative count
+    {"In msg nelems": 1 << 62, "dtype": "Double"},  # 32 EiB: no such message
+    {"Input Dims": [[-1, 4]], "Input type": ["float"]},  # negative dimension
     {"Input Dims": [[1 << 40, 1 << 40]], "Input type": ["float"]},  # overflows int64 as a product
-    {"Input Dims": [[2.5, 4]], "Input type": ["float"]},           # fractional dimension
-    {"Input Dims": [[True, 4]], "Input type": ["float"]},          # not a number
+    {"Input Dims": [[2.5, 4]], "Input type": ["float"]},  # fractional dimension
+    {"Input Dims": [[True, 4]], "Input type": ["float"]},  # not a number
 ]
 
 
@@ -81,9 +83,14 @@ def test_impossible_sizes_are_refused_and_counted(tmp_path):
     assert [f["ignored_args"] for f in files] == [{"collective_payload": 2 * len(HOSTILE)}] * 2
 
 
-@pytest.mark.parametrize("size", [{"In msg nelems": "many", "dtype": "Float"},
-                                  {"Input Dims": "[[4, 4]", "Input type": ["float"]},
-                                  {"Input Dims": [[4, 4]], "Input type": [7]}])
+@pytest.mark.parametrize(
+    "size",
+    [
+        {"In msg nelems": "many", "dtype": "Float"},
+        {"Input Dims": "[[4, 4]", "Input type": ["float"]},
+        {"Input Dims": [[4, 4]], "Input type": [7]},
+    ],
+)
 def test_wrongly_typed_size_args_leave_the_size_unknown(tmp_path, size):
     with ingested(tmp_path, [size]) as run:
         assert run.sql("SELECT bytes FROM events WHERE kind = 'collective'")["bytes"].isna().all()

@@ -10,15 +10,15 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from tests.conftest import REPO
 from trnprof import open_run
 from trnprof.collectors.common.source import Source
-from trnprof.collectors.ingest import detect as detection, formats, ingest
+from trnprof.collectors.ingest import detect as detection
+from trnprof.collectors.ingest import formats, ingest
 from trnprof.collectors.ingest.formats import ENTRY_POINT_GROUP, Format, Probe
 from trnprof.collectors.neuron.util import open_text
 from trnprof.errors import TrnprofError
 from trnprof.runstore import conform
-
-from tests.conftest import REPO
 
 MAGIC = b"#steps-csv"
 
@@ -30,13 +30,25 @@ def _sniff(probe: Probe) -> bool:
 def read_steps_csv(path: Path, rank: int | None = None) -> Source:
     """A format of the tests: `#steps-csv` then `rank,step,ts,dur` lines, one step event each."""
     rows = [line.split(",") for line in open_text(path).splitlines()[1:] if line]
-    columns = {"rank": [int(r[0]) for r in rows], "step": [int(r[1]) for r in rows],
-               "ts": [int(r[2]) for r in rows], "dur": [int(r[3]) for r in rows],
-               "kind": ["step"] * len(rows), "name": ["step"] * len(rows), "lane": ["host/main"] * len(rows)}
+    columns = {
+        "rank": [int(r[0]) for r in rows],
+        "step": [int(r[1]) for r in rows],
+        "ts": [int(r[2]) for r in rows],
+        "dur": [int(r[3]) for r in rows],
+        "kind": ["step"] * len(rows),
+        "name": ["step"] * len(rows),
+        "lane": ["host/main"] * len(rows),
+    }
     events = conform(pa.table(columns), "events")
     ranks = [{"rank": r} for r in sorted(set(columns["rank"]))]
-    return Source(path=path, format="steps-csv", events=events, ranks=ranks,
-                  counts={"source_entries": len(rows), "to": {"events": len(rows)}}, rank_from="each row")
+    return Source(
+        path=path,
+        format="steps-csv",
+        events=events,
+        ranks=ranks,
+        counts={"source_entries": len(rows), "to": {"events": len(rows)}},
+        rank_from="each row",
+    )
 
 
 STEPS_CSV = Format("steps-csv", _sniff, read_steps_csv, doc="steps as CSV (tests)")
@@ -63,16 +75,19 @@ def _write(path: Path, data: bytes) -> Path:
     return path
 
 
-@pytest.mark.parametrize("data, expected", [
-    (b"PAR1" + b'{"traceEvents": [], "neuron_runtime_data": 1}', "neuron-explorer"),  # Parquet magic first
-    (b'{"trnprof_host_metrics": 1, "neuron_runtime_data": 1}\n', "trnprof-host-metrics"),
-    (b'{"neuron_runtime_data": [], "traceEvents": []}', "neuron-monitor"),
-    (b'[{"instruction": 1, "summary": 2}]', "kineto"),  # the bare array: before Explorer JSON
-    (b'{"summary": [], "instruction": [], "trace_events": []}', "neuron-explorer-json"),
-    (b'{"summary": [], "instruction": [], "traceEvents": []}', "kineto"),
-    (b'  {"cpu_util": []}', "neuron-system-profile"),
-    (b'{"something": "else"}', "kineto"),  # a JSON object none claims: Kineto's reader says what lacks
-])
+@pytest.mark.parametrize(
+    "data, expected",
+    [
+        (b"PAR1" + b'{"traceEvents": [], "neuron_runtime_data": 1}', "neuron-explorer"),  # Parquet magic first
+        (b'{"trnprof_host_metrics": 1, "neuron_runtime_data": 1}\n', "trnprof-host-metrics"),
+        (b'{"neuron_runtime_data": [], "traceEvents": []}', "neuron-monitor"),
+        (b'[{"instruction": 1, "summary": 2}]', "kineto"),  # the bare array: before Explorer JSON
+        (b'{"summary": [], "instruction": [], "trace_events": []}', "neuron-explorer-json"),
+        (b'{"summary": [], "instruction": [], "traceEvents": []}', "kineto"),
+        (b'  {"cpu_util": []}', "neuron-system-profile"),
+        (b'{"something": "else"}', "kineto"),  # a JSON object none claims: Kineto's reader says what lacks
+    ],
+)
 def test_the_built_in_sniffs_keep_their_order(tmp_path, clean_registry, data, expected):
     assert detection.detect(_write(tmp_path / "input.json", data)) == expected
     assert detection.detect(_write(tmp_path / "input.json.gz", gzip.compress(data))) == expected
@@ -80,8 +95,11 @@ def test_the_built_in_sniffs_keep_their_order(tmp_path, clean_registry, data, ex
 
 def test_an_unknown_file_names_every_format_in_one_line(tmp_path, clean_registry):
     formats.register(STEPS_CSV)
-    with pytest.raises(TrnprofError, match=r"not a trace trnprof knows \(starts with b'hello'\); formats: "
-                                           r"neuron-explorer, .*, neuron-system-profile, steps-csv$"):
+    with pytest.raises(
+        TrnprofError,
+        match=r"not a trace trnprof knows \(starts with b'hello'\); formats: "
+        r"neuron-explorer, .*, neuron-system-profile, steps-csv$",
+    ):
         detection.detect(_write(tmp_path / "x.txt", b"hello"))
 
 
@@ -123,12 +141,18 @@ def test_a_built_in_name_is_never_taken(clean_registry):
     assert formats.names().count("kineto") == 1
 
 
-@pytest.mark.parametrize("value, message", [
-    ("no_such_package.module:FORMAT", r"installed ingest format steps-csv \(no_such_package.module:FORMAT\) "
-                                      r"cannot be loaded \(ModuleNotFoundError: .*\)$"),
-    (f"{__name__}:NOT_A_FORMAT", r"is not a trnprof ingest Format called steps-csv$"),
-    (f"{__name__}:STEPS_CSV", None),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (
+            "no_such_package.module:FORMAT",
+            r"installed ingest format steps-csv \(no_such_package.module:FORMAT\) "
+            r"cannot be loaded \(ModuleNotFoundError: .*\)$",
+        ),
+        (f"{__name__}:NOT_A_FORMAT", r"is not a trnprof ingest Format called steps-csv$"),
+        (f"{__name__}:STEPS_CSV", None),
+    ],
+)
 def test_a_broken_installed_format_is_one_line(clean_registry, value, message):
     _install(clean_registry, **{"steps-csv": value})
     if message is None:
@@ -146,12 +170,15 @@ def _failing_reader(path, rank=None):
     raise KeyError("rows")
 
 
-@pytest.mark.parametrize("fmt, message", [
-    (Format("odd", _failing_sniff, read_steps_csv), r": the odd format's sniff failed \(UnicodeDecodeError: "),
-    (Format("odd", _sniff, _failing_reader), r": the odd reader failed \(KeyError: 'rows'\)$"),
-    (Format("odd", _sniff, lambda path, rank=None: [1, 2]), r": the odd reader returned list, not a Source$"),
-    (Format("odd", _sniff, "no_such_package.module:read"), r"ingest format odd: cannot load its reader "),
-])
+@pytest.mark.parametrize(
+    "fmt, message",
+    [
+        (Format("odd", _failing_sniff, read_steps_csv), r": the odd format's sniff failed \(UnicodeDecodeError: "),
+        (Format("odd", _sniff, _failing_reader), r": the odd reader failed \(KeyError: 'rows'\)$"),
+        (Format("odd", _sniff, lambda path, rank=None: [1, 2]), r": the odd reader returned list, not a Source$"),
+        (Format("odd", _sniff, "no_such_package.module:read"), r"ingest format odd: cannot load its reader "),
+    ],
+)
 def test_a_third_party_format_that_fails_is_one_line(tmp_path, clean_registry, fmt, message):
     formats.register(fmt)
     path = _write(tmp_path / "x.json", MAGIC + b"\xff\n0,0,1,1\n")
@@ -169,7 +196,7 @@ def test_the_docs_list_every_built_in_format():
     text = (REPO / "docs" / "ingest.md").read_text(encoding="utf-8")
     synopsis = re.search(r"--input-format ([a-z|-]+)\]", text).group(1)
     assert synopsis.split("|") == ["auto", *[fmt.name for fmt in formats.builtin()]]
-    section = text[text.index("\n## Formats\n"):text.index("\n### Adding a format\n")]
+    section = text[text.index("\n## Formats\n") : text.index("\n### Adding a format\n")]
     listed = re.findall(r"^\| `([a-z-]+)` \| (.*) \|$", section, re.MULTILINE)
     assert listed == [(fmt.name, fmt.doc) for fmt in formats.builtin()]
 
@@ -181,8 +208,14 @@ def test_a_folder_format_takes_the_whole_folder(tmp_path, clean_registry):
     folder.mkdir()
     (folder / "steps.csv").write_bytes(MAGIC + b"\n0,0,1,1\n")
     assert not is_trace_input(folder)
-    formats.register(Format("steps-folder", lambda probe: (probe.path / "steps.csv").is_file(),
-                            lambda path, rank=None: read_steps_csv(path / "steps.csv"), folder=True))
+    formats.register(
+        Format(
+            "steps-folder",
+            lambda probe: (probe.path / "steps.csv").is_file(),
+            lambda path, rank=None: read_steps_csv(path / "steps.csv"),
+            folder=True,
+        )
+    )
     assert is_trace_input(folder)
     assert detection.expand([folder]) == [(folder, "steps-folder")]
     assert detection.detect(folder) == "steps-folder"

@@ -11,15 +11,16 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import KINETO, assert_accounted
 from trnprof.api import open_run
 from trnprof.collectors.ingest import ingest
 from trnprof.errors import TrnprofError
 
-from tests.conftest import KINETO, assert_accounted
-
-SMALL = ["cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
-         "triton_example/triton_example.json.gz",
-         "amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"]
+SMALL = [
+    "cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
+    "triton_example/triton_example.json.gz",
+    "amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+]
 
 
 def _documents():
@@ -60,16 +61,22 @@ def _check_ingest(document, folder: Path):
         record = assert_accounted(run)
         assert record["source_entries"] == len(document["traceEvents"])
         assert int(run.sql("SELECT COUNT(*) AS n FROM events")["n"][0]) == record["to"]["events"]
-        quarantined = int(run.sql(f"SELECT COUNT(*) AS n FROM read_parquet('{folder}/run/ingest/quarantine.parquet')")
-                          ["n"][0])
+        quarantined = int(
+            run.sql(f"SELECT COUNT(*) AS n FROM read_parquet('{folder}/run/ingest/quarantine.parquet')")["n"][0]
+        )
         assert quarantined == record["to"]["quarantine"] == sum(record["quarantine_reasons"].values())
         return record
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(which=st.integers(0, len(SMALL) - 1),
-       edits=st.lists(st.tuples(st.integers(0, 10 ** 6), st.sampled_from(sorted(MUTATIONS)), st.integers(1, 999)),
-                      min_size=1, max_size=6))
+@given(
+    which=st.integers(0, len(SMALL) - 1),
+    edits=st.lists(
+        st.tuples(st.integers(0, 10**6), st.sampled_from(sorted(MUTATIONS)), st.integers(1, 999)),
+        min_size=1,
+        max_size=6,
+    ),
+)
 def test_mutated_events_are_quarantined_or_refused(which, edits):
     document = json.loads(json.dumps(DOCUMENTS[which]))
     events = document["traceEvents"]

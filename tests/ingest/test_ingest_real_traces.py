@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import KINETO
 from trnprof.api import open_run
 from trnprof.collectors.ingest import ingest
-
-from tests.conftest import KINETO
 
 # every profiler trace; `output/` folders hold a peer analyzer's answer on a trace, not a trace to ingest
 TRACES = sorted(p for p in KINETO.rglob("*.json.gz") if "output" not in p.parent.parts)
@@ -65,8 +64,9 @@ def test_every_entry_is_accounted_for(runs, path):
     assert record["quarantine_reasons"] == {}
     events = int(run.sql("SELECT COUNT(*) AS n FROM events")["n"][0])
     flows = int(run.sql(f"SELECT COUNT(*) AS n FROM read_parquet('{runs[path]}/ingest/flows.parquet')")["n"][0])
-    meta = int(run.sql(f"SELECT COUNT(*) AS n FROM read_parquet('{runs[path]}/ingest/meta.parquet') "
-                       "WHERE kind = 'M'")["n"][0])
+    meta = int(
+        run.sql(f"SELECT COUNT(*) AS n FROM read_parquet('{runs[path]}/ingest/meta.parquet') WHERE kind = 'M'")["n"][0]
+    )
     assert (events, flows, meta) == (by_dest["events"], by_dest["flows"], by_dest["meta"])
     run.close()
 
@@ -89,8 +89,19 @@ def test_info_and_stdlib_work(runs, path):
         assert set(cut) <= set(names[:1] + names[-1:])
         assert len(breakdown) == info["steps"] == len(names) - len(cut)
         for _, row in breakdown.iterrows():
-            parts = sum(row[c] for c in ("compute", "exposed_comm", "input_wait", "host_sync", "host",
-                                         "transfer_exposed", "compile", "idle"))
+            parts = sum(
+                row[c]
+                for c in (
+                    "compute",
+                    "exposed_comm",
+                    "input_wait",
+                    "host_sync",
+                    "host",
+                    "transfer_exposed",
+                    "compile",
+                    "idle",
+                )
+            )
             assert parts == row["dur"] and row["idle"] >= 0 and row["host"] >= 0
 
 
@@ -123,8 +134,9 @@ def test_cpu_only_trace_counts_gloo_as_communication(runs):
 
 def test_nccl_kernels_carry_their_collective_args(runs):
     with open_run(runs[KINETO / "nccl_parser_config" / "nccl_data.json.gz"]) as run:
-        rows = run.sql("SELECT coll_op, coll_group, coll_ranks, bytes, args FROM events "
-                       "WHERE kind = 'collective' ORDER BY ts")
+        rows = run.sql(
+            "SELECT coll_op, coll_group, coll_ranks, bytes, args FROM events WHERE kind = 'collective' ORDER BY ts"
+        )
         assert set(rows["coll_op"]) == {"all_reduce", "broadcast"}
         assert set(rows["coll_group"]) == {"0"} and set(rows["coll_ranks"]) == {2}
         first = rows.iloc[0]
@@ -147,7 +159,7 @@ def test_float_microseconds_become_exact_nanoseconds(runs):
     path = KINETO / "ns_resolution_trace" / "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
     text = gzip.open(path).read().decode()
     start = text.index('"ProfilerStep#101"')
-    ts_text = text[text.index('"ts":', start) + 5:].split(",")[0].strip()
+    ts_text = text[text.index('"ts":', start) + 5 :].split(",")[0].strip()
     with open_run(runs[path]) as run:
         ts = int(run.sql("SELECT ts FROM events WHERE name = 'ProfilerStep#101'")["ts"][0])
     whole, _, frac = ts_text.partition(".")

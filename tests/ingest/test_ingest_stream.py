@@ -25,8 +25,18 @@ def _tricky_trace(n: int) -> dict:
     """Names and args full of what a naive splitter would cut on."""
     events = []
     for i in range(n):
-        events.append({"ph": "X", "cat": "cpu_op", "name": f'op}},{{"ph":"X"}} #{i}', "pid": 1, "tid": 2,
-                       "ts": 1000 + i, "dur": 1, "args": {"nested": {"a": [{"b": "},{"}], "c": {}}, "i": i}})
+        events.append(
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": f'op}},{{"ph":"X"}} #{i}',
+                "pid": 1,
+                "tid": 2,
+                "ts": 1000 + i,
+                "dur": 1,
+                "args": {"nested": {"a": [{"b": "},{"}], "c": {}}, "i": i},
+            }
+        )
     return {"schemaVersion": 1, "traceEvents": events, "baseTimeNanoseconds": 7}
 
 
@@ -60,15 +70,18 @@ def test_bare_array_form_with_and_without_closing_bracket(tmp_path):
         assert len(decoded) == 3 and chunks[-1].header == {}
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"", "empty file"),
-    (b"   \n", "empty file"),
-    (b'{"traceEvents": [{"ph": "X"', "invalid JSON"),
-    (b'{"schemaVersion": 1, "other": []}', "no traceEvents array"),
-    (b'{"traceEvents": {"ph": "X"}}', "traceEvents is not an array"),
-    (b"hello", "not a JSON trace"),
-    (b'{"traceEvents": [{"ph": "X", "name": "\xff\xfe"}]}', "UTF-8"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"", "empty file"),
+        (b"   \n", "empty file"),
+        (b'{"traceEvents": [{"ph": "X"', "invalid JSON"),
+        (b'{"schemaVersion": 1, "other": []}', "no traceEvents array"),
+        (b'{"traceEvents": {"ph": "X"}}', "traceEvents is not an array"),
+        (b"hello", "not a JSON trace"),
+        (b'{"traceEvents": [{"ph": "X", "name": "\xff\xfe"}]}', "UTF-8"),
+    ],
+)
 def test_broken_files_give_one_clear_error(tmp_path, content, message):
     path = tmp_path / "bad.json"
     path.write_bytes(content)
@@ -98,7 +111,7 @@ def test_entries_that_are_not_events_are_reported_alone(tmp_path):
     trace["traceEvents"][1:1] = [5, {"ph": "X", "ts": "soon"}, {"ph": "X", "ts": 1, "dur": 1, "tts": 3}]
     path = tmp_path / "t.json"
     path.write_text(json.dumps(trace))
-    chunk, = list(read_chunks(path))
+    (chunk,) = list(read_chunks(path))
     assert [position for position, _, _ in chunk.bad] == [1, 2]
     assert chunk.extras == {3: {"tts": 3}}
     assert len([e for e in chunk.events if e is not None]) == 4

@@ -8,8 +8,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trnprof.collectors.kineto.stream import read_chunks
 from trnprof.collectors.kineto.columns import stage_chunk
+from trnprof.collectors.kineto.stream import read_chunks
 from trnprof.collectors.kineto.times import MISSING, NOT_A_NUMBER, OUT_OF_RANGE, numbers_to_ns, texts_to_ns
 
 
@@ -32,14 +32,14 @@ def test_large_floats_need_the_text_route():
 
 
 def test_problems_are_reported_not_wrapped():
-    ns, problem = numbers_to_ns([None, 10 ** 17, 5])
+    ns, problem = numbers_to_ns([None, 10**17, 5])
     assert problem.tolist() == [MISSING, OUT_OF_RANGE, 0] and ns[2] == 5000
     _, problem = texts_to_ns([b"", b'"soon"', b"1e30", b"1"])
     assert problem.tolist() == [MISSING, NOT_A_NUMBER, OUT_OF_RANGE, 0]
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(min_value=0, max_value=2 ** 62), st.integers(min_value=0, max_value=999))
+@given(st.integers(min_value=0, max_value=2**62), st.integers(min_value=0, max_value=999))
 def test_any_ns_written_as_us_text_comes_back(whole_us, frac):
     text = f"{whole_us // 1000}.{frac:03d}"
     exact = _exact(text)
@@ -47,15 +47,17 @@ def test_any_ns_written_as_us_text_comes_back(whole_us, frac):
     assert ns.tolist() == [exact] and not problem.any()
     value = float(text)
     converted = numbers_to_ns([value])
-    if abs(value) < 2 ** 43:  # the float route is exact below 2**43 µs and declines above
+    if abs(value) < 2**43:  # the float route is exact below 2**43 µs and declines above
         assert converted[0].tolist() == [exact]
     else:
         assert converted is None
 
 
 def test_a_chunk_switches_to_exact_mode(tmp_path):
-    events = [{"ph": "X", "name": "a", "ts": 1.5, "dur": 1}, {"ph": "X", "name": "b", "ts": 1712195495520854.8,
-                                                               "dur": 0.001}]
+    events = [
+        {"ph": "X", "name": "a", "ts": 1.5, "dur": 1},
+        {"ph": "X", "name": "b", "ts": 1712195495520854.8, "dur": 0.001},
+    ]
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": events}))
     mode = {"exact": False}

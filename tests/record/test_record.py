@@ -24,13 +24,13 @@ TIMEOUT = 300
 
 
 def record_cmd(options, command):
-    return [sys.executable, "-m", "trnprof", "record", "--neuron", "off", *map(str, options), "--",
-            *map(str, command)]
+    return [sys.executable, "-m", "trnprof", "record", "--neuron", "off", *map(str, options), "--", *map(str, command)]
 
 
 def record(tmp_path, options, command, env=None):
-    return subprocess.run(record_cmd(options, command), capture_output=True, text=True, timeout=TIMEOUT,
-                          cwd=tmp_path, env=env)
+    return subprocess.run(
+        record_cmd(options, command), capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path, env=env
+    )
 
 
 def trace_events(path: Path) -> list[dict]:
@@ -57,14 +57,17 @@ def steady_input_share(run: Path) -> float:
 def findings(run: Path) -> dict:
     """The input pack's findings (the verdicts these jobs are about), by rule name."""
     from trnprof.api import analyze
+
     return {f.name: f for f in analyze(run, select=["input"]).findings}
 
 
 def test_slow_loader_recording_gives_input_starvation(tmp_path):
     capture = tmp_path / "capture"
-    result = record(tmp_path, ["-o", "run", "--capture", capture, "--wait", 0, "--warmup", 1, "--active", 4,
-                               "--analyze"],
-                    [sys.executable, SLOW_LOADER, "--steps", 8, "--load-ms", 100])
+    result = record(
+        tmp_path,
+        ["-o", "run", "--capture", capture, "--wait", 0, "--warmup", 1, "--active", 4, "--analyze"],
+        [sys.executable, SLOW_LOADER, "--steps", 8, "--load-ms", 100],
+    )
     assert result.returncode == 0, result.stderr
     assert "IN001 input.starvation" in result.stdout
     assert "captured 1 trace(s)" in result.stdout
@@ -84,7 +87,9 @@ def test_slow_loader_recording_gives_input_starvation(tmp_path):
 def _profile_job(run: Path, load_ms: float) -> None:
     """The example's job through the Python API in this process."""
     import torch
+
     import trnprof
+
     sys.path.insert(0, str(SLOW_LOADER.parent))
     try:
         from train_slow_loader import SlowDataset
@@ -116,10 +121,16 @@ def test_profile_api_slow_loader_against_the_same_job_without_it(tmp_path):
     for name in ("fast", "slow"):
         with open_run(tmp_path / name) as r:
             waits[name] = float(r.sql("SELECT AVG(input_wait) AS w FROM steady_breakdown")["w"][0]) / 1e6
-            loads[name] = float(r.sql("SELECT SUM(e.dur) / COUNT(DISTINCT b.step) AS l FROM steady_breakdown b "
-                                      "JOIN steps s ON s.rank = b.rank AND s.step = b.step JOIN events e ON "
-                                      "e.rank = b.rank AND e.kind = 'input' AND e.ts >= s.ts AND e.ts < s.end_ts")
-                                ["l"][0]) / 1e6
+            loads[name] = (
+                float(
+                    r.sql(
+                        "SELECT SUM(e.dur) / COUNT(DISTINCT b.step) AS l FROM steady_breakdown b "
+                        "JOIN steps s ON s.rank = b.rank AND s.step = b.step JOIN events e ON "
+                        "e.rank = b.rank AND e.kind = 'input' AND e.ts >= s.ts AND e.ts < s.end_ts"
+                    )["l"][0]
+                )
+                / 1e6
+            )
         share = steady_input_share(tmp_path / name)
         assert share <= loader_share(_steps_only(tmp_path / name)) + 0.01  # waiting happens inside the loader
         found = findings(tmp_path / name).get("input.starvation")
@@ -139,8 +150,11 @@ def _steps_only(run: Path) -> list[dict]:
 
 
 def test_exit_code_of_the_command_is_passed_through(tmp_path):
-    result = record(tmp_path, ["-o", "run", "--interval", 0.1],
-                    [sys.executable, "-c", "import sys, time; time.sleep(0.5); sys.exit(3)"])
+    result = record(
+        tmp_path,
+        ["-o", "run", "--interval", 0.1],
+        [sys.executable, "-c", "import sys, time; time.sleep(0.5); sys.exit(3)"],
+    )
     assert result.returncode == 3
     assert "no step seen" in result.stderr  # a run of host metrics only, said so, and why
     assert (tmp_path / "run" / "trnprof.json").is_file()
@@ -148,8 +162,11 @@ def test_exit_code_of_the_command_is_passed_through(tmp_path):
 
 def test_a_crash_leaves_an_analysable_run_of_the_steps_captured(tmp_path):
     capture = tmp_path / "capture"
-    result = record(tmp_path, ["-o", "run", "--capture", capture, "--wait", 0, "--warmup", 0, "--active", 20],
-                    [sys.executable, SLOW_LOADER, "--steps", 20, "--load-ms", 20, "--crash-at", 6])
+    result = record(
+        tmp_path,
+        ["-o", "run", "--capture", capture, "--wait", 0, "--warmup", 0, "--active", 20],
+        [sys.executable, SLOW_LOADER, "--steps", 20, "--load-ms", 20, "--crash-at", 6],
+    )
     assert result.returncode == 1
     assert "crash requested at step 6" in result.stderr
     events = trace_events(capture / "trace_rank0.json.gz")
@@ -175,12 +192,17 @@ def _interior_whole(partial: list[bool]) -> None:
 
 def _stop_while_running(tmp_path, sig, target):
     capture = tmp_path / "capture"
-    process = subprocess.Popen(record_cmd(["-o", "run", "--capture", capture, "--wait", 0, "--warmup", 0,
-                                           "--active", 50],
-                                          [sys.executable, SLOW_LOADER, "--steps", 400, "--load-ms", 20,
-                                           "--log-steps"]),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        record_cmd(
+            ["-o", "run", "--capture", capture, "--wait", 0, "--warmup", 0, "--active", 50],
+            [sys.executable, SLOW_LOADER, "--steps", 400, "--load-ms", 20, "--log-steps"],
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        start_new_session=True,
+    )
     for line in process.stdout:
         if line.strip() == "step 5":
             break
@@ -202,19 +224,37 @@ def test_stopping_record_keeps_and_ingests_what_was_captured(tmp_path, sig, targ
 
 
 def test_two_rank_gloo_ddp_under_torchrun(tmp_path):
-    result = record(tmp_path, ["-o", "run", "--wait", 0, "--warmup", 1, "--active", 3],
-                    [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", 2, "--master-addr",
-                     "127.0.0.1", "--master-port", _free_port(), DDP, "--steps", 6])
+    result = record(
+        tmp_path,
+        ["-o", "run", "--wait", 0, "--warmup", 1, "--active", 3],
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc-per-node",
+            2,
+            "--master-addr",
+            "127.0.0.1",
+            "--master-port",
+            _free_port(),
+            DDP,
+            "--steps",
+            6,
+        ],
+    )
     assert result.returncode == 0, result.stderr
     assert "captured 2 trace(s)" in result.stdout
     with open_run(tmp_path / "run") as r:
         assert r.info()["world_size"] == 2
         # the active window's 3 steps (a loaded machine's tenfold step spread may mark an edge one
         # partial, see _interior_whole)
-        per_rank = r.sql("SELECT rank, COUNT(*) AS n, COUNT(*) FILTER (WHERE NOT partial) AS whole "
-                         "FROM recorded_steps GROUP BY rank ORDER BY rank")
-        matched = r.sql("SELECT MIN(ranks_seen) AS seen FROM collectives WHERE coll_op = 'all_reduce' "
-                        "AND coll_group IS NOT NULL")["seen"][0]
+        per_rank = r.sql(
+            "SELECT rank, COUNT(*) AS n, COUNT(*) FILTER (WHERE NOT partial) AS whole "
+            "FROM recorded_steps GROUP BY rank ORDER BY rank"
+        )
+        matched = r.sql(
+            "SELECT MIN(ranks_seen) AS seen FROM collectives WHERE coll_op = 'all_reduce' AND coll_group IS NOT NULL"
+        )["seen"][0]
         rss = r.sql("SELECT DISTINCT rank FROM counters WHERE name = 'host.process.rss' ORDER BY rank")
     assert list(per_rank["rank"]) == [0, 1] and list(per_rank["n"]) == [3, 3] and min(per_rank["whole"]) >= 2
     assert matched == 2  # DDP's gradient all-reduce matched across both ranks
@@ -223,6 +263,7 @@ def test_two_rank_gloo_ddp_under_torchrun(tmp_path):
 
 def _free_port() -> int:
     import socket
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -248,9 +289,29 @@ def test_neuron_sidecar_and_environment(tmp_path):
     dump = tmp_path / "env.json"
     child = f"import json, os, time; time.sleep(1.5); json.dump(dict(os.environ), open({str(dump)!r}, 'w'))"
     started = time.time_ns()
-    result = subprocess.run([sys.executable, "-m", "trnprof", "record", "--neuron", "on", "-o", "run",
-                             "--interval", "0.2", "--", sys.executable, "-c", child], capture_output=True,
-                            text=True, timeout=TIMEOUT, cwd=tmp_path, env=env)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trnprof",
+            "record",
+            "--neuron",
+            "on",
+            "-o",
+            "run",
+            "--interval",
+            "0.2",
+            "--",
+            sys.executable,
+            "-c",
+            child,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=tmp_path,
+        env=env,
+    )
     ended = time.time_ns()
     assert result.returncode == 0, result.stderr
     seen = json.loads(dump.read_text())

@@ -74,10 +74,30 @@ def _path_with(tmp_path, explorer: bool) -> dict:
 def _record(tmp_path, env, code=0, mode="ok"):
     job = tmp_path / "job.py"
     job.write_text(JOB)
-    return subprocess.run([sys.executable, "-m", "trnprof", "record", "--neuron", "on", "-o", "run",
-                           "--interval", "0.05", "--", sys.executable, str(job), str(tmp_path / "env.json"),
-                           str(code)], capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path,
-                          env={**env, "FAKE_EXPLORER": mode})
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trnprof",
+            "record",
+            "--neuron",
+            "on",
+            "-o",
+            "run",
+            "--interval",
+            "0.05",
+            "--",
+            sys.executable,
+            str(job),
+            str(tmp_path / "env.json"),
+            str(code),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=tmp_path,
+        env={**env, "FAKE_EXPLORER": mode},
+    )
 
 
 def test_the_device_profile_explorer_writes_is_ingested_into_the_run(tmp_path):
@@ -103,18 +123,23 @@ def test_explorer_not_installed_is_one_line_and_the_rest_is_recorded(tmp_path):
     result = _record(tmp_path, _path_with(tmp_path, explorer=False))
     assert result.returncode == 0, result.stderr
     lines = [line for line in result.stderr.splitlines() if "neuron-explorer" in line]
-    assert lines == ["note: neuron-explorer is not on PATH: no device profile (it comes with aws-neuronx-tools); "
-                     "the runtime's system profile is still captured"]
+    assert lines == [
+        "note: neuron-explorer is not on PATH: no device profile (it comes with aws-neuronx-tools); "
+        "the runtime's system profile is still captured"
+    ]
     assert "NEURON_RT_INSPECT_DEVICE_PROFILE" not in json.loads((tmp_path / "env.json").read_text())
     assert "Traceback" not in result.stderr
     with open_run(tmp_path / "run") as run:
         assert int(run.sql("SELECT count(*) AS n FROM device_instructions")["n"][0]) == 0
 
 
-@pytest.mark.parametrize("mode, said", [
-    ("fail", "neuron-explorer failed (exit 3: ERROR_PROCESS_INCOMPLETE: NEFF/NTFF UUID mismatch)"),
-    ("nothing", "neuron-explorer wrote no Parquet profile in"),
-])
+@pytest.mark.parametrize(
+    "mode, said",
+    [
+        ("fail", "neuron-explorer failed (exit 3: ERROR_PROCESS_INCOMPLETE: NEFF/NTFF UUID mismatch)"),
+        ("nothing", "neuron-explorer wrote no Parquet profile in"),
+    ],
+)
 def test_a_failing_explorer_is_one_line_and_the_job_code_is_kept(tmp_path, mode, said):
     result = _record(tmp_path, _path_with(tmp_path, explorer=True), code=7, mode=mode)
     assert result.returncode == 7, result.stderr

@@ -21,8 +21,7 @@ TIMEOUT = 300
 
 
 def record_cmd(options, command):
-    return [sys.executable, "-m", "trnprof", "record", "--neuron", "off", *map(str, options), "--",
-            *map(str, command)]
+    return [sys.executable, "-m", "trnprof", "record", "--neuron", "off", *map(str, options), "--", *map(str, command)]
 
 
 def record(tmp_path, options, command):
@@ -31,6 +30,7 @@ def record(tmp_path, options, command):
 
 def memory_findings(run: Path):
     from trnprof.api import analyze
+
     document = analyze(run, select=["memory"])
     assert not document.errors, document.errors
     return [f for f in document.findings if f.name == "memory.growth"], document
@@ -69,6 +69,7 @@ def test_a_healthy_job_profiled_over_30_steps_has_no_memory_finding(healthy):
 
 def test_the_timeline_of_a_recorded_step_is_scaled_to_the_step(healthy):
     from trnprof.report.sections import timeline
+
     with open_run(healthy) as run:
         section = timeline.build(run)
     spec = section.chart.to_dict()
@@ -86,11 +87,32 @@ def test_a_stop_while_the_trace_is_written_keeps_the_whole_window(tmp_path, sig,
     """The signal lands while the rank writes its trace (the partial file exists): the write
     finishes, the job stops, and the run holds every profiled step and the host metrics."""
     capture = tmp_path / "capture"
-    process = subprocess.Popen(record_cmd(["-o", "run", "--capture", capture, "--wait", 0, "--warmup", 0,
-                                           "--active", 20, "--shapes", "--stack", "--interval", 0.1],
-                                          [sys.executable, LEAK, "--steps", 400, "--leak-mib", 0]),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        record_cmd(
+            [
+                "-o",
+                "run",
+                "--capture",
+                capture,
+                "--wait",
+                0,
+                "--warmup",
+                0,
+                "--active",
+                20,
+                "--shapes",
+                "--stack",
+                "--interval",
+                0.1,
+            ],
+            [sys.executable, LEAK, "--steps", 400, "--leak-mib", 0],
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        start_new_session=True,
+    )
     partial = capture / ".trace_rank0.partial.json.gz"
     deadline = time.monotonic() + TIMEOUT
     while not partial.exists() and process.poll() is None and time.monotonic() < deadline:
@@ -110,8 +132,11 @@ def test_a_stop_while_the_trace_is_written_keeps_the_whole_window(tmp_path, sig,
 
 def test_two_processes_with_the_same_rank_keep_both_traces_apart(tmp_path):
     job = f"{sys.executable} {LEAK} --steps 6 --leak-mib 0"
-    result = record(tmp_path, ["-o", "run", "--capture", "capture", "--wait", 0, "--warmup", 0, "--active", 3],
-                    ["sh", "-c", f"{job} & {job}; wait"])
+    result = record(
+        tmp_path,
+        ["-o", "run", "--capture", "capture", "--wait", 0, "--warmup", 0, "--active", 3],
+        ["sh", "-c", f"{job} & {job}; wait"],
+    )
     assert result.returncode == 0, result.stderr
     traces = sorted(p.name for p in (tmp_path / "capture").glob("trace_rank0*.json.gz"))
     assert len(traces) == 2 and traces[1].startswith("trace_rank0.pid"), traces  # neither overwrote the other

@@ -24,34 +24,44 @@ from trnprof.rules_engine.testing import write_inline
 TIMEOUT = 300
 
 
-@pytest.mark.parametrize("modules, expected", [
-    ({"torch", "torch_xla", "torch_neuronx", "libneuronxla"}, "torch-xla"),
-    ({"torch", "torch_neuronx"}, "torchneuron"),
-    ({"torch", "torch_neuronx", "torchtitan"}, "torchtitan"),
-    ({"jax", "jax_neuronx"}, "jax"),
-    ({"torch"}, "pytorch"),
-    ({"numpy"}, None),
-])
+@pytest.mark.parametrize(
+    "modules, expected",
+    [
+        ({"torch", "torch_xla", "torch_neuronx", "libneuronxla"}, "torch-xla"),
+        ({"torch", "torch_neuronx"}, "torchneuron"),
+        ({"torch", "torch_neuronx", "torchtitan"}, "torchtitan"),
+        ({"jax", "jax_neuronx"}, "jax"),
+        ({"torch"}, "pytorch"),
+        ({"numpy"}, None),
+    ],
+)
 def test_the_framework_is_what_the_process_imported(modules, expected):
     assert stack.framework(modules) == expected
 
 
-@pytest.mark.parametrize("packages, release", [
-    ({"nki-library": "2.31.0"}, "2.31.0"),
-    ({"nki-library": "2.33"}, "2.33.0"),
-    ({"nki-library": "0.7.0"}, None),            # a version before the library followed the release
-    ({"nki-library": "2.31.0rc1"}, None),         # not three whole numbers: not read as a release
-    ({"torch-neuronx": "2.9.0.2.15.32035", "neuronx-cc": "2.28.7631.0"}, None),  # their own versions
-    ({}, None),
-])
+@pytest.mark.parametrize(
+    "packages, release",
+    [
+        ({"nki-library": "2.31.0"}, "2.31.0"),
+        ({"nki-library": "2.33"}, "2.33.0"),
+        ({"nki-library": "0.7.0"}, None),  # a version before the library followed the release
+        ({"nki-library": "2.31.0rc1"}, None),  # not three whole numbers: not read as a release
+        ({"torch-neuronx": "2.9.0.2.15.32035", "neuronx-cc": "2.28.7631.0"}, None),  # their own versions
+        ({}, None),
+    ],
+)
 def test_the_sdk_release_is_read_only_where_a_package_names_it(packages, release):
     assert stack.sdk_release(packages) == release
 
 
 def test_detect_keeps_the_evidence_and_only_known_facts():
     facts = stack.detect(modules={"torch", "torch_neuronx"}, packages={"nki-library": "2.31.0", "torch": "2.9.0"})
-    assert facts == {"framework": "torchneuron", "neuron_sdk": "2.31.0", "device_kind": "trainium",
-                     "stack_packages": {"nki-library": "2.31.0", "torch": "2.9.0"}}
+    assert facts == {
+        "framework": "torchneuron",
+        "neuron_sdk": "2.31.0",
+        "device_kind": "trainium",
+        "stack_packages": {"nki-library": "2.31.0", "torch": "2.9.0"},
+    }
     assert stack.detect(modules={"torch"}, packages={}) == {"framework": "pytorch"}
 
 
@@ -73,11 +83,20 @@ def test_installed_reads_the_distributions_of_the_interpreter(tmp_path, monkeypa
 
 
 def test_the_host_metrics_header_keeps_only_well_formed_stack_facts(tmp_path):
-    header = {"trnprof_host_metrics": 1, "job": {
-        "framework": "torchneuron", "neuron_sdk": "x" * 65, "device_kind": ["trainium"],
-        "stack_packages": {"torch": "2.9.0", "bad": 3, "<script>": "y" * 100}, "world_size": 4}}
+    header = {
+        "trnprof_host_metrics": 1,
+        "job": {
+            "framework": "torchneuron",
+            "neuron_sdk": "x" * 65,
+            "device_kind": ["trainium"],
+            "stack_packages": {"torch": "2.9.0", "bad": 3, "<script>": "y" * 100},
+            "world_size": 4,
+        },
+    }
     path = tmp_path / "job_rank0.jsonl"
-    path.write_text(json.dumps(header) + "\n" + json.dumps({"ts": 1, "samples": [[0, "job.step", 1.0, "count"]]}) + "\n")
+    path.write_text(
+        json.dumps(header) + "\n" + json.dumps({"ts": 1, "samples": [[0, "job.step", 1.0, "count"]]}) + "\n"
+    )
     assert read_host_metrics(path).job == {"framework": "torchneuron", "stack_packages": {"torch": "2.9.0"}}
 
 
@@ -97,9 +116,32 @@ def test_a_recorded_run_carries_the_stack_its_job_ran(tmp_path):
     job = tmp_path / "job.py"
     job.write_text(JOB)
     env = {**os.environ, "PYTHONPATH": str(_fake_site(tmp_path))}
-    result = subprocess.run([sys.executable, "-m", "trnprof", "record", "--neuron", "off", "-o", "run", "--wait", "0",
-                             "--warmup", "0", "--active", "2", "--", sys.executable, str(job)],
-                            capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path, env=env)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trnprof",
+            "record",
+            "--neuron",
+            "off",
+            "-o",
+            "run",
+            "--wait",
+            "0",
+            "--warmup",
+            "0",
+            "--active",
+            "2",
+            "--",
+            sys.executable,
+            str(job),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=tmp_path,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     with open_run(tmp_path / "run") as run:
         platform = run.sql("SELECT device_kind, framework, neuron_sdk, stack_assumed, stack FROM run_platform")
@@ -117,11 +159,23 @@ def _host_bound_firing_case():
     return rule, case.run.inline
 
 
-@pytest.mark.parametrize("modules, packages, said, unsaid", [
-    ({"torch", "torch_neuronx"}, {"nki-library": "2.31.0"}, "TorchNeuron (native PyTorch on Neuron) on Neuron 2.31.0",
-     "MpDeviceLoader"),
-    ({"torch", "torch_xla", "torch_neuronx", "libneuronxla"}, {}, "torch-xla (PyTorch/XLA) on Neuron", "torch.compile"),
-])
+@pytest.mark.parametrize(
+    "modules, packages, said, unsaid",
+    [
+        (
+            {"torch", "torch_neuronx"},
+            {"nki-library": "2.31.0"},
+            "TorchNeuron (native PyTorch on Neuron) on Neuron 2.31.0",
+            "MpDeviceLoader",
+        ),
+        (
+            {"torch", "torch_xla", "torch_neuronx", "libneuronxla"},
+            {},
+            "torch-xla (PyTorch/XLA) on Neuron",
+            "torch.compile",
+        ),
+    ],
+)
 def test_the_advice_follows_the_detected_stack(tmp_path, modules, packages, said, unsaid):
     rule, inline = _host_bound_firing_case()
     facts = stack.detect(modules=modules, packages=packages)

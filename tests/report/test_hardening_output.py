@@ -23,12 +23,21 @@ def test_report_refuses_an_existing_file_without_force(sample_run, tmp_path, cli
     mine.write_text("my notes")
     result = cli("report", sample_run, "-o", mine)
     assert result.exit_code == 2 and result.stderr.strip().splitlines() == [
-        f"error: output exists: {mine} (choose another path or pass --force to replace it)"]
+        f"error: output exists: {mine} (choose another path or pass --force to replace it)"
+    ]
     assert mine.read_text() == "my notes"
 
 
-@pytest.mark.parametrize("args", [["info", "{run}"], ["query", "{run}", "SELECT 1 AS one"], ["check", "{run}"],
-                                  ["diff", "{run}", "{run}"], ["rules", "list"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["info", "{run}"],
+        ["query", "{run}", "SELECT 1 AS one"],
+        ["check", "{run}"],
+        ["diff", "{run}", "{run}"],
+        ["rules", "list"],
+    ],
+)
 def test_a_document_output_is_replaced_only_with_force(sample_run, tmp_path, cli, args):
     mine = tmp_path / "mine.txt"
     mine.write_text("my notes")
@@ -84,8 +93,9 @@ def test_demo_replaces_an_earlier_demo_only_and_writes_whole_files(tmp_path, cli
 def test_record_refuses_an_existing_report_file_before_the_job_runs(tmp_path, cli):
     mine, ran = tmp_path / "r.html", tmp_path / "ran"
     mine.write_text("my report")
-    result = cli("record", "-o", tmp_path / "run", "--report", mine, "--", sys.executable, "-c",
-                 f"open({str(ran)!r}, 'w')")
+    result = cli(
+        "record", "-o", tmp_path / "run", "--report", mine, "--", sys.executable, "-c", f"open({str(ran)!r}, 'w')"
+    )
     assert result.exit_code == 2 and "output exists" in result.stderr
     assert not ran.exists() and mine.read_text() == "my report"
 

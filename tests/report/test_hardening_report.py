@@ -10,8 +10,8 @@ import pytest
 import vl_convert
 
 from tests.conftest import write_inline_run
-from trnprof.errors import TrnprofError
 from trnprof.api import report
+from trnprof.errors import TrnprofError
 from trnprof.report import export
 
 NAMES = ["lane\u2028break", "para\u2029graph", "quote' \" \\ ${x} `tick`", "');alert(1);//"]
@@ -25,8 +25,18 @@ def write_named_run(path: Path) -> Path:
             t0 = step * 1_000_000
             events.append(dict(rank=rank, ts=t0, dur=900_000, kind="step", name=NAMES[0], lane="host/main", step=step))
             for i, name in enumerate(NAMES):
-                events.append(dict(rank=rank, ts=t0 + i * 200_000, dur=150_000, kind="compute", name=name,
-                                   lane=f"nc/{name}", step=step, phase=name))
+                events.append(
+                    dict(
+                        rank=rank,
+                        ts=t0 + i * 200_000,
+                        dur=150_000,
+                        kind="compute",
+                        name=name,
+                        lane=f"nc/{name}",
+                        step=step,
+                        phase=name,
+                    )
+                )
     return write_inline_run(path, events)
 
 
@@ -58,6 +68,7 @@ def test_hostile_lane_names_are_data_and_every_chart_renders(tmp_path):
 def _embedded_specs(page: str) -> list[str]:
     """The JSON of every spec in the page (script elements of type application/json)."""
     import re
+
     return [m.group(1) for m in re.finditer(r'<script type="application/json"[^>]*>(.*?)</script>', page, re.S)]
 
 
@@ -72,6 +83,7 @@ def test_png_export_is_all_or_nothing_when_a_chart_fails_to_render(tmp_path, mon
         if len(calls) == 2:
             raise ValueError("boom\nmore")
         return "<svg></svg>"
+
     monkeypatch.setattr(vl_convert, "vegalite_to_svg", fail_second)
     monkeypatch.setattr(vl_convert, "vegalite_to_png", lambda spec, **kwargs: b"\x89PNG")
     specs = {"a": {"mark": "bar"}, "b": {"mark": "bar"}, "c": {"mark": "bar"}}
@@ -90,6 +102,7 @@ def test_png_export_removes_what_it_wrote_when_a_write_fails(tmp_path, monkeypat
         if len(writes) == 4:
             raise OSError(28, "No space left on device")
         return original(self, data)
+
     monkeypatch.setattr(Path, "write_bytes", full_disk)
     with pytest.raises(TrnprofError, match="No space left on device; no chart was kept"):
         export.export_charts({"a": {}, "b": {}, "c": {}}, tmp_path / "charts")

@@ -20,8 +20,16 @@ from trnprof.api import report
 
 CHROMIUM = "/usr/bin/chromium"
 # root needs --no-sandbox; the rest keeps Chromium from calling Google services on a closed network
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 ARTIFACTS = REPO / "artifacts"
 
 # Data marks drawn per chart (scenegraph items of role "mark"), and every text item drawn.
@@ -69,7 +77,8 @@ def browser():
     assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: `bash dev.sh test` installs Debian's chromium"
     with sync_playwright() as playwright, tempfile.TemporaryDirectory() as profile:
         context = playwright.chromium.launch_persistent_context(
-            profile, executable_path=CHROMIUM, headless=True, args=FLAGS, viewport={"width": 1280, "height": 900})
+            profile, executable_path=CHROMIUM, headless=True, args=FLAGS, viewport={"width": 1280, "height": 900}
+        )
         yield context
         context.close()
 
@@ -96,8 +105,8 @@ def test_report_loads_offline_and_every_chart_draws(browser, sample_run, tmp_pat
     assert seen["requests"] == [out.resolve().as_uri()]
     views = page.evaluate("() => Object.keys(window.trnprofViews)")
     assert seen["charts"] == 7 and sorted(views) == sorted(
-        f"chart-{s}" for s in ("breakdown", "timeline", "critical_path", "collectives", "memory", "stragglers",
-                               "input"))
+        f"chart-{s}" for s in ("breakdown", "timeline", "critical_path", "collectives", "memory", "stragglers", "input")
+    )
     marks = {view: page.evaluate(COUNT_MARKS, view) for view in views}
     assert all(n > 0 for n in marks.values()), marks
     assert marks["chart-stragglers"] >= 2 * 8 * 4  # two heatmaps, 8 ranks x 4 steps each
@@ -150,17 +159,42 @@ def test_hostile_kineto_trace_ingested_and_reported(browser, tmp_path, cli):
     for step in range(2):
         t = step * 1000  # Kineto times are microseconds
         events += [
-            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1, "ts": t, "dur": 900},
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": f"ProfilerStep#{step}",
+                "pid": 1,
+                "tid": 1,
+                "ts": t,
+                "dur": 900,
+            },
             {"ph": "X", "cat": "user_annotation", "name": script, "pid": 1, "tid": 1, "ts": t + 10, "dur": 300},
             {"ph": "X", "cat": "cpu_op", "name": quoted, "pid": 1, "tid": 1, "ts": t + 20, "dur": 200},
-            {"ph": "X", "cat": "kernel", "name": img, "pid": 0, "tid": 7, "ts": t + 100, "dur": 500,
-             "args": {"device": 0, "stream": 7}},
-            {"ph": "X", "cat": "gpu_user_annotation", "name": quoted + script, "pid": 0, "tid": 7, "ts": t + 100,
-             "dur": 600, "args": {"device": 0, "stream": 7}},
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": img,
+                "pid": 0,
+                "tid": 7,
+                "ts": t + 100,
+                "dur": 500,
+                "args": {"device": 0, "stream": 7},
+            },
+            {
+                "ph": "X",
+                "cat": "gpu_user_annotation",
+                "name": quoted + script,
+                "pid": 0,
+                "tid": 7,
+                "ts": t + 100,
+                "dur": 600,
+                "args": {"device": 0, "stream": 7},
+            },
         ]
     trace = tmp_path / "rank0.json"
-    trace.write_text(json.dumps({"schemaVersion": 1, "distributedInfo": {"rank": 0, "world_size": 1},
-                                 "traceEvents": events}))
+    trace.write_text(
+        json.dumps({"schemaVersion": 1, "distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": events})
+    )
     assert cli("ingest", trace, "-o", tmp_path / "run").exit_code == 0
     out = tmp_path / "report.html"
     assert cli("report", tmp_path / "run", "-o", out).exit_code == 0

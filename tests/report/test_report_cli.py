@@ -7,17 +7,34 @@ import json
 
 import pytest
 
-SAVED = {"schema": "trnprof.findings/1", "run": "elsewhere", "findings": [{
-    "code": "HW001", "name": "hand.written", "pack": "hand", "severity": "low", "title": "A hand-written finding",
-    "message": "written by the test", "recommendation": "none", "ranks": [1], "steps": [2], "evidence": [],
-    "impact": {"seconds_per_step": 0.5, "fraction_of_step": 0.25}}]}
+SAVED = {
+    "schema": "trnprof.findings/1",
+    "run": "elsewhere",
+    "findings": [
+        {
+            "code": "HW001",
+            "name": "hand.written",
+            "pack": "hand",
+            "severity": "low",
+            "title": "A hand-written finding",
+            "message": "written by the test",
+            "recommendation": "none",
+            "ranks": [1],
+            "steps": [2],
+            "evidence": [],
+            "impact": {"seconds_per_step": 0.5, "fraction_of_step": 0.25},
+        }
+    ],
+}
 
 
 def test_report_runs_the_rules_and_writes_one_page(sample_run, tmp_path, cli):
     out = tmp_path / "report.html"
     result = cli("report", sample_run, "-o", out)
     assert result.exit_code == 0, result.output
-    assert result.output.startswith(f"wrote {out} (") and "7 charts, " in result.output and " findings)" in result.output
+    assert (
+        result.output.startswith(f"wrote {out} (") and "7 charts, " in result.output and " findings)" in result.output
+    )
     page = out.read_text(encoding="utf-8")
     assert page.count('class="vega-spec"') == 7
     assert "Findings of the built-in rule packs, computed for this report." in page
@@ -56,12 +73,15 @@ def test_report_without_findings_and_with_chart_files(sample_run, tmp_path, cli)
         assert svg.startswith("<svg") and "<text" in svg
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--findings", "{tmp}/missing.json"], "error: cannot read findings file"),
-    (["--findings", "{tmp}/bad.json"], "error: findings file {tmp}/bad.json: schema is 'x/1'"),
-    (["-o", "{tmp}"], "error: output {tmp} is a folder"),
-    (["--findings", "{tmp}/bad.json", "--no-analyze"], "--findings and --no-analyze exclude each other"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--findings", "{tmp}/missing.json"], "error: cannot read findings file"),
+        (["--findings", "{tmp}/bad.json"], "error: findings file {tmp}/bad.json: schema is 'x/1'"),
+        (["-o", "{tmp}"], "error: output {tmp} is a folder"),
+        (["--findings", "{tmp}/bad.json", "--no-analyze"], "--findings and --no-analyze exclude each other"),
+    ],
+)
 def test_bad_arguments_are_one_line_and_write_nothing(sample_run, tmp_path, cli, args, message):
     (tmp_path / "bad.json").write_text(json.dumps({"schema": "x/1", "findings": []}))
     args = [a.format(tmp=tmp_path) for a in args]

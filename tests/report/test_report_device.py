@@ -26,7 +26,7 @@ FAULTS = [{"kind": "sbuf_spill", "fraction": 0.5}, {"kind": "throttle", "utiliza
 
 def _section(page: str, section_id: str) -> str | None:
     start = page.find(f'<section id="{section_id}">')
-    return None if start < 0 else page[start:page.index("</section>", start)]
+    return None if start < 0 else page[start : page.index("</section>", start)]
 
 
 def _text(fragment: str) -> str:
@@ -37,8 +37,9 @@ def _text(fragment: str) -> str:
 def faulty(tmp_path_factory):
     """A simulated job with an SBUF spill and a throttle, its device profile, and its report."""
     folder = tmp_path_factory.mktemp("device")
-    simulate(load_config(preset="tiny", faults=FAULTS), folder / "run", steps=5, seed=0, overwrite=True,
-             device_profile=True)
+    simulate(
+        load_config(preset="tiny", faults=FAULTS), folder / "run", steps=5, seed=0, overwrite=True, device_profile=True
+    )
     report(folder / "run", folder / "report.html")
     return folder / "run", (folder / "report.html").read_text(encoding="utf-8")
 
@@ -63,8 +64,10 @@ def test_the_section_shows_what_the_views_return(faulty):
     assert row.group(5) == f"{tensor['adjusted_flops'].mean() / 1e9:,.2f} GFLOP"
     assert f"HFU {share_text(utilization['hfu'].mean())}" in text
     assert f"MBU {share_text(utilization['mbu'].mean())}" in text
-    assert (f"{size(spill['spill_save_bytes'].mean())} saved to HBM and {size(spill['spill_reload_bytes'].mean())} "
-            f"reloaded ({share_text(spill['reload_share'].mean())} of the HBM reads)") in text
+    assert (
+        f"{size(spill['spill_save_bytes'].mean())} saved to HBM and {size(spill['spill_reload_bytes'].mean())} "
+        f"reloaded ({share_text(spill['reload_share'].mean())} of the HBM reads)"
+    ) in text
     lost = throttling["lost_ns"].mean() / 1e9
     assert f"{duration(lost)} of tensor-engine time lost" in text
     assert f"allowed {share_text(throttling['mean_allowed'].mean())} of its issue slots" in text
@@ -79,8 +82,8 @@ def test_the_device_findings_link_to_their_rows(faulty):
     names = {name for _, name in links}
     assert {"DV004 device.sbuf_spill", "DV005 device.throttling"} <= names, links
     for anchor, name in links:
-        row = page[page.index(f'<tr id="{anchor}">'):]
-        assert name in row[:row.index("</tr>")], (anchor, name)
+        row = page[page.index(f'<tr id="{anchor}">') :]
+        assert name in row[: row.index("</tr>")], (anchor, name)
 
 
 def test_no_profile_no_section(sample_run, tmp_path):
@@ -97,10 +100,19 @@ def test_hostile_profile_strings_are_escaped(tmp_path):
     """An ingested Explorer profile whose DMA queue is named with markup: shown as text."""
     folder = tmp_path / "profile"
     shutil.copytree(EXPLORER_SAMPLE, folder)
-    pq.write_table(pa.table({"start_ts": pa.array([1_000, 5_000], pa.int64()), "end_ts": pa.array([3_000, 9_000], pa.int64()),
-                             "duration_ns": pa.array([2_000, 4_000], pa.int64()), "queue_name": [HOSTILE, HOSTILE],
-                             "queue_type": ["data", "data"], "transfer_bytes": pa.array([4096, 256], pa.int64())}),
-                   folder / "DmaPacket.parquet")
+    pq.write_table(
+        pa.table(
+            {
+                "start_ts": pa.array([1_000, 5_000], pa.int64()),
+                "end_ts": pa.array([3_000, 9_000], pa.int64()),
+                "duration_ns": pa.array([2_000, 4_000], pa.int64()),
+                "queue_name": [HOSTILE, HOSTILE],
+                "queue_type": ["data", "data"],
+                "transfer_bytes": pa.array([4096, 256], pa.int64()),
+            }
+        ),
+        folder / "DmaPacket.parquet",
+    )
     ingest([folder], tmp_path / "run")
     report(tmp_path / "run", tmp_path / "r.html", analyze=False)
     page = (tmp_path / "r.html").read_text(encoding="utf-8")

@@ -8,9 +8,8 @@ import json
 import msgspec
 import pytest
 
-from trnprof.api import open_run
+from trnprof.api import analyze, open_run
 from trnprof.errors import TrnprofError
-from trnprof.api import analyze
 from trnprof.report.findings import read_findings
 from trnprof.rules_engine.document import SCHEMA, Document, to_json_bytes
 
@@ -41,12 +40,15 @@ def test_saved_document_reads_back_equal(tmp_path, engine_document):
     assert read_findings(path) == msgspec.json.decode(to_json_bytes(engine_document), type=Document)
 
 
-@pytest.mark.parametrize("document, message", [
-    ({"schema": "other/1", "findings": []}, "schema is 'other/1'"),
-    ({"schema": SCHEMA}, "missing required field `run`"),
-    ("{not json", "not a findings document"),
-    ({"schema": SCHEMA, "run": "r", "findings": [{"code": "X"}]}, "missing required field `name`"),
-])
+@pytest.mark.parametrize(
+    "document, message",
+    [
+        ({"schema": "other/1", "findings": []}, "schema is 'other/1'"),
+        ({"schema": SCHEMA}, "missing required field `run`"),
+        ("{not json", "not a findings document"),
+        ({"schema": SCHEMA, "run": "r", "findings": [{"code": "X"}]}, "missing required field `name`"),
+    ],
+)
 def test_bad_documents_are_one_clear_error(tmp_path, document, message):
     with pytest.raises(TrnprofError) as error:
         read_findings(_write(tmp_path, document))

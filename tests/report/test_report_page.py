@@ -16,8 +16,11 @@ from tests.conftest import write_inline_run
 from trnprof.api import report
 from trnprof.report import vega
 
-HOSTILE = ["<script>window.__xss=1;alert(1)</script>", "</script><img src=x onerror=\"window.__xss=2\">",
-           "it's \"quoted\" & <b>bold</b>"]
+HOSTILE = [
+    "<script>window.__xss=1;alert(1)</script>",
+    '</script><img src=x onerror="window.__xss=2">',
+    'it\'s "quoted" & <b>bold</b>',
+]
 
 
 def write_hostile_run(path: Path) -> Path:
@@ -31,26 +34,72 @@ def write_hostile_run(path: Path) -> Path:
             events += [
                 dict(rank=rank, ts=t0, dur=900_000, kind="step", name=script, lane="host/main", step=step),
                 dict(rank=rank, ts=t0, dur=100_000, kind="input", name=quoted, lane=f"host/{img}", step=step),
-                dict(rank=rank, ts=t0 + 100_000, dur=500_000 + rank * 100_000, kind="compute", name=img,
-                     lane="nc/tensor", step=step, phase=script),
-                dict(rank=rank, ts=t0 + 300_000, dur=300_000, kind="annotation", name=script, lane="host/main", step=step),
-                dict(rank=rank, ts=t0 + 600_000, dur=200_000, kind="collective", name=quoted, lane="nc/cc", step=step,
-                     bytes=1 << 20, coll_op=script, coll_group=img, coll_seq=step, coll_ranks=2),
+                dict(
+                    rank=rank,
+                    ts=t0 + 100_000,
+                    dur=500_000 + rank * 100_000,
+                    kind="compute",
+                    name=img,
+                    lane="nc/tensor",
+                    step=step,
+                    phase=script,
+                ),
+                dict(
+                    rank=rank, ts=t0 + 300_000, dur=300_000, kind="annotation", name=script, lane="host/main", step=step
+                ),
+                dict(
+                    rank=rank,
+                    ts=t0 + 600_000,
+                    dur=200_000,
+                    kind="collective",
+                    name=quoted,
+                    lane="nc/cc",
+                    step=step,
+                    bytes=1 << 20,
+                    coll_op=script,
+                    coll_group=img,
+                    coll_seq=step,
+                    coll_ranks=2,
+                ),
             ]
-    counters = [dict(rank=r, ts=t, name=f"hbm.{script}", value=1e9, unit="bytes") for r in range(2) for t in (0, 500_000)]
-    counters += [dict(rank=r, ts=t, name="input.queue_depth", value=2.0, unit="count") for r in range(2) for t in (0, 500_000)]
-    return write_inline_run(path, events, counters=counters,
-                            job={"model": script, "instance_type": img, "precision": quoted})
+    counters = [
+        dict(rank=r, ts=t, name=f"hbm.{script}", value=1e9, unit="bytes") for r in range(2) for t in (0, 500_000)
+    ]
+    counters += [
+        dict(rank=r, ts=t, name="input.queue_depth", value=2.0, unit="count") for r in range(2) for t in (0, 500_000)
+    ]
+    return write_inline_run(
+        path, events, counters=counters, job={"model": script, "instance_type": img, "precision": quoted}
+    )
 
 
 def hostile_findings(path: Path) -> Path:
     script, img, quoted = HOSTILE
-    path.write_text(json.dumps({"schema": "trnprof.findings/1", "run": img, "findings": [{
-        "code": "XS001", "name": script, "pack": quoted, "severity": "high", "title": script, "message": img,
-        "recommendation": quoted, "ranks": [0, 1], "steps": [0, 1],
-        "impact": {"seconds_per_step": 0.001, "fraction_of_step": 0.1},
-        "evidence": [{"name": script, img: quoted}]}],
-        "not_evaluated": [{"name": img, "reason": script}], "errors": [{"name": quoted, "error": img}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "schema": "trnprof.findings/1",
+                "run": img,
+                "findings": [
+                    {
+                        "code": "XS001",
+                        "name": script,
+                        "pack": quoted,
+                        "severity": "high",
+                        "title": script,
+                        "message": img,
+                        "recommendation": quoted,
+                        "ranks": [0, 1],
+                        "steps": [0, 1],
+                        "impact": {"seconds_per_step": 0.001, "fraction_of_step": 0.1},
+                        "evidence": [{"name": script, img: quoted}],
+                    }
+                ],
+                "not_evaluated": [{"name": img, "reason": script}],
+                "errors": [{"name": quoted, "error": img}],
+            }
+        )
+    )
     return path
 
 
@@ -88,7 +137,7 @@ def test_hostile_strings_appear_only_escaped(hostile_page):
     for hostile in HOSTILE:
         assert hostile not in hostile_page
     ours = hostile_page.replace(vega.javascript_bundle(), "")  # vega-tooltip's own code has an <img template
-    assert "<img" not in ours and "onerror=\"window" not in ours
+    assert "<img" not in ours and 'onerror="window' not in ours
     assert "&lt;script&gt;window.__xss=1;alert(1)&lt;/script&gt;" in hostile_page  # title, findings table
 
 

@@ -21,8 +21,12 @@ def breakdown(run):
 
 def test_breakdown_is_the_mean_per_step_of_each_rank(run, breakdown):
     frame, notes = queries.breakdown_by_rank(run)
-    expected = breakdown.groupby("rank")[["compute", "exposed_comm", "input_wait", "host",
-                                                  "transfer_exposed", "compile", "idle"]].mean() / 1e6
+    expected = (
+        breakdown.groupby("rank")[
+            ["compute", "exposed_comm", "input_wait", "host", "transfer_exposed", "compile", "idle"]
+        ].mean()
+        / 1e6
+    )
     assert notes == [] and list(frame["rank_lo"]) == list(expected.index)
     for column in expected.columns:
         np.testing.assert_allclose(frame[column], expected[column], atol=1e-4)
@@ -32,8 +36,9 @@ def test_breakdown_groups_ranks_past_the_budget(run, breakdown, monkeypatch):
     monkeypatch.setattr(limits, "MAX_RANK_BARS", 3)
     frame, notes = queries.breakdown_by_rank(run)
     assert list(frame["rank_lo"]) == [0, 3, 6] and list(frame["rank_hi"]) == [2, 5, 7]
-    np.testing.assert_allclose(frame["compute"].iloc[1], breakdown[breakdown["rank"].between(3, 5)]["compute"].mean() / 1e6,
-                               atol=1e-4)
+    np.testing.assert_allclose(
+        frame["compute"].iloc[1], breakdown[breakdown["rank"].between(3, 5)]["compute"].mean() / 1e6, atol=1e-4
+    )
     assert notes == ["ranks 0-7 shown in groups of 3 (mean over the group)"]
 
 
@@ -124,8 +129,11 @@ def test_input_wait_by_step(run, breakdown):
 
 def test_queue_depth_mean_and_lowest(tmp_path, monkeypatch):
     events = [dict(rank=r, ts=0, dur=10, kind="step", name="s", lane="host", step=0) for r in range(2)]
-    counters = [dict(rank=r, ts=t * 1000, name="input.queue_depth", value=float(r * 2 + t % 2), unit="count")
-                for r in range(2) for t in range(10)]
+    counters = [
+        dict(rank=r, ts=t * 1000, name="input.queue_depth", value=float(r * 2 + t % 2), unit="count")
+        for r in range(2)
+        for t in range(10)
+    ]
     with open_run(write_inline_run(tmp_path / "q", events, counters=counters)) as run:
         assert queries.input_presence(run) == {"input_events": 0, "queue_samples": 20, "rank_steps": 2}
         frame, notes = queries.queue_depth(run)
@@ -134,7 +142,10 @@ def test_queue_depth_mean_and_lowest(tmp_path, monkeypatch):
         monkeypatch.setattr(limits, "MAX_TIME_POINTS", 2)
         binned, notes = queries.queue_depth(run)
         assert len(binned) == 2 and "2 time bins (of 10 sample times)" in notes[0]
-        assert list(binned["lowest_depth"]) == [0.0, 0.0] and list(binned["mean_depth"]) == [1.4, 1.6]  # samples 0-4, 5-9
+        assert list(binned["lowest_depth"]) == [0.0, 0.0] and list(binned["mean_depth"]) == [
+            1.4,
+            1.6,
+        ]  # samples 0-4, 5-9
 
 
 def test_instance_type_from_job_else_ranks(tmp_path, run):
@@ -144,7 +155,9 @@ def test_instance_type_from_job_else_ranks(tmp_path, run):
         assert queries.instance_type(bare) is None
     with write_run(tmp_path / "ranks", new_manifest("tests.inline")) as writer:
         writer.write_events(events)
-        writer.write_ranks(pd.DataFrame({"rank": [0, 1, 2], "instance_type": ["trn1n.32xlarge"] * 2 + ["trn1.2xlarge"]}))
+        writer.write_ranks(
+            pd.DataFrame({"rank": [0, 1, 2], "instance_type": ["trn1n.32xlarge"] * 2 + ["trn1.2xlarge"]})
+        )
     with open_run(tmp_path / "ranks") as from_ranks:
         assert queries.instance_type(from_ranks) == "trn1n.32xlarge"
 
@@ -152,11 +165,14 @@ def test_instance_type_from_job_else_ranks(tmp_path, run):
 def test_breakdown_leaves_out_warmup_steps(tmp_path):
     def step(rank, n, compile_ns):
         t0 = n * 10_000
-        rows = [dict(rank=rank, ts=t0, dur=1_000 + compile_ns, kind="step", name="s", lane="host", step=n),
-                dict(rank=rank, ts=t0, dur=1_000, kind="compute", name="op", lane="nc/tensor", step=n)]
+        rows = [
+            dict(rank=rank, ts=t0, dur=1_000 + compile_ns, kind="step", name="s", lane="host", step=n),
+            dict(rank=rank, ts=t0, dur=1_000, kind="compute", name="op", lane="nc/tensor", step=n),
+        ]
         if compile_ns:
             rows.append(dict(rank=rank, ts=t0 + 1_000, dur=compile_ns, kind="compile", name="c", lane="host", step=n))
         return rows
+
     events = [e for r in range(2) for n in range(3) for e in step(r, n, 5_000 if n == 0 and r == 1 else 0)]
     with open_run(write_inline_run(tmp_path / "c", events)) as run:
         frame, notes = queries.breakdown_by_rank(run)
@@ -182,10 +198,16 @@ def test_reads_work_after_the_views_were_materialized_twice(sample_run):
 def test_input_presence_counts_every_input_event_from_the_stored_totals(tmp_path):
     """Input events inside and outside the steps, on two ranks: the section's count is the
     number of input events written, read from the per-kind totals without scanning events."""
-    events = [dict(rank=r, ts=s * 100, dur=100, kind="step", name="s", lane="host", step=s)
-              for r in range(2) for s in range(2)]
-    inputs = [dict(rank=r, ts=t, dur=5, kind="input", name="next", lane="host", step=t // 100)
-              for r in range(2) for t in (10, 20, 130)]
+    events = [
+        dict(rank=r, ts=s * 100, dur=100, kind="step", name="s", lane="host", step=s)
+        for r in range(2)
+        for s in range(2)
+    ]
+    inputs = [
+        dict(rank=r, ts=t, dur=5, kind="input", name="next", lane="host", step=t // 100)
+        for r in range(2)
+        for t in (10, 20, 130)
+    ]
     inputs.append(dict(rank=1, ts=500, dur=5, kind="input", name="next", lane="host"))  # after every step
     with open_run(write_inline_run(tmp_path / "i", events + inputs)) as run:
         run.materialize()

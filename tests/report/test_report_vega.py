@@ -26,8 +26,10 @@ def test_bundle_is_cached_per_version(fresh, monkeypatch):
     bundle = vega.javascript_bundle()
     assert "vegaEmbed" in bundle and "</script" not in bundle.lower()
     cached = sorted((fresh / "trnprof").iterdir())
-    assert [p.name for p in cached] == [cachedir.SECRET_FILE,
-                                        f"vega-bundle-signed-vlconvert{vl_convert.__version__}-vl{vega.vegalite_version()}.js"]
+    assert [p.name for p in cached] == [
+        cachedir.SECRET_FILE,
+        f"vega-bundle-signed-vlconvert{vl_convert.__version__}-vl{vega.vegalite_version()}.js",
+    ]
     assert cached[1].read_bytes()[32:] == bundle.encode()  # after its HMAC
     vega.javascript_bundle.cache_clear()
     monkeypatch.setattr(vl_convert, "javascript_bundle", lambda **_: pytest.fail("bundled again"))

@@ -3,12 +3,10 @@ tick per rank and a colour scale that keeps noise pale."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from trnprof.api import open_run
 from tests.conftest import DATA
+from trnprof.api import open_run
 from trnprof.report.sections import stragglers
 
 DDP = DATA / "kineto_ddp" / "base"
@@ -31,6 +29,7 @@ def test_the_stragglers_heatmap_has_a_discrete_rank_axis_and_an_anchored_scale(c
 def test_the_link_peaks_name_the_network_the_instance_has(tmp_path):
     from tests.conftest import write_inline_run
     from trnprof import hardware
+
     events = [{"rank": 0, "ts": 0, "dur": 10, "kind": "step", "name": "s", "lane": "host/main", "step": 0}]
     for instance, network, gbs in (("trn1.2xlarge", "ENA", 3.125), ("trn1.32xlarge", "EFA", 100.0)):
         path = write_inline_run(tmp_path / instance, events, job={"instance_type": instance})
@@ -53,9 +52,17 @@ def test_the_collectives_chart_draws_the_peaks_the_rules_judge_against(tmp_path)
     from trnprof.collectors.trn1 import load_config, simulate
     from trnprof.report.sections import collectives
 
-    config = load_config(preset="tiny", overrides=["cluster.instance=trn1.32xlarge", "cluster.nodes=2",
-                                                   "parallel.tp=4", "batch.global=64", "run.steps=3"],
-                         faults=[{"kind": "slow_link", "node": 1, "factor": 8}])
+    config = load_config(
+        preset="tiny",
+        overrides=[
+            "cluster.instance=trn1.32xlarge",
+            "cluster.nodes=2",
+            "parallel.tp=4",
+            "batch.global=64",
+            "run.steps=3",
+        ],
+        faults=[{"kind": "slow_link", "node": 1, "factor": 8}],
+    )
     path = simulate(config, tmp_path / "run")
     table = hardware.lookup("trn1.32xlarge")
     with open_run(path) as run:

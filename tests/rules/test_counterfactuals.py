@@ -57,8 +57,12 @@ KNOWN_MISSES = {
 
 
 def cases(test: str):
-    return [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[(test, name)]))
-            if (test, name) in KNOWN_MISSES else name for name in CASES]
+    return [
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[(test, name)]))
+        if (test, name) in KNOWN_MISSES
+        else name
+        for name in CASES
+    ]
 
 
 def case(name: str) -> dict:
@@ -76,6 +80,7 @@ def findings_of(tmp_path_factory):
             with run_of_traces([traces], run=into) as traced:
                 done[traces] = analyze(traced.path).findings
         return done[traces]
+
     return of
 
 
@@ -86,8 +91,16 @@ def price(finding) -> float | None:
 
 
 def test_the_corpus_is_there():
-    assert {"slow_loader", "straggler_compute", "straggler_python", "straggler_sleep", "straggler_pipeline",
-            "small_ops", "no_overlap", "one_bucket"} <= set(CASES)
+    assert {
+        "slow_loader",
+        "straggler_compute",
+        "straggler_python",
+        "straggler_sleep",
+        "straggler_pipeline",
+        "small_ops",
+        "no_overlap",
+        "one_bucket",
+    } <= set(CASES)
 
 
 @pytest.mark.parametrize("name", cases("found"))
@@ -98,8 +111,9 @@ def test_the_problem_is_found_and_priced_as_measured(name, findings_of):
     assert spec["rule"] in found, f"{name}: {spec['problem']}; found {sorted(found)}"
     finding = found[spec["rule"]]
     assert finding.severity in SEVERE
-    assert price(finding) == pytest.approx(expected, rel=TOLERANCE), \
+    assert price(finding) == pytest.approx(expected, rel=TOLERANCE), (
         f"{name}: priced {price(finding)}, measured {expected:+.1%} ({spec['problem']})"
+    )
 
 
 @pytest.mark.parametrize("name", cases("clean"))
@@ -114,8 +128,9 @@ def test_the_clean_job_does_not_get_the_finding(name, findings_of):
 def test_nothing_severe_is_worth_under_five_percent(name, variant, findings_of):
     for finding in findings_of(CORPUS / name / variant):
         if finding.severity in SEVERE:
-            assert price(finding) is not None and price(finding) >= 0.05, \
+            assert price(finding) is not None and price(finding) >= 0.05, (
                 f"{finding.name} is {finding.severity} at a price of {price(finding)}"
+            )
 
 
 @pytest.mark.parametrize("name", [n for n in CASES if case(n)["rule"] == "scale.straggler"])

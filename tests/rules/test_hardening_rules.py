@@ -12,17 +12,18 @@ import duckdb
 import pyarrow as pa
 import pytest
 
+from tests.rules.test_rules_loader import rule_dict, write_rule
 from trnprof.errors import TrnprofError
 from trnprof.rules_engine.engine import analyze
 from trnprof.rules_engine.loader import RuleError, load_rule_file
 from trnprof.rules_engine.sandbox import MAX_RESULT_ROWS, Sandbox, SandboxError, parse_size, parser
 
-from tests.rules.test_rules_loader import rule_dict, write_rule
-
-URLS = ["SELECT * FROM 'http://example.invalid/x.parquet'",
-        "SELECT * FROM read_parquet('https://example.invalid/x.parquet')",
-        "SELECT * FROM read_csv('s3://bucket/x.csv')",
-        "SELECT * FROM read_text('/etc/hostname')"]
+URLS = [
+    "SELECT * FROM 'http://example.invalid/x.parquet'",
+    "SELECT * FROM read_parquet('https://example.invalid/x.parquet')",
+    "SELECT * FROM read_csv('s3://bucket/x.csv')",
+    "SELECT * FROM read_text('/etc/hostname')",
+]
 
 
 @pytest.mark.parametrize("sql", URLS)
@@ -32,14 +33,16 @@ def test_a_rule_naming_a_url_or_file_is_refused_at_load_without_touching_it(tmp_
     before = sorted(extensions.rglob("*")) if extensions.exists() else []
     with pytest.raises(RuleError) as caught:
         load_rule_file(path, "testpack")
-    assert "\n" not in str(caught.value) and ("reads a file or URL" in str(caught.value)
-                                             or "unknown table" in str(caught.value))
+    assert "\n" not in str(caught.value) and (
+        "reads a file or URL" in str(caught.value) or "unknown table" in str(caught.value)
+    )
     assert (sorted(extensions.rglob("*")) if extensions.exists() else []) == before  # nothing installed
 
 
 def test_load_time_checks_never_use_duckdbs_default_connection(tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the default connection (auto-install on) was used")
+
     for name in ("extract_statements", "get_table_names", "sql", "execute", "connect"):
         monkeypatch.setattr(duckdb, name, refuse)
     rule = load_rule_file(write_rule(tmp_path, rule_dict()), "testpack")
@@ -47,11 +50,20 @@ def test_load_time_checks_never_use_duckdbs_default_connection(tmp_path, monkeyp
 
 
 def test_the_load_time_connection_is_locked():
-    settings = dict(parser().execute(
-        "SELECT name, value FROM duckdb_settings() WHERE name IN ('autoinstall_known_extensions', "
-        "'autoload_known_extensions', 'enable_external_access', 'lock_configuration')").fetchall())
-    assert settings == {"autoinstall_known_extensions": "false", "autoload_known_extensions": "false",
-                        "enable_external_access": "false", "lock_configuration": "true"}
+    settings = dict(
+        parser()
+        .execute(
+            "SELECT name, value FROM duckdb_settings() WHERE name IN ('autoinstall_known_extensions', "
+            "'autoload_known_extensions', 'enable_external_access', 'lock_configuration')"
+        )
+        .fetchall()
+    )
+    assert settings == {
+        "autoinstall_known_extensions": "false",
+        "autoload_known_extensions": "false",
+        "enable_external_access": "false",
+        "lock_configuration": "true",
+    }
 
 
 def test_a_rule_file_that_is_not_utf8_is_one_error(tmp_path, cli, sample_run):
@@ -85,14 +97,28 @@ def test_the_memory_limit_is_on_top_of_the_copied_tables():
 
 
 def test_a_rule_past_its_memory_limit_fails_alone_with_one_line(tmp_path, sample_run):
-    write_rule(tmp_path, rule_dict(code="TS001", name="testpack.ok",
-                                   sql="SELECT rank, step, dur AS lost_ns FROM steps", message="ok {ranks}",
-                                   params={}, requires=["steps"]))
-    write_rule(tmp_path, rule_dict(code="TS002", name="testpack.hog", params={}, requires=["steps"],
-                                   sql="SELECT length(string_agg(repeat('x', 100) || r, ',')) AS n "
-                                       "FROM steps, range(3000000) t(r)"))
-    document = analyze(sample_run, rules=[tmp_path], select=["testpack"], builtin=False, memory_limit="64MB",
-                       threads=1)
+    write_rule(
+        tmp_path,
+        rule_dict(
+            code="TS001",
+            name="testpack.ok",
+            sql="SELECT rank, step, dur AS lost_ns FROM steps",
+            message="ok {ranks}",
+            params={},
+            requires=["steps"],
+        ),
+    )
+    write_rule(
+        tmp_path,
+        rule_dict(
+            code="TS002",
+            name="testpack.hog",
+            params={},
+            requires=["steps"],
+            sql="SELECT length(string_agg(repeat('x', 100) || r, ',')) AS n FROM steps, range(3000000) t(r)",
+        ),
+    )
+    document = analyze(sample_run, rules=[tmp_path], select=["testpack"], builtin=False, memory_limit="64MB", threads=1)
     errors = {e.name: e.error for e in document.errors}
     assert list(errors) == ["testpack.hog"]
     assert "Out of Memory" in errors["testpack.hog"] and "\n" not in errors["testpack.hog"]
@@ -110,14 +136,14 @@ def test_a_result_past_the_row_cap_fails_the_rule():
         box.close()
 
 
-@pytest.mark.parametrize("text, size", [("2GB", 2 * 10 ** 9), ("512MiB", 512 * 2 ** 20), ("1.5 GB", 1.5e9),
-                                        (100 * 2 ** 20, 100 * 2 ** 20)])
+@pytest.mark.parametrize(
+    "text, size", [("2GB", 2 * 10**9), ("512MiB", 512 * 2**20), ("1.5 GB", 1.5e9), (100 * 2**20, 100 * 2**20)]
+)
 def test_memory_limit_sizes(text, size):
     assert parse_size(text) == size
 
 
-@pytest.mark.parametrize("text", ["lots", "2 parsecs", "-1GB", "1KB", "", "2PiB", "99999999999999999999TB",
-                                  2**60])
+@pytest.mark.parametrize("text", ["lots", "2 parsecs", "-1GB", "1KB", "", "2PiB", "99999999999999999999TB", 2**60])
 def test_bad_memory_limits_are_one_error(text, cli, sample_run):
     with pytest.raises(TrnprofError, match="memory limit"):
         parse_size(text)
@@ -142,8 +168,9 @@ def test_the_sandbox_refuses_urls_and_files_and_installs_nothing(sql):
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-5", "1e308", "86401"])
 def test_a_timeout_that_is_not_a_time_limit_is_one_error_line(value, cli, sample_run):
     result = cli("analyze", sample_run, f"--timeout={value}")
-    assert result.exit_code == 2 and result.stderr.strip().splitlines() == \
-        [f"error: --timeout {value}: not a number >= 0.001 and <= 86400 (seconds)"]
+    assert result.exit_code == 2 and result.stderr.strip().splitlines() == [
+        f"error: --timeout {value}: not a number >= 0.001 and <= 86400 (seconds)"
+    ]
     with pytest.raises(TrnprofError, match="timeout"):
         analyze(sample_run, timeout=float(value), select=["IN001"])
 
@@ -161,15 +188,17 @@ def test_a_config_memory_limit_out_of_range_is_one_error_line(tmp_path, cli, sam
     config = tmp_path / "config.yaml"
     config.write_text("memory_limit: 99999999999999999999\n")
     result = cli("analyze", sample_run, "--config", config)
-    assert result.exit_code == 2 and result.stderr.strip().splitlines() == \
-        [f"error: config {config}: memory limit 99999999999999999999: at most 1PiB"]
+    assert result.exit_code == 2 and result.stderr.strip().splitlines() == [
+        f"error: config {config}: memory limit 99999999999999999999: at most 1PiB"
+    ]
 
 
 @pytest.mark.parametrize("value", ["0", "nan", "1.5", "99999999999"])
 def test_threads_out_of_range_are_one_error_line(value, cli, sample_run):
     result = cli("info", sample_run, "--threads", value)
-    assert result.exit_code == 2 and result.stderr.strip().splitlines() == \
-        [f"error: --threads {value}: not an integer >= 1 and <= 1024 (threads)"]
+    assert result.exit_code == 2 and result.stderr.strip().splitlines() == [
+        f"error: --threads {value}: not an integer >= 1 and <= 1024 (threads)"
+    ]
 
 
 def test_rules_test_refuses_an_infinite_timeout(cli):
@@ -194,8 +223,10 @@ def test_a_result_past_its_byte_budget_fails_the_rule_in_one_line():
 def test_the_results_types_are_duckdbs_pandas_conversion():
     box = Sandbox({})
     try:
-        frame = box.query("SELECT 0.5 AS d, SUM(r) AS h, list(r) AS l, CASE WHEN r = 1 THEN NULL ELSE r END AS n, "
-                          "'a' || r AS s FROM range(3) t(r) GROUP BY r ORDER BY r")
+        frame = box.query(
+            "SELECT 0.5 AS d, SUM(r) AS h, list(r) AS l, CASE WHEN r = 1 THEN NULL ELSE r END AS n, "
+            "'a' || r AS s FROM range(3) t(r) GROUP BY r ORDER BY r"
+        )
         assert str(frame["d"].dtype) == "float64" and str(frame["h"].dtype) == "float64"
         assert frame["n"].isna().tolist() == [False, True, False] and list(frame["l"][2]) == [2]
         assert frame["s"].tolist() == ["a0", "a1", "a2"]
@@ -231,15 +262,41 @@ def test_a_4gb_result_stays_within_the_memory_limit_in_a_bounded_process():
 
 
 def test_a_rule_whose_result_passes_its_bytes_fails_alone_and_the_gate_cannot_pass(tmp_path, cli, sample_run):
-    write_rule(tmp_path, rule_dict(code="TS001", name="testpack.ok",
-                                   sql="SELECT rank, step, dur AS lost_ns FROM steps", message="ok {ranks}",
-                                   params={}, requires=["steps"]))
-    write_rule(tmp_path, rule_dict(code="TS003", name="testpack.wide", params={}, requires=["steps"],
-                                   sql="SELECT rank, step, repeat('x', 100000) AS blob FROM steps, range(300)"))
+    write_rule(
+        tmp_path,
+        rule_dict(
+            code="TS001",
+            name="testpack.ok",
+            sql="SELECT rank, step, dur AS lost_ns FROM steps",
+            message="ok {ranks}",
+            params={},
+            requires=["steps"],
+        ),
+    )
+    write_rule(
+        tmp_path,
+        rule_dict(
+            code="TS003",
+            name="testpack.wide",
+            params={},
+            requires=["steps"],
+            sql="SELECT rank, step, repeat('x', 100000) AS blob FROM steps, range(300)",
+        ),
+    )
     document = analyze(sample_run, rules=[tmp_path], select=["testpack"], builtin=False, memory_limit="64MB")
     errors = {e.name: e.error for e in document.errors}
     assert list(errors) == ["testpack.wide"] and "MiB of rows" in errors["testpack.wide"]
     assert [f.name for f in document.findings] == ["testpack.ok"]
-    result = cli("analyze", sample_run, "--rules", tmp_path, "--select", "testpack", "--memory-limit", "64MB",
-                 "--fail-on", "high")
+    result = cli(
+        "analyze",
+        sample_run,
+        "--rules",
+        tmp_path,
+        "--select",
+        "testpack",
+        "--memory-limit",
+        "64MB",
+        "--fail-on",
+        "high",
+    )
     assert result.exit_code == 2 and "testpack.wide failed: returned more than 15 MiB of rows" in result.stderr

@@ -4,13 +4,12 @@ folder never changes what is loaded, and a broken rule is reported from its file
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
-import msgspec
-
+from tests.rules.test_rules_loader import rule_dict, write_rule
 from trnprof.rules_engine import loader, rulecache
 from trnprof.rules_engine.loader import RuleError, builtin_dir, load_folder
-from tests.rules.test_rules_loader import rule_dict, write_rule
 
 
 @pytest.fixture
@@ -23,6 +22,7 @@ def cache(tmp_path, monkeypatch):
 def _no_sql_parse(monkeypatch):
     def refuse():
         raise AssertionError("a rule's SQL was parsed again")
+
     monkeypatch.setattr(loader, "parser", refuse)
 
 

@@ -5,12 +5,11 @@ built-in rules), and the session tables are queryable like the views."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from trnprof.rules_engine.engine import analyze
 from tests.conftest import REPO
+from trnprof.rules_engine.engine import analyze
 
 GROWTH = REPO / "rules" / "memory" / "growth.yaml"
 
@@ -41,28 +40,37 @@ def test_the_scaffold_judges_the_steady_steps_only(scaffolded, tmp_path, cli):
 
 
 def test_a_column_typo_names_the_file_the_field_and_the_candidates(scaffolded, tmp_path, cli, sample_run):
-    scaffolded.write_text(scaffolded.read_text().replace("CAST(idle AS DOUBLE) / dur >=", "CAST(idel AS DOUBLE) / dur >="))
+    scaffolded.write_text(
+        scaffolded.read_text().replace("CAST(idle AS DOUBLE) / dur >=", "CAST(idel AS DOUBLE) / dur >=")
+    )
     for args in (("rules", "test", tmp_path / "rules"), ("analyze", sample_run, "--rules", tmp_path / "rules")):
         _one_error(cli(*args), str(scaffolded), ": sql: ", '"idel" not found', 'Candidate bindings: "idle"')
 
 
 def test_a_column_typo_in_a_probe_names_the_probe(scaffolded, tmp_path, cli):
     text = scaffolded.read_text().replace(
-        "requires: [steps]", "requires:\n  - sql: SELECT COUNT(*) > 0 FROM steady_breakdown WHERE idl > 0\n"
-                             "    reason: needs idle time")
+        "requires: [steps]",
+        "requires:\n  - sql: SELECT COUNT(*) > 0 FROM steady_breakdown WHERE idl > 0\n    reason: needs idle time",
+    )
     scaffolded.write_text(text)
     _one_error(cli("rules", "test", tmp_path / "rules"), str(scaffolded), ": requires[0].sql: ", '"idl" not found')
 
 
 def test_an_unknown_parameter_field_names_the_parameter(scaffolded, tmp_path, cli):
     scaffolded.write_text(scaffolded.read_text().replace("    source: TODO", "    unit: s\n    source: TODO"))
-    _one_error(cli("rules", "test", tmp_path / "rules"), str(scaffolded), ": params.min_share: ", "unknown field `unit`")
+    _one_error(
+        cli("rules", "test", tmp_path / "rules"), str(scaffolded), ": params.min_share: ", "unknown field `unit`"
+    )
 
 
 def test_rules_test_refuses_a_code_a_built_in_rule_uses(scaffolded, tmp_path, cli):
     scaffolded.write_text(scaffolded.read_text().replace("code: MY001", "code: CO002"))
-    _one_error(cli("rules", "test", tmp_path / "rules"), str(scaffolded), ": code: CO002 is already used by",
-               "small_messages.yaml")
+    _one_error(
+        cli("rules", "test", tmp_path / "rules"),
+        str(scaffolded),
+        ": code: CO002 is already used by",
+        "small_messages.yaml",
+    )
     _one_error(cli("rules", "test", scaffolded), str(scaffolded), "CO002")  # one file as well
 
 

@@ -5,16 +5,14 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from trnprof.api import open_run
+from tests.conftest import REPO
+from trnprof.api import open_run, run_rule_cases
 from trnprof.rules_engine import docs as rule_docs
 from trnprof.rules_engine.engine import collect_tables
 from trnprof.rules_engine.loader import load_rules
 from trnprof.rules_engine.sandbox import Sandbox
 from trnprof.rules_engine.spec import Inline
-from trnprof.api import run_rule_cases
 from trnprof.rules_engine.testing import write_inline
-
-from tests.conftest import REPO
 
 RULES = load_rules()
 CASES = [(rule, case) for rule in RULES for case in rule.spec.tests]
@@ -61,11 +59,17 @@ def test_slow_link_rows_pair_each_op_with_its_own_groups(tmp_path):
     rows = []
     for op, seq, start, slow_ns in (("all_reduce", 0, 0, 3_000_000), ("all_gather", 1, 5_000_000, 2_000_000)):
         for rank, group in ((0, "a"), (1, "a"), (2, "b"), (3, "b"), (4, "c"), (5, "c")):
-            rows.append([rank, "collective", op, start, 1_000_000 if group == "b" else slow_ns, op, group, seq, 64 << 20])
-    spec = {"ranks": {"columns": ["rank", "node"], "rows": [[0, 0], [1, 1], [2, 2], [3, 0], [4, 2], [5, 1]]},
-            "tile": {"ranks": 6, "steps": 2, "period_ns": 20_000_000},
-            "events": {"columns": ["rank", "kind", "name", "ts", "dur", "coll_op", "coll_group", "coll_seq", "bytes"],
-                       "rows": [[None, "step", "train_step", 0, 20_000_000, None, None, None, None]] + rows}}
+            rows.append(
+                [rank, "collective", op, start, 1_000_000 if group == "b" else slow_ns, op, group, seq, 64 << 20]
+            )
+    spec = {
+        "ranks": {"columns": ["rank", "node"], "rows": [[0, 0], [1, 1], [2, 2], [3, 0], [4, 2], [5, 1]]},
+        "tile": {"ranks": 6, "steps": 2, "period_ns": 20_000_000},
+        "events": {
+            "columns": ["rank", "kind", "name", "ts", "dur", "coll_op", "coll_group", "coll_seq", "bytes"],
+            "rows": [[None, "step", "train_step", 0, 20_000_000, None, None, None, None]] + rows,
+        },
+    }
     found = rule_rows(write_inline(msgspec.convert(spec, Inline), tmp_path / "run"), "scale.slow_link")
     assert not found.duplicated(["rank", "step", "coll_op", "coll_group"]).any(), found
     assert len(found) == 2 * 2 * 2  # ops x node-1 ranks (one in each slow group) x steps

@@ -6,12 +6,23 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from trnprof.rules_engine.claims import Claim, budgets, grant, graded
+from trnprof.rules_engine.claims import Claim, budgets, graded, grant
 
 
 def test_budgets_take_the_worst_rank_per_step_then_the_mean():
-    frame = pd.DataFrame({"step": [1, 1, 2, 2], "compute": [4e6, 6e6, 2e6, 2e6], "exposed_comm": [0, 1e6, 3e6, 0],
-                          "input_wait": 0, "host_sync": 0, "host": 0, "transfer_exposed": 0, "compile": 0, "idle": 0})
+    frame = pd.DataFrame(
+        {
+            "step": [1, 1, 2, 2],
+            "compute": [4e6, 6e6, 2e6, 2e6],
+            "exposed_comm": [0, 1e6, 3e6, 0],
+            "input_wait": 0,
+            "host_sync": 0,
+            "host": 0,
+            "transfer_exposed": 0,
+            "compile": 0,
+            "idle": 0,
+        }
+    )
     budget = budgets(frame)
     assert budget["compute"] == pytest.approx((6e6 + 2e6) / 2 / 1e9)
     assert budget["exposed_comm"] == pytest.approx((1e6 + 3e6) / 2 / 1e9)
@@ -42,14 +53,17 @@ def test_a_claim_without_category_is_capped_by_the_step_only():
     assert free.granted == pytest.approx(2.0)
 
 
-@pytest.mark.parametrize("severity, cut_short, fraction, costless, expected", [
-    ("high", False, 0.01, False, "high"),     # measured in full: the rule's own grading stands
-    ("high", True, 0.10, False, "medium"),    # cut short: capped by the share it kept
-    ("high", True, 0.01, False, "low"),
-    ("medium", True, 0.30, False, "medium"),  # never raised
-    ("high", True, 0.0, True, "info"),        # no cost of any kind
-    ("low", False, 0.0, True, "info"),
-])
+@pytest.mark.parametrize(
+    "severity, cut_short, fraction, costless, expected",
+    [
+        ("high", False, 0.01, False, "high"),  # measured in full: the rule's own grading stands
+        ("high", True, 0.10, False, "medium"),  # cut short: capped by the share it kept
+        ("high", True, 0.01, False, "low"),
+        ("medium", True, 0.30, False, "medium"),  # never raised
+        ("high", True, 0.0, True, "info"),  # no cost of any kind
+        ("low", False, 0.0, True, "info"),
+    ],
+)
 def test_grading(severity, cut_short, fraction, costless, expected):
     assert graded(severity, cut_short, fraction, costless) == expected
 
@@ -61,7 +75,7 @@ def test_a_claim_over_several_categories_takes_from_each_in_turn():
     matmul = Claim("compute.fp32_matmul", 0.2, "compute", 3, "high")
     grant([tiny, unexplained, matmul], {"idle": 0.3, "compute": 0.6}, mean_step_s=2.0)
     assert matmul.granted == pytest.approx(0.2)
-    assert tiny.granted == pytest.approx(0.5)                         # 0.3 of idle, then 0.2 of compute
+    assert tiny.granted == pytest.approx(0.5)  # 0.3 of idle, then 0.2 of compute
     assert unexplained.granted == 0 and unexplained.related == ["compute.small_ops"]
     short = Claim("compute.small_ops", 0.9, "idle+compute", 2, "high")
     grant([short, Claim("x.y", 0.5, "compute", 3, "high")], {"idle": 0.3, "compute": 0.6}, mean_step_s=2.0)

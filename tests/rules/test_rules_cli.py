@@ -7,9 +7,8 @@ import json
 import msgspec
 import pytest
 
-from trnprof.rules_engine.loader import builtin_dir
-
 from tests.rules.test_rules_loader import rule_dict, write_rule
+from trnprof.rules_engine.loader import builtin_dir
 
 
 def test_analyze_text_by_default(cli, busy_run):  # noqa: F811
@@ -18,34 +17,43 @@ def test_analyze_text_by_default(cli, busy_run):  # noqa: F811
     assert "overlap.exposed_communication" in result.stdout
 
 
-@pytest.mark.parametrize("fmt, check", [
-    ("json", lambda out: json.loads(out)["schema"] == "trnprof.findings/1"),
-    ("sarif", lambda out: json.loads(out)["version"] == "2.1.0"),
-    ("markdown", lambda out: out.startswith("# trnprof findings")),
-])
+@pytest.mark.parametrize(
+    "fmt, check",
+    [
+        ("json", lambda out: json.loads(out)["schema"] == "trnprof.findings/1"),
+        ("sarif", lambda out: json.loads(out)["version"] == "2.1.0"),
+        ("markdown", lambda out: out.startswith("# trnprof findings")),
+    ],
+)
 def test_analyze_formats(cli, busy_run, fmt, check):  # noqa: F811
     result = cli("analyze", busy_run, "--format", fmt)
     assert result.exit_code == 0 and check(result.stdout)
 
 
-@pytest.mark.parametrize("args, code", [
-    ([], 0),
-    (["--fail-on", "high"], 1),
-    (["--select", "memory", "--fail-on", "high"], 0),
-    (["--select", "memory", "--fail-on", "medium"], 1),
-    (["--select", "memory", "--fail-on", "low"], 1),
-    (["--select", "compile.recompilation", "--fail-on", "low"], 0),
-])
+@pytest.mark.parametrize(
+    "args, code",
+    [
+        ([], 0),
+        (["--fail-on", "high"], 1),
+        (["--select", "memory", "--fail-on", "high"], 0),
+        (["--select", "memory", "--fail-on", "medium"], 1),
+        (["--select", "memory", "--fail-on", "low"], 1),
+        (["--select", "compile.recompilation", "--fail-on", "low"], 0),
+    ],
+)
 def test_analyze_exit_codes_follow_fail_on(cli, busy_run, args, code):  # noqa: F811
     assert cli("analyze", busy_run, *args).exit_code == code
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--select", "nothing"], "--select 'nothing' matches no rule"),
-    (["--set", "input.starvation.x=1"], "has no parameter 'x'"),
-    (["--set", "input.starvation.high_share=lots"], "'lots' is not a number"),
-    (["--rules", "/nonexistent/rules"], "rules folder not found"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--select", "nothing"], "--select 'nothing' matches no rule"),
+        (["--set", "input.starvation.x=1"], "has no parameter 'x'"),
+        (["--set", "input.starvation.high_share=lots"], "'lots' is not a number"),
+        (["--rules", "/nonexistent/rules"], "rules folder not found"),
+    ],
+)
 def test_analyze_usage_errors_exit_2_with_one_line(cli, busy_run, args, words):  # noqa: F811
     result = cli("analyze", busy_run, *args)
     assert result.exit_code == 2 and words in result.stderr and len(result.stderr.strip().splitlines()) == 1
@@ -61,8 +69,14 @@ FAILS_AT_RUN_TIME = "SELECT rank, step, CAST('x' || CAST(rank AS VARCHAR) AS INT
 
 
 def test_analyze_with_a_user_pack_and_a_config_file(cli, busy_run, tmp_path):  # noqa: F811
-    write_rule(tmp_path / "mine", rule_dict(sql="SELECT rank, step, dur AS lost_ns FROM steps WHERE rank = 2",
-                                            message="rank {rank} is slow", severity="high"))
+    write_rule(
+        tmp_path / "mine",
+        rule_dict(
+            sql="SELECT rank, step, dur AS lost_ns FROM steps WHERE rank = 2",
+            message="rank {rank} is slow",
+            severity="high",
+        ),
+    )
     write_rule(tmp_path / "mine", rule_dict(code="TS002", name="testpack.broken", sql=FAILS_AT_RUN_TIME))
     config = tmp_path / "trnprof.yaml"
     config.write_text("rules: [mine]\nselect: [testpack]\nfail_on: high\n")
@@ -114,7 +128,9 @@ def test_rules_list_and_show(cli):
     assert {"code", "name", "pack", "severity", "title", "path"} <= set(data[0])
     for key in ("IN001", "input.starvation"):
         shown = cli("rules", "show", key)
-        assert shown.exit_code == 0 and "## IN001 `input.starvation`" in shown.stdout and "moderate_share" in shown.stdout
+        assert (
+            shown.exit_code == 0 and "## IN001 `input.starvation`" in shown.stdout and "moderate_share" in shown.stdout
+        )
     assert cli("rules", "show", "nope").exit_code == 2
 
 
@@ -161,6 +177,7 @@ def test_rules_docs_writes_and_checks(cli, tmp_path):
 def test_info_findings_never_fail_fail_on_low(busy_run):  # noqa: F811
     from trnprof.cli.analyze import fails
     from trnprof.rules_engine.engine import analyze
+
     document = analyze(busy_run)
     infos = [f for f in document.findings if f.severity == "info"]
     assert infos, "the busy run has findings whose time others claimed"

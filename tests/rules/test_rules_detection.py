@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import KINETO
+from trnprof import yamlio
 from trnprof.api import analyze, open_run
 from trnprof.collectors.trn1 import load_config, simulate
-from trnprof import yamlio
 from trnprof.rules_engine.docs import DETECTION_FILE
 from trnprof.rules_engine.loader import builtin_dir
 
-from tests.conftest import KINETO
-
 DATA = yamlio.load((builtin_dir() / DETECTION_FILE).read_text(encoding="utf-8"))
 SHARE_TOLERANCE = 0.03
-CLEAR_MARGIN = 0.10   # a fault moves its rule's share at least this far beyond the baseline
+CLEAR_MARGIN = 0.10  # a fault moves its rule's share at least this far beyond the baseline
 PRICE_TOLERANCE = 0.20  # issue 35: a finding's price within 20 % of the measured counterfactual
 
 
@@ -46,22 +45,26 @@ def _claimed_share(finding) -> float:
 def _wall_per_step(path) -> float:
     """Mean steady wall time per step (view step_slots: a step and the time before the next)."""
     with open_run(path) as run:
-        return float(run.sql("SELECT AVG(s.slot) FROM step_slots AS s JOIN step_phases AS p USING (step) "
-                             "WHERE NOT p.warmup").iloc[0, 0])
+        return float(
+            run.sql(
+                "SELECT AVG(s.slot) FROM step_slots AS s JOIN step_phases AS p USING (step) WHERE NOT p.warmup"
+            ).iloc[0, 0]
+        )
 
 
 def _assert_exclusive(document):
     claimed = sum(_claimed(f) for f in document.findings)
     assert claimed <= (document.mean_step_s or 0.0) + 1e-9, [(f.name, _claimed(f)) for f in document.findings]
-    for finding in document.findings:   # no cost of its own: no claim, no one-time time, no bytes
+    for finding in document.findings:  # no cost of its own: no claim, no one-time time, no bytes
         if not (_claimed(finding) or finding.impact.one_time_seconds or finding.impact.bytes):
             assert finding.severity == "info", finding.name
 
 
 @pytest.mark.parametrize("case", DATA["faults"], ids=[c["fault"]["kind"] for c in DATA["faults"]])
 def test_a_fault_makes_its_rule_the_top_finding(tmp_path, case):
-    document = _simulated(tmp_path / "fault", case["preset"], case.get("overrides", ()), [case["fault"]],
-                          case.get("steps", 6))
+    document = _simulated(
+        tmp_path / "fault", case["preset"], case.get("overrides", ()), [case["fault"]], case.get("steps", 6)
+    )
     assert document.errors == []
     _assert_exclusive(document)
     summary = [(f.name, f.severity, f.impact.fraction_of_step, _claimed_share(f)) for f in document.findings]
@@ -86,10 +89,15 @@ def test_the_top_findings_price_is_what_running_the_job_fixed_saves(tmp_path, ca
     steps = case.get("steps", 6)
     faulty = _run(tmp_path / "fault", case["preset"], case.get("overrides", ()), [case["fault"]], steps)
     fixed_overrides = [*case.get("overrides", ()), *case.get("fixed_overrides", ())]
-    fixed = _run(tmp_path / "fixed", case["preset"], fixed_overrides,
-                 [case["fault"]] if case.get("fixed_overrides") else [], steps)
+    fixed = _run(
+        tmp_path / "fixed",
+        case["preset"],
+        fixed_overrides,
+        [case["fault"]] if case.get("fixed_overrides") else [],
+        steps,
+    )
     worth = 1 - _wall_per_step(fixed) / _wall_per_step(faulty)
-    assert worth == pytest.approx(case["price"], abs=SHARE_TOLERANCE)   # the table's figure holds
+    assert worth == pytest.approx(case["price"], abs=SHARE_TOLERANCE)  # the table's figure holds
     top = analyze(faulty).findings[0]
     assert top.name == case["top"] and top.impact.basis is not None
     assert top.impact.fraction_of_step == pytest.approx(worth, rel=PRICE_TOLERANCE), (top.impact, top.projected)
@@ -109,7 +117,9 @@ def test_the_same_job_without_the_fault_is_the_baseline(tmp_path, case):
     assert case["share"] >= case["baseline_share"] + CLEAR_MARGIN
 
 
-@pytest.mark.parametrize("case", DATA["clean"], ids=[" ".join([c["preset"], *c.get("overrides", ())]) for c in DATA["clean"]])
+@pytest.mark.parametrize(
+    "case", DATA["clean"], ids=[" ".join([c["preset"], *c.get("overrides", ())]) for c in DATA["clean"]]
+)
 def test_a_clean_job_raises_nothing_above_info(tmp_path, case):
     document = _simulated(tmp_path, case["preset"], case.get("overrides", ()))
     assert document.errors == []

@@ -6,14 +6,13 @@ import json
 
 import pytest
 
+from tests.conftest import REPO
 from trnprof.api import open_run
-from trnprof.rules_engine.document import SCHEMA
+from trnprof.rules_engine.document import SCHEMA, to_json_bytes
 from trnprof.rules_engine.engine import analyze
 from trnprof.rules_engine.loader import load_rules
 from trnprof.units import GIB
-from trnprof.rules_engine.document import to_json_bytes
 
-from tests.conftest import REPO
 
 @pytest.fixture(scope="module")
 def document(busy_run):
@@ -25,8 +24,19 @@ def test_the_document_follows_the_json_contract(document, busy_run):
     saved = json.loads(to_json_bytes(document))  # plain JSON, no NaN
     json.dumps(saved, allow_nan=False)
     for finding in saved["findings"]:
-        assert set(finding) >= {"code", "name", "pack", "severity", "title", "message", "recommendation",
-                                "ranks", "steps", "impact", "evidence"}
+        assert set(finding) >= {
+            "code",
+            "name",
+            "pack",
+            "severity",
+            "title",
+            "message",
+            "recommendation",
+            "ranks",
+            "steps",
+            "impact",
+            "evidence",
+        }
     for finding in document.findings:
         assert finding.impact.seconds_per_step >= 0 and finding.impact.fraction_of_step >= 0
         assert finding.severity in ("info", "low", "medium", "high")

@@ -5,18 +5,24 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from tests.rules.test_rules_loader import rule_dict, write_rule
 from trnprof.rules_engine.document import Finding, Impact
 from trnprof.rules_engine.findings import EVIDENCE_ROWS, FindingError, build, compact, finish, impact, render, sort_key
 from trnprof.rules_engine.loader import load_rule_file
 
-from tests.rules.test_rules_loader import rule_dict, write_rule
-
 
 @pytest.fixture
 def rule(tmp_path):
-    return load_rule_file(write_rule(tmp_path, rule_dict(
-        message="{n_ranks} ranks ({ranks}), steps {steps}, {ms_per_step:.1f} ms, worst rank {rank}, x={x}",
-        recommendation="raise {min_share:.0%}")), "testpack")
+    return load_rule_file(
+        write_rule(
+            tmp_path,
+            rule_dict(
+                message="{n_ranks} ranks ({ranks}), steps {steps}, {ms_per_step:.1f} ms, worst rank {rank}, x={x}",
+                recommendation="raise {min_share:.0%}",
+            ),
+        ),
+        "testpack",
+    )
 
 
 def _findings(rule, params, frame, n_steps, mean_step_ns, warmup=frozenset()):
@@ -41,8 +47,13 @@ def test_compact_ranges():
 
 
 def test_impact_takes_the_worst_rank_per_step_and_averages_over_steps():
-    rows = _rows([{"rank": 0, "step": 0, "lost_ns": 2e6}, {"rank": 1, "step": 0, "lost_ns": 4e6},
-                  {"rank": 0, "step": 1, "lost_ns": 1e6}])
+    rows = _rows(
+        [
+            {"rank": 0, "step": 0, "lost_ns": 2e6},
+            {"rank": 1, "step": 0, "lost_ns": 4e6},
+            {"rank": 0, "step": 1, "lost_ns": 1e6},
+        ]
+    )
     cost = impact(rows, n_steps=4, mean_step_ns=10e6)
     assert cost.seconds_per_step == pytest.approx((4e6 + 1e6) / 4 / 1e9)
     assert cost.fraction_of_step == pytest.approx((4e6 + 1e6) / 4 / 10e6)
@@ -59,8 +70,20 @@ def test_without_steps_the_largest_loss_counts_and_the_fraction_is_zero():
 
 
 def test_one_finding_per_pattern_with_ranks_steps_severity_and_evidence(rule):
-    frame = pd.DataFrame([{"rank": r, "step": s, "lost_ns": 1e6 * (r + 1), "x": r, "pattern": "p1" if r < 3 else "p2",
-                           "severity": "high" if r == 1 else "medium"} for r in range(5) for s in range(3)])
+    frame = pd.DataFrame(
+        [
+            {
+                "rank": r,
+                "step": s,
+                "lost_ns": 1e6 * (r + 1),
+                "x": r,
+                "pattern": "p1" if r < 3 else "p2",
+                "severity": "high" if r == 1 else "medium",
+            }
+            for r in range(5)
+            for s in range(3)
+        ]
+    )
     findings = _findings(rule, {"min_share": 0.1}, frame, n_steps=3, mean_step_ns=10e6)
     assert [f.pattern for f in findings] == ["p1", "p2"]
     p1 = findings[0]
@@ -73,7 +96,9 @@ def test_one_finding_per_pattern_with_ranks_steps_severity_and_evidence(rule):
 
 
 def test_warmup_rows_are_evidence_but_not_impact(rule):
-    frame = pd.DataFrame([{"rank": 0, "step": 0, "lost_ns": 9e9, "x": 1}, {"rank": 0, "step": 1, "lost_ns": 1e6, "x": 1}])
+    frame = pd.DataFrame(
+        [{"rank": 0, "step": 0, "lost_ns": 9e9, "x": 1}, {"rank": 0, "step": 1, "lost_ns": 1e6, "x": 1}]
+    )
     finding = _findings(rule, {"min_share": 0.1}, frame, n_steps=1, mean_step_ns=10e6, warmup={0})[0]
     assert finding.impact.seconds_per_step == pytest.approx(1e-3) and finding.steps == [0, 1]
 
@@ -82,12 +107,15 @@ def test_no_rows_no_finding(rule):
     assert build(rule, {}, pd.DataFrame({"rank": []}), 3, 1.0) == []
 
 
-@pytest.mark.parametrize("frame, words", [
-    (pd.DataFrame([{"rank": 0, "severity": "critical", "x": 1}]), "severity holds 'critical'"),
-    (pd.DataFrame([{"rank": 0, "lost_ns": "lots", "x": 1}]), "lost_ns must be numeric"),
-    (pd.DataFrame([{"rank": "zero", "x": 1}]), "rank must hold integers"),
-    (pd.DataFrame([{"rank": 0}]), "template field {x} is not a column"),
-])
+@pytest.mark.parametrize(
+    "frame, words",
+    [
+        (pd.DataFrame([{"rank": 0, "severity": "critical", "x": 1}]), "severity holds 'critical'"),
+        (pd.DataFrame([{"rank": 0, "lost_ns": "lots", "x": 1}]), "lost_ns must be numeric"),
+        (pd.DataFrame([{"rank": "zero", "x": 1}]), "rank must hold integers"),
+        (pd.DataFrame([{"rank": 0}]), "template field {x} is not a column"),
+    ],
+)
 def test_unusable_rows_are_a_rule_error(rule, frame, words):
     with pytest.raises(FindingError, match=words.replace("{", r"\{").replace("}", r"\}")):
         _findings(rule, {"min_share": 0.1}, frame, 1, 1.0)
@@ -100,8 +128,12 @@ def test_templates_refuse_attribute_access_and_print_nulls():
 
 
 def test_one_time_cost_and_bytes_take_the_largest_row_and_make_a_finding_costly(rule):
-    frame = pd.DataFrame([{"rank": 0, "step": 0, "one_time_ns": 4e9, "lost_bytes": 1 << 30, "x": 1},
-                          {"rank": 1, "step": 0, "one_time_ns": 5e9, "lost_bytes": 2 << 30, "x": 1}])
+    frame = pd.DataFrame(
+        [
+            {"rank": 0, "step": 0, "one_time_ns": 4e9, "lost_bytes": 1 << 30, "x": 1},
+            {"rank": 1, "step": 0, "one_time_ns": 5e9, "lost_bytes": 2 << 30, "x": 1},
+        ]
+    )
     finding = _findings(rule, {"min_share": 0.1}, frame, n_steps=2, mean_step_ns=10e6)[0]
     assert finding.impact.seconds_per_step == 0 and finding.impact.one_time_seconds == pytest.approx(5.0)
     assert finding.impact.bytes == 2 << 30 and finding.severity == "medium"
@@ -114,9 +146,31 @@ def test_a_finding_without_any_cost_is_info(rule):
 
 def test_sorted_by_severity_then_time_lost():
     def finding(severity, seconds):
-        return Finding(code="X", name="x", pack="p", severity=severity, title="t", message="m", recommendation="r",
-                       ranks=[], steps=[], impact=Impact(seconds, seconds), evidence=[])
-    found = [finding("medium", 9.0), finding("info", 50.0), finding("high", 0.1), finding("high", 0.5),
-             finding("low", 99.0)]
-    assert [(f.severity, f.impact.seconds_per_step) for f in sorted(found, key=sort_key)] == \
-        [("high", 0.5), ("high", 0.1), ("medium", 9.0), ("low", 99.0), ("info", 50.0)]
+        return Finding(
+            code="X",
+            name="x",
+            pack="p",
+            severity=severity,
+            title="t",
+            message="m",
+            recommendation="r",
+            ranks=[],
+            steps=[],
+            impact=Impact(seconds, seconds),
+            evidence=[],
+        )
+
+    found = [
+        finding("medium", 9.0),
+        finding("info", 50.0),
+        finding("high", 0.1),
+        finding("high", 0.5),
+        finding("low", 99.0),
+    ]
+    assert [(f.severity, f.impact.seconds_per_step) for f in sorted(found, key=sort_key)] == [
+        ("high", 0.5),
+        ("high", 0.1),
+        ("medium", 9.0),
+        ("low", 99.0),
+        ("info", 50.0),
+    ]

@@ -7,13 +7,12 @@ import json
 import msgspec
 import pytest
 
+from trnprof.jsonplain import to_json
+from trnprof.rules_engine.document import Document, to_json_bytes
 from trnprof.rules_engine.engine import analyze
 from trnprof.rules_engine.loader import load_rules
-from trnprof.rules_engine.document import Document, to_json_bytes
-from trnprof.jsonplain import to_json
 from trnprof.rules_engine.render import to_markdown, to_text
 from trnprof.rules_engine.sarif import to_sarif
-
 
 
 @pytest.fixture(scope="module")
@@ -63,11 +62,18 @@ def test_sarif_has_what_github_code_scanning_requires(document, busy_run, monkey
     assert set(ids) == {r.code for r in rules}  # stable ids: the rule codes
     for descriptor in driver["rules"]:
         assert descriptor["shortDescription"]["text"] and descriptor["fullDescription"]["text"]
-        assert descriptor["help"]["text"] and descriptor["defaultConfiguration"]["level"] in ("error", "warning", "note", "none")
+        assert descriptor["help"]["text"] and descriptor["defaultConfiguration"]["level"] in (
+            "error",
+            "warning",
+            "note",
+            "none",
+        )
     assert len(run["results"]) == len(document.findings)
     for result, finding in zip(run["results"], document.findings):
         assert result["ruleId"] == finding.code == ids[result["ruleIndex"]]
-        assert result["level"] == {"high": "error", "medium": "warning", "low": "note", "info": "none"}[finding.severity]
+        assert (
+            result["level"] == {"high": "error", "medium": "warning", "low": "note", "info": "none"}[finding.severity]
+        )
         assert result["message"]["text"].startswith(finding.title)
         location = result["locations"][0]
         assert location["physicalLocation"]["artifactLocation"]["uri"] == "busy/trnprof.json"
@@ -79,12 +85,18 @@ def test_sarif_has_what_github_code_scanning_requires(document, busy_run, monkey
 
 def test_sarif_fingerprints_are_stable_across_runs(document):
     rules = load_rules()
-    first, second = to_sarif(document, rules), to_sarif(msgspec.json.decode(to_json_bytes(document), type=Document), rules)
-    assert [r["partialFingerprints"] for r in first["runs"][0]["results"]] == \
-        [r["partialFingerprints"] for r in second["runs"][0]["results"]]
+    first, second = (
+        to_sarif(document, rules),
+        to_sarif(msgspec.json.decode(to_json_bytes(document), type=Document), rules),
+    )
+    assert [r["partialFingerprints"] for r in first["runs"][0]["results"]] == [
+        r["partialFingerprints"] for r in second["runs"][0]["results"]
+    ]
 
 
 def test_sarif_outside_the_working_directory_uses_a_file_uri(document, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    uri = to_sarif(document, load_rules())["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    uri = to_sarif(document, load_rules())["runs"][0]["results"][0]["locations"][0]["physicalLocation"][
+        "artifactLocation"
+    ]["uri"]
     assert uri.startswith("file:///") and uri.endswith("/busy/trnprof.json")

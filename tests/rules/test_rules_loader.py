@@ -10,16 +10,29 @@ import yaml
 from trnprof.rules_engine.loader import RuleError, builtin_dir, load_folder, load_rule_file, load_rules
 
 BASE = {
-    "code": "TS001", "name": "testpack.long_idle", "pack": "testpack", "title": "Idle steps",
-    "severity": "medium", "requires": ["steps"],
+    "code": "TS001",
+    "name": "testpack.long_idle",
+    "pack": "testpack",
+    "title": "Idle steps",
+    "severity": "medium",
+    "requires": ["steps"],
     "params": {"min_share": {"default": 0.1, "doc": "idle share", "source": "a test"}},
     "sql": "SELECT rank, step, idle AS lost_ns FROM step_breakdown WHERE CAST(idle AS DOUBLE) / dur >= $min_share",
-    "message": "idle {fraction_of_step:.0%} on {ranks}", "recommendation": "do less nothing",
+    "message": "idle {fraction_of_step:.0%} on {ranks}",
+    "recommendation": "do less nothing",
     "doc": {"what": "w", "why": "y", "fix": "f"},
-    "tests": [{"name": "idle", "run": {"inline": {"tile": {"ranks": 1, "steps": 2, "period_ns": 1000},
-                                                   "events": {"columns": ["kind", "ts", "dur"],
-                                                              "rows": [["step", 0, 1000], ["compute", 0, 100]]}}},
-               "expect": [{"ranks": [0]}]}],
+    "tests": [
+        {
+            "name": "idle",
+            "run": {
+                "inline": {
+                    "tile": {"ranks": 1, "steps": 2, "period_ns": 1000},
+                    "events": {"columns": ["kind", "ts", "dur"], "rows": [["step", 0, 1000], ["compute", 0, 100]]},
+                }
+            },
+            "expect": [{"ranks": [0]}],
+        }
+    ],
 }
 
 
@@ -50,26 +63,29 @@ def test_a_valid_rule_loads_with_the_tables_and_parameters_it_uses(tmp_path):
     assert rule.defaults() == {"min_share": 0.1}
 
 
-@pytest.mark.parametrize("changes, field, words", [
-    ({"severity": "critical"}, "severity", "Invalid enum value 'critical'"),
-    ({"title": None}, "file", "missing required field `title`"),
-    ({"colour": "red"}, "file", "unknown field `colour`"),
-    ({"code": "T1"}, "code", "not a rule code"),
-    ({"name": "testpack"}, "name", "not a dotted rule name"),
-    ({"pack": "other"}, "pack", "differs from the name's prefix"),
-    ({"sql": "SELECT * FROM step_breakdown; DROP TABLE steps"}, "sql", "exactly one SELECT"),
-    ({"sql": "COPY steps TO '/tmp/x.csv'"}, "sql", "exactly one SELECT"),
-    ({"sql": "SELEC rank FROM steps"}, "sql", "does not parse"),
-    ({"sql": "SELECT * FROM secret_table"}, "sql", "unknown table or view secret_table"),
-    ({"sql": "SELECT * FROM _comm_events"}, "sql", "unknown table or view _comm_events"),  # private helper
-    ({"sql": "SELECT rank FROM steps WHERE dur > $nope"}, "sql", "undeclared parameter(s) $nope"),
-    ({"message": "{rank.__class__}"}, "message", "is not a plain name"),
-    ({"message": "{unclosed"}, "message", "bad template"),
-    ({"requires": ["gpus"]}, "requires[0]", "unknown signal 'gpus'"),
-    ({"requires": [{"sql": "SELECT 1; SELECT 2", "reason": "r"}]}, "requires[0].sql", "exactly one SELECT"),
-    ({"params": {"min_share": {"default": [1], "doc": "d", "source": "s"}}}, "params", "Expected"),
-    ({"tests": []}, "tests", "no test case expects a finding"),
-])
+@pytest.mark.parametrize(
+    "changes, field, words",
+    [
+        ({"severity": "critical"}, "severity", "Invalid enum value 'critical'"),
+        ({"title": None}, "file", "missing required field `title`"),
+        ({"colour": "red"}, "file", "unknown field `colour`"),
+        ({"code": "T1"}, "code", "not a rule code"),
+        ({"name": "testpack"}, "name", "not a dotted rule name"),
+        ({"pack": "other"}, "pack", "differs from the name's prefix"),
+        ({"sql": "SELECT * FROM step_breakdown; DROP TABLE steps"}, "sql", "exactly one SELECT"),
+        ({"sql": "COPY steps TO '/tmp/x.csv'"}, "sql", "exactly one SELECT"),
+        ({"sql": "SELEC rank FROM steps"}, "sql", "does not parse"),
+        ({"sql": "SELECT * FROM secret_table"}, "sql", "unknown table or view secret_table"),
+        ({"sql": "SELECT * FROM _comm_events"}, "sql", "unknown table or view _comm_events"),  # private helper
+        ({"sql": "SELECT rank FROM steps WHERE dur > $nope"}, "sql", "undeclared parameter(s) $nope"),
+        ({"message": "{rank.__class__}"}, "message", "is not a plain name"),
+        ({"message": "{unclosed"}, "message", "bad template"),
+        ({"requires": ["gpus"]}, "requires[0]", "unknown signal 'gpus'"),
+        ({"requires": [{"sql": "SELECT 1; SELECT 2", "reason": "r"}]}, "requires[0].sql", "exactly one SELECT"),
+        ({"params": {"min_share": {"default": [1], "doc": "d", "source": "s"}}}, "params", "Expected"),
+        ({"tests": []}, "tests", "no test case expects a finding"),
+    ],
+)
 def test_a_malformed_rule_is_one_error_naming_file_field_and_fix(tmp_path, changes, field, words):
     path = write_rule(tmp_path, rule_dict())  # the file where the valid rule would be ...
     path.write_text(yaml.safe_dump(rule_dict(**changes)), encoding="utf-8")  # ... holding the bad one
@@ -135,12 +151,26 @@ def test_missing_rules_folder_is_a_clear_error(tmp_path):
 
 def test_builtin_packs_cover_the_issue_rules():
     names = {r.name for r in load_rules()}
-    assert {"input.starvation", "input.transfer_exposed", "overlap.exposed_communication",
-            "overlap.low_overlap_ratio", "collectives.low_bus_bandwidth", "collectives.small_messages",
-            "scale.straggler", "scale.pipeline_bubble", "scale.slow_link", "memory.hbm_pressure",
-            "memory.growth", "memory.optimizer_state_unsharded", "memory.activation_dominated",
-            "compute.low_mfu", "compute.fp32_matmul", "compute.small_ops", "compile.recompilation",
-            "compile.slow_first_step"} <= names
+    assert {
+        "input.starvation",
+        "input.transfer_exposed",
+        "overlap.exposed_communication",
+        "overlap.low_overlap_ratio",
+        "collectives.low_bus_bandwidth",
+        "collectives.small_messages",
+        "scale.straggler",
+        "scale.pipeline_bubble",
+        "scale.slow_link",
+        "memory.hbm_pressure",
+        "memory.growth",
+        "memory.optimizer_state_unsharded",
+        "memory.activation_dominated",
+        "compute.low_mfu",
+        "compute.fp32_matmul",
+        "compute.small_ops",
+        "compile.recompilation",
+        "compile.slow_first_step",
+    } <= names
     assert builtin_dir().name == "rules"
 
 

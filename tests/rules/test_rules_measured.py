@@ -8,9 +8,8 @@ import re
 
 import pytest
 
-from trnprof.api import open_run
+from trnprof.api import analyze, open_run
 from trnprof.collectors.trn1 import load_config, simulate
-from trnprof.api import analyze
 from trnprof.rules_engine.findings import render
 
 JOB = ["cluster.instance=trn1.2xlarge", "cluster.nodes=2", "batch.global=32", "batch.micro=4", "run.steps=6"]
@@ -52,36 +51,77 @@ def test_no_message_prints_zero_for_a_positive_figure(slow_link):
             assert not re.search(r"(?<![\d.])0(\.0+)? ?(% of the mean step|ms)", finding.message), finding.message
 
 
-@pytest.mark.parametrize("template, value, expected", [
-    ("{x:.0%}", 0.003, "0.3%"), ("{x:.2f} ms", 0.0004, "0.0004 ms"), ("{x:.0%}", 0.0, "0%"),
-    ("{x:.1f}", 12.34, "12.3"), ("{x:.0%}", 0.25, "25%")])
+@pytest.mark.parametrize(
+    "template, value, expected",
+    [
+        ("{x:.0%}", 0.003, "0.3%"),
+        ("{x:.2f} ms", 0.0004, "0.0004 ms"),
+        ("{x:.0%}", 0.0, "0%"),
+        ("{x:.1f}", 12.34, "12.3"),
+        ("{x:.0%}", 0.25, "25%"),
+    ],
+)
 def test_positive_figures_get_the_digits_they_need(template, value, expected):
     assert render(template, {"x": value}) == expected
 
 
 def _document(findings, not_evaluated=()):
     from trnprof.rules_engine.document import SCHEMA, Document
-    return Document(schema=SCHEMA, run="r", findings=list(findings), not_evaluated=list(not_evaluated), errors=[],
-                    rules=[], steps=10, warmup_steps=[], mean_step_s=1.0, seconds=0.0, rule_seconds={})
+
+    return Document(
+        schema=SCHEMA,
+        run="r",
+        findings=list(findings),
+        not_evaluated=list(not_evaluated),
+        errors=[],
+        rules=[],
+        steps=10,
+        warmup_steps=[],
+        mean_step_s=1.0,
+        seconds=0.0,
+        rule_seconds={},
+    )
 
 
 def _exposed(measured_s: float):
     from trnprof.rules_engine.document import Finding, Impact
-    return Finding(code="OV001", name="overlap.exposed_communication", pack="overlap", severity="high", title="t",
-                   message="m", recommendation="r", ranks=[0], steps=[1],
-                   impact=Impact(0.0, 0.0, measured_seconds_per_step=measured_s, draws_from="exposed_comm"),
-                   evidence=[])
+
+    return Finding(
+        code="OV001",
+        name="overlap.exposed_communication",
+        pack="overlap",
+        severity="high",
+        title="t",
+        message="m",
+        recommendation="r",
+        ranks=[0],
+        steps=[1],
+        impact=Impact(0.0, 0.0, measured_seconds_per_step=measured_s, draws_from="exposed_comm"),
+        evidence=[],
+    )
 
 
-@pytest.mark.parametrize("base_s, new_s, significant, resolved", [
-    (0.638, 0.638, False, False),   # exposed communication the same in both runs: not resolved
-    (0.638, 0.200, True, True),     # it dropped beyond noise
-    (0.638, 0.250, False, True),    # it fell below half of what the finding measured
-])
+@pytest.mark.parametrize(
+    "base_s, new_s, significant, resolved",
+    [
+        (0.638, 0.638, False, False),  # exposed communication the same in both runs: not resolved
+        (0.638, 0.200, True, True),  # it dropped beyond noise
+        (0.638, 0.250, False, True),  # it fell below half of what the finding measured
+    ],
+)
 def test_a_finding_is_resolved_only_when_its_quantity_dropped(base_s, new_s, significant, resolved):
     from trnprof.diff.findings import compare
-    breakdown = [{"category": "exposed_comm", "base_s": base_s, "new_s": new_s, "delta_s": new_s - base_s,
-                  "change": new_s / base_s - 1, "significant": significant}]
+
+    breakdown = [
+        {
+            "category": "exposed_comm",
+            "base_s": base_s,
+            "new_s": new_s,
+            "delta_s": new_s - base_s,
+            "change": new_s / base_s - 1,
+            "significant": significant,
+        }
+    ]
     result = compare(_document([_exposed(0.6)]), _document([]), breakdown)
     assert (result["resolved"] == ["overlap.exposed_communication"]) is resolved
     assert bool(result["unreported"]) is not resolved
@@ -92,6 +132,10 @@ def test_a_finding_is_resolved_only_when_its_quantity_dropped(base_s, new_s, sig
 def test_a_rule_not_evaluated_in_the_new_run_is_not_resolved():
     from trnprof.diff.findings import compare
     from trnprof.rules_engine.document import NotEvaluated
-    result = compare(_document([_exposed(0.6)]),
-                     _document([], [NotEvaluated(name="overlap.exposed_communication", reason="no collectives")]), [])
+
+    result = compare(
+        _document([_exposed(0.6)]),
+        _document([], [NotEvaluated(name="overlap.exposed_communication", reason="no collectives")]),
+        [],
+    )
     assert result["resolved"] == [] and "not evaluated" in result["unreported"][0]["reason"]

@@ -6,17 +6,20 @@ ranks with their payload, so bus bandwidth is measured."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 import trnprof
+from tests.conftest import DATA
 from trnprof.collectors.ingest import ingest
 from trnprof.rules_engine.engine import analyze
-from tests.conftest import DATA
 
-TRACES = {"base": DATA / "kineto_ddp" / "base", "slow": DATA / "kineto_ddp" / "slow",
-          "leak": DATA / "kineto_memory" / "leak", "flat": DATA / "kineto_memory" / "flat"}
+TRACES = {
+    "base": DATA / "kineto_ddp" / "base",
+    "slow": DATA / "kineto_ddp" / "slow",
+    "leak": DATA / "kineto_memory" / "leak",
+    "flat": DATA / "kineto_memory" / "flat",
+}
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +50,10 @@ def test_cpu_allocations_carry_no_negative_allocator_cache(runs):
     with trnprof.open_run(runs["leak"]) as run:
         names = run.sql("SELECT DISTINCT name FROM counters ORDER BY name")["name"].tolist()
         assert names == ["alloc.host_delta", "host.allocated"]  # CPU reports 0 reserved: no cache
-        steps = run.sql("SELECT COUNT(DISTINCT step) AS n, MIN(peak_bytes) AS low, MAX(peak_bytes) AS high "
-                        "FROM memory_counter_steps WHERE counter = 'host.allocated'").iloc[0]
+        steps = run.sql(
+            "SELECT COUNT(DISTINCT step) AS n, MIN(peak_bytes) AS low, MAX(peak_bytes) AS high "
+            "FROM memory_counter_steps WHERE counter = 'host.allocated'"
+        ).iloc[0]
     assert steps["n"] == 8 and steps["high"] - steps["low"] == 7 * 4 * 1048576  # 4 MiB kept per step
 
 

@@ -9,10 +9,9 @@ import duckdb
 import pyarrow as pa
 import pytest
 
+from tests.rules.test_rules_loader import rule_dict, write_rule
 from trnprof.rules_engine.engine import analyze
 from trnprof.rules_engine.sandbox import Sandbox, SandboxError
-
-from tests.rules.test_rules_loader import rule_dict, write_rule
 
 
 @pytest.fixture(params=[False, True], ids=["file", "in_memory"])
@@ -33,11 +32,14 @@ def test_parameters_are_bound_not_pasted(sandbox):
     assert sandbox.query("SELECT $text AS t", {"text": "x'); DROP TABLE steps; --"})["t"][0].startswith("x'")
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT * FROM read_text('/etc/hostname')",
-    "SELECT * FROM read_csv('/etc/passwd', sep = ':')",
-    "SELECT * FROM glob('/tmp/*')",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM read_text('/etc/hostname')",
+        "SELECT * FROM read_csv('/etc/passwd', sep = ':')",
+        "SELECT * FROM glob('/tmp/*')",
+    ],
+)
 def test_cannot_read_another_file(sandbox, sql):
     with pytest.raises(SandboxError, match="disabled by configuration|Permission"):
         sandbox.query(sql)
@@ -48,11 +50,14 @@ def test_cannot_read_the_run_files_either(sandbox, sample_run):
         sandbox.query(f"SELECT COUNT(*) FROM read_parquet('{sample_run}/events/*/*.parquet')")
 
 
-@pytest.mark.parametrize("sql", [
-    "COPY steps TO '{dir}/out.csv'",
-    "COPY (SELECT 1) TO '{dir}/out.parquet' (FORMAT parquet)",
-    "EXPORT DATABASE '{dir}/db'",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "COPY steps TO '{dir}/out.csv'",
+        "COPY (SELECT 1) TO '{dir}/out.parquet' (FORMAT parquet)",
+        "EXPORT DATABASE '{dir}/db'",
+    ],
+)
 def test_cannot_write_a_file(sandbox, tmp_path, sql):
     statement = sql.format(dir=tmp_path)
     with pytest.raises(SandboxError, match="refused: rule SQL must be one SELECT"):
@@ -71,8 +76,9 @@ def test_cannot_attach_a_database(sandbox, tmp_path):
     assert not target.exists()
 
 
-@pytest.mark.parametrize("sql", ["SET threads = 1", "SET enable_external_access = true",
-                                 "RESET lock_configuration", "PRAGMA threads=1"])
+@pytest.mark.parametrize(
+    "sql", ["SET threads = 1", "SET enable_external_access = true", "RESET lock_configuration", "PRAGMA threads=1"]
+)
 def test_cannot_change_a_setting(sandbox, sql):
     with pytest.raises(SandboxError, match="refused"):
         sandbox.query(sql)
@@ -81,8 +87,14 @@ def test_cannot_change_a_setting(sandbox, sql):
 
 
 def test_cannot_modify_or_add_tables(sandbox):
-    for sql in ("DROP TABLE steps", "CREATE TABLE x AS SELECT 1", "INSERT INTO steps VALUES (2, 0, 1)",
-                "SELECT 1; DROP TABLE steps", "INSTALL httpfs", "LOAD httpfs"):
+    for sql in (
+        "DROP TABLE steps",
+        "CREATE TABLE x AS SELECT 1",
+        "INSERT INTO steps VALUES (2, 0, 1)",
+        "SELECT 1; DROP TABLE steps",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+    ):
         with pytest.raises(SandboxError, match="refused"):
             sandbox.query(sql)
     assert len(sandbox.query("SELECT * FROM steps")) == 2
@@ -94,8 +106,9 @@ def test_the_tables_are_read_from_a_private_file_not_held_in_memory():
     box = Sandbox({"collectives": pa.table({"seq": list(range(200_000)), "dur": [7] * 200_000})})
     try:
         assert box.query("SELECT SUM(dur) AS total FROM collectives")["total"][0] == 1_400_000
-        held = box.query("SELECT COALESCE(SUM(memory_usage_bytes), 0) AS held FROM duckdb_memory() "
-                         "WHERE tag = 'IN_MEMORY_TABLE'")["held"][0]
+        held = box.query(
+            "SELECT COALESCE(SUM(memory_usage_bytes), 0) AS held FROM duckdb_memory() WHERE tag = 'IN_MEMORY_TABLE'"
+        )["held"][0]
         assert held == 0
         (path,) = box.query("SELECT path FROM duckdb_databases() WHERE NOT internal")["path"]
         assert path.startswith(box.temp)
@@ -107,6 +120,7 @@ def test_the_tables_are_read_from_a_private_file_not_held_in_memory():
 def test_a_small_run_gets_an_in_memory_sandbox_and_a_large_one_a_file(sample_run, monkeypatch):
     from trnprof import engines
     from trnprof.rules_engine import engine
+
     with engines.open_run(sample_run) as run:
         assert engine._small(run)
         monkeypatch.setattr(engine, "SMALL_RUN_BYTES", 1000)
@@ -139,14 +153,30 @@ def test_a_slow_query_is_interrupted_and_the_sandbox_stays_usable(sandbox):
 
 def test_a_failing_or_slow_rule_is_reported_and_the_others_run(tmp_path, sample_run):
     pack = tmp_path / "rules"
-    write_rule(pack, rule_dict(code="TS001", name="testpack.ok",
-                               sql="SELECT rank, step, dur AS lost_ns FROM steps", message="ok {ranks}"))
+    write_rule(
+        pack,
+        rule_dict(
+            code="TS001", name="testpack.ok", sql="SELECT rank, step, dur AS lost_ns FROM steps", message="ok {ranks}"
+        ),
+    )
     # binds (a misspelt column is a load error: test_rules_authoring.py) but fails on the run's rows
-    write_rule(pack, rule_dict(code="TS002", name="testpack.broken",
-                               sql="SELECT rank, CAST('nonexistent' || CAST(rank AS VARCHAR) AS INTEGER) AS n FROM steps"))
-    write_rule(pack, rule_dict(code="TS003", name="testpack.forever",
-                               sql="SELECT COUNT(*) AS n FROM steps a, steps b, steps c, steps d, steps e, "
-                                   "steps f, steps g, steps h, steps i"))
+    write_rule(
+        pack,
+        rule_dict(
+            code="TS002",
+            name="testpack.broken",
+            sql="SELECT rank, CAST('nonexistent' || CAST(rank AS VARCHAR) AS INTEGER) AS n FROM steps",
+        ),
+    )
+    write_rule(
+        pack,
+        rule_dict(
+            code="TS003",
+            name="testpack.forever",
+            sql="SELECT COUNT(*) AS n FROM steps a, steps b, steps c, steps d, steps e, "
+            "steps f, steps g, steps h, steps i",
+        ),
+    )
     started = time.perf_counter()
     document = analyze(sample_run, rules=[pack], select=["testpack"], builtin=False, timeout=0.5)
     errors = {e.name: e.error for e in document.errors}

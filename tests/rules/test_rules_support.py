@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import msgspec
 
+from tests.conftest import REPO
 from trnprof.api import open_run
 from trnprof.rules_engine.spec import Inline
 from trnprof.rules_engine.testing import write_inline
-
-from tests.conftest import REPO
 
 COLUMNS = ["rank", "kind", "name", "step", "ts", "dur", "coll_op", "coll_group", "coll_seq"]
 
@@ -33,8 +32,10 @@ def test_comm_exposure_splits_waits_and_p2p_into_hidden_and_exposed(tmp_path):
         [2, "compute", "matmul", 0, 1400, 200, None, None, None],
     ]
     with open_run(_run(tmp_path / "run", rows, 3)) as run:
-        found = run.sql("SELECT rank, wait_ns, wait_hidden, wait_exposed, p2p_ns, p2p_hidden, p2p_exposed "
-                        "FROM comm_exposure ORDER BY rank").values.tolist()
+        found = run.sql(
+            "SELECT rank, wait_ns, wait_hidden, wait_exposed, p2p_ns, p2p_hidden, p2p_exposed "
+            "FROM comm_exposure ORDER BY rank"
+        ).values.tolist()
     assert found == [[0, 500, 400, 100, 0, 0, 0], [1, 200, 0, 200, 0, 0, 0], [2, 0, 0, 0, 300, 100, 200]]
 
 
@@ -49,8 +50,9 @@ def test_comm_exposure_gives_hidden_time_to_waits_first(tmp_path):
         [0, "compute", "matmul", 0, 500, 300, None, None, None],
     ]
     with open_run(_run(tmp_path / "run", rows, 2)) as run:
-        found = run.sql("SELECT wait_ns, wait_hidden, wait_exposed, p2p_hidden, p2p_exposed "
-                        "FROM comm_exposure WHERE rank = 0").values.tolist()
+        found = run.sql(
+            "SELECT wait_ns, wait_hidden, wait_exposed, p2p_hidden, p2p_exposed FROM comm_exposure WHERE rank = 0"
+        ).values.tolist()
     assert found == [[400, 300, 100, 0, 300]]
 
 

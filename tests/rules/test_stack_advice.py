@@ -15,9 +15,20 @@ from trnprof.rules_engine.loader import load_rules
 from trnprof.rules_engine.testing import write_inline
 
 # What only torch-xla (and NxD, built on it) offers: none of it may reach a TorchNeuron run.
-TORCH_XLA = ("torch-xla", "torch_xla", "xm.", "mark_step", "MpDeviceLoader", "XLA_", "XLA's metrics",
-             "neuron_parallel_compile", "ALLREDUCE_GRADIENTS_BUCKET_SIZE_MB", "NeuronZero1Optimizer",
-             "neuronx-distributed", 'autocast("xla"')
+TORCH_XLA = (
+    "torch-xla",
+    "torch_xla",
+    "xm.",
+    "mark_step",
+    "MpDeviceLoader",
+    "XLA_",
+    "XLA's metrics",
+    "neuron_parallel_compile",
+    "ALLREDUCE_GRADIENTS_BUCKET_SIZE_MB",
+    "NeuronZero1Optimizer",
+    "neuronx-distributed",
+    'autocast("xla"',
+)
 NOT_XLA = {  # job metadata of runs that are not torch-xla runs
     "trn2, nothing recorded": {"instance_type": "trn2.48xlarge"},
     "trn1 on Neuron 2.30": {"instance_type": "trn1.32xlarge", "neuron_sdk": "2.30.0"},
@@ -39,10 +50,19 @@ def _recommendations(path, rules) -> dict[str, str]:
 
 def test_every_rule_with_trainium_advice_chooses_it_by_the_stack():
     names = {r.name for r in STACK_RULES}
-    assert {"compute.host_sync", "compute.host_bound", "compute.low_mfu", "compute.fp32_matmul",
-            "input.transfer_exposed", "overlap.low_overlap_ratio", "compile.recompilation",
-            "compile.slow_first_step", "memory.optimizer_state_unsharded", "memory.hbm_pressure",
-            "memory.activation_dominated"} <= names
+    assert {
+        "compute.host_sync",
+        "compute.host_bound",
+        "compute.low_mfu",
+        "compute.fp32_matmul",
+        "input.transfer_exposed",
+        "overlap.low_overlap_ratio",
+        "compile.recompilation",
+        "compile.slow_first_step",
+        "memory.optimizer_state_unsharded",
+        "memory.hbm_pressure",
+        "memory.activation_dominated",
+    } <= names
     for rule in load_rules():  # a rule that names torch-xla tools does so only by the stack
         if rule.name not in names:
             assert not _xla_words(rule.spec.recommendation), rule.name
@@ -67,26 +87,39 @@ def test_no_torch_xla_advice_off_torch_xla(rule, tmp_path):
     assert inline is not None, f"{rule.name}: no own test case fires"
     assert _xla_words(xla_advice), f"{rule.name} gives a torch-xla run no torch-xla advice: {xla_advice}"
     for label, job in NOT_XLA.items():
-        path = write_inline(msgspec.structs.replace(inline, job={**inline.job, **job}), tmp_path / label.replace(" ", "-"))
+        path = write_inline(
+            msgspec.structs.replace(inline, job={**inline.job, **job}), tmp_path / label.replace(" ", "-")
+        )
         found = _recommendations(path, [rule])
         assert rule.name in found, f"{rule.name} no longer fires for {label}"
         assert not _xla_words(found[rule.name]), f"{rule.name} advises torch-xla for {label}: {found[rule.name]}"
 
 
 # One simulated job that trips host_bound, fp32_matmul, low_mfu, slow_first_step and starvation.
-FAULTY = ["batch.global=256", "precision.compute=fp32", "comm.overlap_dp=false", "run.steps=6", "input.workers=1",
-          "input.per_sample_ms=8", "faults=[{kind: slow_host, factor: 6}]"]
+FAULTY = [
+    "batch.global=256",
+    "precision.compute=fp32",
+    "comm.overlap_dp=false",
+    "run.steps=6",
+    "input.workers=1",
+    "input.per_sample_ms=8",
+    "faults=[{kind: slow_host, factor: 6}]",
+]
 
 
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory):
     folder = tmp_path_factory.mktemp("stack")
-    stacks = {"trn2": ["cluster.instance=trn2.48xlarge"],
-              "trn1-2.31": ["cluster.instance=trn1.32xlarge", "precision.neuron_sdk=2.31.0"],
-              "trn1-2.27": ["cluster.instance=trn1.32xlarge", "precision.neuron_sdk=2.27.0"]}
+    stacks = {
+        "trn2": ["cluster.instance=trn2.48xlarge"],
+        "trn1-2.31": ["cluster.instance=trn1.32xlarge", "precision.neuron_sdk=2.31.0"],
+        "trn1-2.27": ["cluster.instance=trn1.32xlarge", "precision.neuron_sdk=2.27.0"],
+    }
     rules = load_rules()
-    return {name: _recommendations(simulate(load_config(preset="tiny", overrides=FAULTY + extra), folder / name), rules)
-            for name, extra in stacks.items()}
+    return {
+        name: _recommendations(simulate(load_config(preset="tiny", overrides=FAULTY + extra), folder / name), rules)
+        for name, extra in stacks.items()
+    }
 
 
 def test_simulated_runs_get_the_advice_of_their_stack(simulated):

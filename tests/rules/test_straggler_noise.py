@@ -19,9 +19,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trnprof.api import analyze
-
 from tests.conftest import write_inline_run
+from trnprof.api import analyze
 
 MS = 1_000_000
 STEPS, COMPUTE_MS, TRANSFER_MS = 8, 10.0, 1.0
@@ -37,10 +36,34 @@ def _run(path, seed: int, extra_ms: float = 0.0):
         for rank in (0, 1):
             base = {"rank": rank, "step": step}
             events += [
-                {**base, "kind": "step", "name": "train_step", "lane": "host/main", "ts": int(t * MS), "dur": int((end - t) * MS)},
-                {**base, "kind": "compute", "name": "matmul", "lane": "nc/tensor", "ts": int(t * MS), "dur": int(compute[rank] * MS)},
-                {**base, "kind": "collective", "name": "all_reduce", "lane": "nc/cc", "ts": int((t + compute[rank]) * MS),
-                 "dur": int((end - t - compute[rank]) * MS), "coll_op": "all_reduce", "coll_group": "dp", "coll_seq": step}]
+                {
+                    **base,
+                    "kind": "step",
+                    "name": "train_step",
+                    "lane": "host/main",
+                    "ts": int(t * MS),
+                    "dur": int((end - t) * MS),
+                },
+                {
+                    **base,
+                    "kind": "compute",
+                    "name": "matmul",
+                    "lane": "nc/tensor",
+                    "ts": int(t * MS),
+                    "dur": int(compute[rank] * MS),
+                },
+                {
+                    **base,
+                    "kind": "collective",
+                    "name": "all_reduce",
+                    "lane": "nc/cc",
+                    "ts": int((t + compute[rank]) * MS),
+                    "dur": int((end - t - compute[rank]) * MS),
+                    "coll_op": "all_reduce",
+                    "coll_group": "dp",
+                    "coll_seq": step,
+                },
+            ]
         t = end + 0.2
     return write_inline_run(path, events, ranks=2)
 

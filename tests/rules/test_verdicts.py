@@ -16,17 +16,18 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from trnprof import open_run
-from trnprof.collectors.trn1 import load_config, simulate
-from trnprof.api import analyze
-
 from tests.conftest import DATA, KINETO
+from trnprof import open_run
+from trnprof.api import analyze
+from trnprof.collectors.trn1 import load_config, simulate
 
 DDP = DATA / "kineto_ddp"
-PRICE_TOLERANCE = 0.20   # issue 35: a finding's price within 20 % of the measured counterfactual
+PRICE_TOLERANCE = 0.20  # issue 35: a finding's price within 20 % of the measured counterfactual
 # host calls that block until the device is done, as a reader of the trace would list them
-BLOCKING = re.compile(r"^(cuda|hip)(Memcpy\w*|StreamSynchronize|DeviceSynchronize|EventSynchronize)$"
-                      r"|^aten::(item|_local_scalar_dense)$")
+BLOCKING = re.compile(
+    r"^(cuda|hip)(Memcpy\w*|StreamSynchronize|DeviceSynchronize|EventSynchronize)$"
+    r"|^aten::(item|_local_scalar_dense)$"
+)
 
 
 def _raw(path: Path) -> list[dict]:
@@ -35,8 +36,11 @@ def _raw(path: Path) -> list[dict]:
 
 
 def _steps(events) -> list[tuple[int, float, float]]:
-    return sorted((int(e["name"].split("#")[1]), e["ts"], e["ts"] + e["dur"]) for e in events
-                  if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
+    return sorted(
+        (int(e["name"].split("#")[1]), e["ts"], e["ts"] + e["dur"])
+        for e in events
+        if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")
+    )
 
 
 def _covered(events, start: float, end: float) -> np.ndarray:
@@ -44,7 +48,7 @@ def _covered(events, start: float, end: float) -> np.ndarray:
     cells = np.zeros(int(round(end - start)), bool)
     for e in events:
         a, b = int(round(e["ts"] - start)), int(round(e["ts"] + e["dur"] - start))
-        cells[max(a, 0):max(b, 0)] = True
+        cells[max(a, 0) : max(b, 0)] = True
     return cells
 
 
@@ -63,6 +67,7 @@ def _steady_step_s(run_path: Path) -> float:
 
 
 # -- real traces ----------------------------------------------------------------------------------
+
 
 def test_a_blocking_copy_is_the_host_waiting_for_the_device(cli, tmp_path):
     """A100 rank (HTA negative_queue_length_values_check): `aten::to` blocks in cudaMemcpyAsync
@@ -95,10 +100,13 @@ def test_copies_are_device_work_not_host_time(tmp_path):
     """A device copy that runs while a host op is open is device work (exposed transfer), never
     `host` time."""
     from tests.conftest import write_inline_run
-    events = [{"rank": 0, "ts": 0, "dur": 1000, "kind": "step", "name": "s", "lane": "host/main", "step": 0},
-              {"rank": 0, "ts": 0, "dur": 1000, "kind": "host", "name": "aten::copy_", "lane": "host/tid-1"},
-              {"rank": 0, "ts": 100, "dur": 600, "kind": "transfer", "name": "Memcpy HtoD", "lane": "gpu/stream-7"},
-              {"rank": 0, "ts": 700, "dur": 100, "kind": "memory", "name": "Memset", "lane": "gpu/stream-7"}]
+
+    events = [
+        {"rank": 0, "ts": 0, "dur": 1000, "kind": "step", "name": "s", "lane": "host/main", "step": 0},
+        {"rank": 0, "ts": 0, "dur": 1000, "kind": "host", "name": "aten::copy_", "lane": "host/tid-1"},
+        {"rank": 0, "ts": 100, "dur": 600, "kind": "transfer", "name": "Memcpy HtoD", "lane": "gpu/stream-7"},
+        {"rank": 0, "ts": 700, "dur": 100, "kind": "memory", "name": "Memset", "lane": "gpu/stream-7"},
+    ]
     with open_run(write_inline_run(tmp_path / "r", events)) as run:
         row = run.step_breakdown.iloc[0]
     assert (row.transfer_exposed, row.host) == (700, 300)
@@ -117,7 +125,8 @@ def test_a_v100_trace_gets_fp16_advice_not_bf16(cli, tmp_path):
     assert "on CUDA (Tesla V100-SXM2-32GB); in FP16 it would take about 8x less" in fp32.message
     assert "BF16" not in fp32.message and "no BF16" in fp32.recommendation
     assert "Neuron" not in fp32.recommendation and "ALLREDUCE_GRADIENTS_BUCKET_SIZE_MB" not in " ".join(
-        f.recommendation for f in document.findings)
+        f.recommendation for f in document.findings
+    )
 
 
 def _queue_limited_steps(events, scale_of) -> np.ndarray:
@@ -128,10 +137,12 @@ def _queue_limited_steps(events, scale_of) -> np.ndarray:
     calls); an op starts after its launch and after the op before it. Returns the replayed
     host time of each step's first launch."""
     ops = {e["args"]["correlation"]: e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")}
-    calls = sorted((e for e in events if e.get("cat") == "cuda_runtime" and e["args"].get("correlation") in ops),
-                   key=lambda e: e["ts"])
+    calls = sorted(
+        (e for e in events if e.get("cat") == "cuda_runtime" and e["args"].get("correlation") in ops),
+        key=lambda e: e["ts"],
+    )
     launched = [ops[c["args"]["correlation"]] for c in calls]
-    assert [o["ts"] for o in launched] == sorted(o["ts"] for o in launched)   # one stream, in launch order
+    assert [o["ts"] for o in launched] == sorted(o["ts"] for o in launched)  # one stream, in launch order
     cs, ce = np.array([c["ts"] for c in calls]), np.array([c["ts"] + c["dur"] for c in calls])
     os_, od = np.array([o["ts"] for o in launched]), np.array([o["dur"] for o in launched]) * scale_of(launched)
     blocked = (ce - cs > 20) & (os_ - ce > 1000)
@@ -162,14 +173,14 @@ def test_fp32_matmuls_behind_a_full_launch_queue_are_priced_by_the_device(cli, t
     fp16 = lambda ops: np.array([15.7 / 125 if matmul.search(o["name"]) else 1.0 for o in ops])  # noqa: E731
     base = _queue_limited_steps(events, lambda ops: np.ones(len(ops)))
     fast = _queue_limited_steps(events, fp16)
-    full = slice(2, None)   # step lengths from one first launch to the next: steps 103 and 104
+    full = slice(2, None)  # step lengths from one first launch to the next: steps 103 and 104
     expected = 1 - np.diff(fast)[full].sum() / np.diff(base)[full].sum()
-    assert 0.25 < expected < 0.40     # the device bounds: a third of the step goes
+    assert 0.25 < expected < 0.40  # the device bounds: a third of the step goes
     document = analyze(_ingest(cli, KINETO / "ns_resolution_trace", tmp_path / "run"))
     fp32 = next(f for f in document.findings if f.name == "compute.fp32_matmul")
     assert fp32.projected["method"] == "replay"
     assert fp32.impact.fraction_of_step == pytest.approx(expected, rel=PRICE_TOLERANCE)
-    assert fp32.severity == "high"    # the price is past the pack's 20 % bar
+    assert fp32.severity == "high"  # the price is past the pack's 20 % bar
 
 
 def test_host_bound_advice_fits_the_platform(cli, tmp_path):
@@ -177,18 +188,26 @@ def test_host_bound_advice_fits_the_platform(cli, tmp_path):
     gets launch-reduction advice for GPUs, never torch-xla's; a run that names no device gets the
     Trainium advice."""
     from tests.conftest import write_inline_run
+
     run = _ingest(cli, KINETO / "amd_trace", tmp_path / "rocm")
     gpu = next(f for f in analyze(run).findings if f.name == "compute.host_bound")
     assert "on ROCm" in gpu.recommendation and "CUDA graphs" in gpu.recommendation
     assert not re.search(r"Neuron|torch-xla|MpDeviceLoader", gpu.recommendation)
-    events = [{"rank": 0, "ts": s * 1000, "dur": 1000, "kind": "step", "name": "s", "lane": "host/main", "step": s}
-              for s in range(3)]
-    events += [{"rank": 0, "ts": s * 1000, "dur": 400, "kind": "host", "name": "xla.execute", "lane": "host/main"}
-               for s in range(3)]
-    events += [{"rank": 0, "ts": s * 1000 + 400, "dur": 600, "kind": "compute", "name": "matmul", "lane": "nc/tensor"}
-               for s in range(3)]
-    trainium = next(f for f in analyze(write_inline_run(tmp_path / "trn", events)).findings
-                    if f.name == "compute.host_bound")
+    events = [
+        {"rank": 0, "ts": s * 1000, "dur": 1000, "kind": "step", "name": "s", "lane": "host/main", "step": s}
+        for s in range(3)
+    ]
+    events += [
+        {"rank": 0, "ts": s * 1000, "dur": 400, "kind": "host", "name": "xla.execute", "lane": "host/main"}
+        for s in range(3)
+    ]
+    events += [
+        {"rank": 0, "ts": s * 1000 + 400, "dur": 600, "kind": "compute", "name": "matmul", "lane": "nc/tensor"}
+        for s in range(3)
+    ]
+    trainium = next(
+        f for f in analyze(write_inline_run(tmp_path / "trn", events)).findings if f.name == "compute.host_bound"
+    )
     assert "on Neuron" in trainium.recommendation and "CUDA graphs" not in trainium.recommendation
 
 
@@ -197,13 +216,15 @@ def test_low_mfu_advice_fits_the_platform(tmp_path):
     advice for CUDA, never NeuronCore or NKI advice; the same job naming no device gets the Neuron
     advice."""
     from tests.conftest import write_inline_run
-    events = [{"rank": 0, "ts": s * 1_000_000, "dur": 1_000_000, "kind": kind, "name": name,
-               "lane": lane, "step": s}
-              for s in range(3) for kind, name, lane in (("step", "s", "host/main"), ("compute", "gemm", "gpu/7"))]
+
+    events = [
+        {"rank": 0, "ts": s * 1_000_000, "dur": 1_000_000, "kind": kind, "name": name, "lane": lane, "step": s}
+        for s in range(3)
+        for kind, name, lane in (("step", "s", "host/main"), ("compute", "gemm", "gpu/7"))
+    ]
     job = {"model_flops_per_step": 3.12e10, "peak_flops_per_s": 3.12e14}  # 10 % of an A100's BF16 peak for 1 ms
     findings = {}
-    for name, facts in (("cuda", {"device_kind": "cuda", "device_model": "NVIDIA A100-SXM4-80GB"}),
-                        ("unnamed", {})):
+    for name, facts in (("cuda", {"device_kind": "cuda", "device_model": "NVIDIA A100-SXM4-80GB"}), ("unnamed", {})):
         run = write_inline_run(tmp_path / name, events, job={**job, **facts})
         findings[name] = next(f for f in analyze(run).findings if f.name == "compute.low_mfu")
     assert "on CUDA (NVIDIA A100-SXM4-80GB), BF16 matmuls on the tensor cores" in findings["cuda"].recommendation
@@ -224,8 +245,11 @@ def test_mtia_device_events_are_device_work(cli, tmp_path):
     assert manifest["job"]["device_kind"] == "mtia"
     assert manifest["ingest"]["files"][0]["unknown_device_events"] == len(on_device)
     with open_run(run) as opened:
-        kinds = dict(opened.sql("SELECT kind, COUNT(*) AS n FROM events WHERE lane LIKE 'device/%' "
-                                "GROUP BY kind").itertuples(index=False))
+        kinds = dict(
+            opened.sql("SELECT kind, COUNT(*) AS n FROM events WHERE lane LIKE 'device/%' GROUP BY kind").itertuples(
+                index=False
+            )
+        )
         summary = opened.rank_summary.iloc[0]
     assert kinds == {"compute": len(on_device)}
     step = _steps(events)[0]
@@ -260,15 +284,28 @@ def test_a_straggler_must_be_persistent(cli, tmp_path, case, persistent):
 
 # -- simulated faults: the same job without the fault is the reference ---------------------------
 
-TP_JOB = ["cluster.instance=trn1.32xlarge", "cluster.nodes=2", "parallel.tp=8", "model.hidden=1024",
-          "model.heads=16", "model.layers=4", "model.ffn_hidden=4096", "batch.micro=4", "batch.global=64"]
+TP_JOB = [
+    "cluster.instance=trn1.32xlarge",
+    "cluster.nodes=2",
+    "parallel.tp=8",
+    "model.hidden=1024",
+    "model.heads=16",
+    "model.layers=4",
+    "model.ffn_hidden=4096",
+    "batch.micro=4",
+    "batch.global=64",
+]
 FP32_JOB = ["model.hidden=1024", "model.layers=4", "model.ffn_hidden=4096", "batch.micro=16", "batch.global=128"]
 
 
 def _pair(tmp_path, overrides, faults=(), fault_overrides=()):
     clean = simulate(load_config(preset="tiny", overrides=list(overrides)), tmp_path / "clean", steps=6, seed=0)
-    faulty = simulate(load_config(preset="tiny", overrides=list(overrides) + list(fault_overrides),
-                                  faults=list(faults)), tmp_path / "fault", steps=6, seed=0)
+    faulty = simulate(
+        load_config(preset="tiny", overrides=list(overrides) + list(fault_overrides), faults=list(faults)),
+        tmp_path / "fault",
+        steps=6,
+        seed=0,
+    )
     return clean, faulty
 
 
@@ -308,6 +345,9 @@ def test_the_detection_table_lists_the_corpus():
     from trnprof import yamlio
     from trnprof.rules_engine.docs import DETECTION_FILE
     from trnprof.rules_engine.loader import builtin_dir
+
     listed = {v["test"].split("[")[0] for v in yamlio.load((builtin_dir() / DETECTION_FILE).read_text())["verdicts"]}
-    here = {name for name in globals() if name.startswith("test_") and name != "test_the_detection_table_lists_the_corpus"}
+    here = {
+        name for name in globals() if name.startswith("test_") and name != "test_the_detection_table_lists_the_corpus"
+    }
     assert listed == here

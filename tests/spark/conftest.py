@@ -6,11 +6,11 @@ import shutil
 
 import pytest
 
+from tests.conftest import REPO
+from tests.spark.spark_support import SPARK_TEST_CONF, SPARK_TEST_MASTER
 from trnprof import engines
 from trnprof.api import open_run
 from trnprof.rules_engine.spark_sandbox import SparkSandbox
-from tests.conftest import REPO
-from tests.spark.spark_support import SPARK_TEST_CONF, SPARK_TEST_MASTER
 
 
 @pytest.fixture(scope="module")

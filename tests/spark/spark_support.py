@@ -10,9 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from trnprof.collectors.trn1 import load_config, simulate
-
 from tests.conftest import REPO
+from trnprof.collectors.trn1 import load_config, simulate
 
 # two cores and tiny runs: few shuffle partitions keep each query fast
 SPARK_TEST_MASTER = "local[2]"
@@ -20,8 +19,17 @@ SPARK_TEST_CONF = {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "
 RELATIVE = 1e-9
 # A multi-node run: four pipeline stages on four trn1 nodes, node 2's links 8x slow (p2p sends
 # and collectives over EFA, as in the detection table's slow_link case), 8 ranks.
-MULTINODE = ["model.hidden=1024", "model.layers=4", "model.ffn_hidden=4096", "model.seq_len=1024",
-             "batch.micro=1", "batch.global=64", "cluster.nodes=4", "parallel.pp=4", "run.steps=5"]
+MULTINODE = [
+    "model.hidden=1024",
+    "model.layers=4",
+    "model.ffn_hidden=4096",
+    "model.seq_len=1024",
+    "batch.micro=1",
+    "batch.global=64",
+    "cluster.nodes=4",
+    "parallel.pp=4",
+    "run.steps=5",
+]
 
 
 def sample_copies(folder: Path) -> dict[str, Path]:
@@ -47,8 +55,11 @@ def _plain(value):
 
 
 def _sortable(value):
-    return (value is None, str(type(value).__name__ if not isinstance(value, (int, float)) else "n"),
-            value if isinstance(value, (int, float)) else str(value))
+    return (
+        value is None,
+        str(type(value).__name__ if not isinstance(value, (int, float)) else "n"),
+        value if isinstance(value, (int, float)) else str(value),
+    )
 
 
 def rows(frame: pd.DataFrame) -> list[tuple]:

@@ -9,8 +9,10 @@ from trnprof.spark import connect
 
 def test_a_failure_inside_a_task_is_one_line_naming_its_cause(sandbox, capfd):
     # every row's cast fails in the executors, under a join that Spark runs as a wrapped job
-    sql = ("SELECT s.rank, CAST(CAST(s.rank AS VARCHAR) || 'x' AS INTEGER) AS bad FROM steps AS s "
-           "JOIN (SELECT rank, MAX(step) AS last FROM step_breakdown GROUP BY rank) AS b ON b.rank = s.rank")
+    sql = (
+        "SELECT s.rank, CAST(CAST(s.rank AS VARCHAR) || 'x' AS INTEGER) AS bad FROM steps AS s "
+        "JOIN (SELECT rank, MAX(step) AS last FROM step_breakdown GROUP BY rank) AS b ON b.rank = s.rank"
+    )
     before = connect.log_path().stat().st_size if connect.log_path().exists() else 0
     with pytest.raises(SandboxError) as caught:
         sandbox.query(sql)

@@ -9,14 +9,18 @@ import pandas as pd
 import pytest
 import yaml
 
+from tests.conftest import REPO
+from tests.spark.spark_support import SPARK_TEST_CONF, SPARK_TEST_MASTER, assert_same_document, assert_same_rows
 from trnprof.api import open_run
 from trnprof.spark.connect import INSTALL_HINT
 
-from tests.conftest import REPO
-from tests.spark.spark_support import SPARK_TEST_CONF, SPARK_TEST_MASTER, assert_same_document, assert_same_rows
-
-SPARK = ["--engine", "spark", "--spark-master", SPARK_TEST_MASTER,
-         *[arg for key, value in SPARK_TEST_CONF.items() for arg in ("--spark-conf", f"{key}={value}")]]
+SPARK = [
+    "--engine",
+    "spark",
+    "--spark-master",
+    SPARK_TEST_MASTER,
+    *[arg for key, value in SPARK_TEST_CONF.items() for arg in ("--spark-conf", f"{key}={value}")],
+]
 BREAKDOWN = "SELECT rank, SUM(idle) AS idle, SUM(compute) AS compute FROM step_breakdown GROUP BY rank"
 
 
@@ -60,6 +64,7 @@ def test_analyze_on_spark_gives_the_same_document(cli, run):
 
 def test_a_run_given_as_a_url_reads_through_spark(run):
     from trnprof import engines
+
     with engines.using("spark", SPARK_TEST_MASTER, SPARK_TEST_CONF):
         with open_run(f"file://{run}") as by_url, open_run(run, engine="duckdb") as local:
             assert by_url.remote and by_url.manifest == local.manifest
@@ -82,16 +87,21 @@ def test_without_pyspark_the_error_says_how_to_install_it(cli, run, monkeypatch)
     monkeypatch.setitem(sys.modules, "pyspark", None)
     result = cli("query", run, "SELECT 1", "--engine", "spark")
     assert result.exit_code == 2
-    assert result.output.strip().splitlines() == [f"error: --engine spark needs pyspark, an optional extra: {INSTALL_HINT}"]
+    assert result.output.strip().splitlines() == [
+        f"error: --engine spark needs pyspark, an optional extra: {INSTALL_HINT}"
+    ]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--engine", "spark", "--spark-master", "ftp://nowhere"], "spark master 'ftp://nowhere'"),
-    (["--engine", "spark", "--spark-conf", "executor.memory=8g"], "only spark.* settings"),
-    (["--engine", "spark", "--spark-conf", "spark.sql.runSQLOnFiles=true"], "is fixed to false"),
-    (["--engine", "spark", "--spark-conf", "novalue"], "write KEY=VALUE"),
-    (["--engine", "oracle"], "'oracle' is not one of"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--engine", "spark", "--spark-master", "ftp://nowhere"], "spark master 'ftp://nowhere'"),
+        (["--engine", "spark", "--spark-conf", "executor.memory=8g"], "only spark.* settings"),
+        (["--engine", "spark", "--spark-conf", "spark.sql.runSQLOnFiles=true"], "is fixed to false"),
+        (["--engine", "spark", "--spark-conf", "novalue"], "write KEY=VALUE"),
+        (["--engine", "oracle"], "'oracle' is not one of"),
+    ],
+)
 def test_bad_engine_settings_are_one_line_errors(cli, run, args, message):
     result = cli("query", run, "SELECT 1", *args)
     assert result.exit_code == 2
@@ -102,6 +112,7 @@ def test_diff_on_spark_gives_the_same_document(cli, tmp_path):
     from trnprof.collectors.synthetic import synthetic_run
 
     from .spark_support import values_equal
+
     base = synthetic_run(tmp_path / "base", ranks=4, steps=6, ops_per_step=10, seed=1)
     new = synthetic_run(tmp_path / "new", ranks=4, steps=6, ops_per_step=10, seed=2, slow_rank=1)
     config = tmp_path / "rules.yaml"

@@ -5,11 +5,10 @@ engines agree without a total order."""
 
 import pytest
 
+from tests.spark.spark_support import assert_same_rows
 from trnprof.api import open_run
 from trnprof.collectors.trn1 import load_config, simulate
 from trnprof.stdlib import load_views
-
-from tests.spark.spark_support import assert_same_rows
 
 FAULTS = [{"kind": "sbuf_spill", "fraction": 0.5}, {"kind": "throttle", "utilization": 0.6}]
 DEVICE_VIEWS = [view.name for view in load_views() if view.module == "device"]
@@ -17,8 +16,13 @@ DEVICE_VIEWS = [view.name for view in load_views() if view.module == "device"]
 
 @pytest.fixture(scope="module")
 def opened(tmp_path_factory, spark_engine):  # noqa: F811
-    path = simulate(load_config(preset="tiny", faults=FAULTS), tmp_path_factory.mktemp("spark-device") / "run",
-                    steps=4, seed=0, device_profile=True)
+    path = simulate(
+        load_config(preset="tiny", faults=FAULTS),
+        tmp_path_factory.mktemp("spark-device") / "run",
+        steps=4,
+        seed=0,
+        device_profile=True,
+    )
     spark, duck = open_run(path), open_run(path, engine="duckdb")
     assert (spark.engine, duck.engine) == ("spark", "duckdb")
     yield spark.materialize(DEVICE_VIEWS), duck

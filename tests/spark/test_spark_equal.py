@@ -5,12 +5,11 @@ import json
 
 import pytest
 
-from trnprof.api import open_run
-from trnprof.rules_engine.engine import analyze
-from trnprof.rules_engine.document import to_json_bytes
-from trnprof.stdlib import load_views
-
 from tests.spark.spark_support import assert_same_document, assert_same_rows, sample_copies
+from trnprof.api import open_run
+from trnprof.rules_engine.document import to_json_bytes
+from trnprof.rules_engine.engine import analyze
+from trnprof.stdlib import load_views
 
 RUNS = ("synthetic-8rank", "tiny-slow-loader", "multinode")
 VIEWS = [view.name for view in load_views()]

@@ -10,8 +10,10 @@ from trnprof.stdlib import load_views
 
 
 def test_exact_percentiles_stay_exact():
-    sql = to_spark("SELECT PERCENTILE_CONT(0.9) WITHIN GROUP (ORDER BY x) AS p, quantile_cont(x, 0.5) AS q, "
-                   "PERCENTILE_DISC(0.5) WITHIN GROUP (ORDER BY x) AS d FROM t")
+    sql = to_spark(
+        "SELECT PERCENTILE_CONT(0.9) WITHIN GROUP (ORDER BY x) AS p, quantile_cont(x, 0.5) AS q, "
+        "PERCENTILE_DISC(0.5) WITHIN GROUP (ORDER BY x) AS d FROM t"
+    )
     assert "PERCENTILE_APPROX" not in sql.upper()
     assert "PERCENTILE(x, 0.9)" in sql and "PERCENTILE(x, 0.5)" in sql
     assert "PERCENTILE_DISC(0.5) WITHIN GROUP (ORDER BY x" in sql
@@ -37,8 +39,7 @@ def test_regexp_replace_of_the_first_match_only_is_refused():
 
 
 def test_parameters_become_literals_not_text():
-    sql = to_spark("SELECT * FROM t WHERE a > $threshold AND b = $name",
-                   {"threshold": 0.25, "name": "x' OR 1=1 --"})
+    sql = to_spark("SELECT * FROM t WHERE a > $threshold AND b = $name", {"threshold": 0.25, "name": "x' OR 1=1 --"})
     assert "0.25" in sql and "$" not in sql
     assert "'x\\' OR 1=1 --'" in sql  # one string literal, quote escaped
 

@@ -51,14 +51,36 @@ def _typed_run(path, events, ranks):
     """A run whose ranks table places each rank: {rank: (node, instance_type)}."""
     with write_run(path, new_manifest("tests.inline")) as out:
         out.write_events(pd.DataFrame(events))
-        out.write_ranks(pd.DataFrame({"rank": list(ranks), "node": [n for n, _ in ranks.values()],
-                                      "instance_type": [t for _, t in ranks.values()]}))
+        out.write_ranks(
+            pd.DataFrame(
+                {
+                    "rank": list(ranks),
+                    "node": [n for n, _ in ranks.values()],
+                    "instance_type": [t for _, t in ranks.values()],
+                }
+            )
+        )
     return path
 
 
 def _all_reduce(ranks, group="dp"):
-    return [dict(rank=r, ts=0, dur=1_000_000, kind="collective", name="ar", lane="nc/cc", coll_op="all_reduce",
-                 coll_group=group, coll_seq=0, bytes=1 << 26, coll_ranks=len(ranks), step=0) for r in ranks]
+    return [
+        dict(
+            rank=r,
+            ts=0,
+            dur=1_000_000,
+            kind="collective",
+            name="ar",
+            lane="nc/cc",
+            coll_op="all_reduce",
+            coll_group=group,
+            coll_seq=0,
+            bytes=1 << 26,
+            coll_ranks=len(ranks),
+            step=0,
+        )
+        for r in ranks
+    ]
 
 
 def test_collective_peaks_by_the_links_a_group_crosses(tmp_path):
@@ -75,12 +97,17 @@ def test_collective_peaks_by_the_links_a_group_crosses(tmp_path):
 
 def test_mfu_over_steady_steps_from_the_job(tmp_path):
     # step 0 compiles (warm-up) and takes 10x longer; steps 1-3 reach 10 % of the stated peak
-    events = [dict(rank=0, ts=0, dur=10_000_000, kind="step", name="s", lane="host/main", step=0),
-              dict(rank=0, ts=0, dur=9_000_000, kind="compile", name="c", lane="host/compiler", step=0)]
-    events += [dict(rank=0, ts=10_000_000 + i * 1_000_000, dur=1_000_000, kind="step", name="s", lane="host/main",
-                    step=i) for i in range(1, 4)]
-    run_dir = _run(tmp_path, "trn1.32xlarge", events=events,
-                   job={"model_flops_per_step": 1e10, "peak_flops_per_s": 1e14})
+    events = [
+        dict(rank=0, ts=0, dur=10_000_000, kind="step", name="s", lane="host/main", step=0),
+        dict(rank=0, ts=0, dur=9_000_000, kind="compile", name="c", lane="host/compiler", step=0),
+    ]
+    events += [
+        dict(rank=0, ts=10_000_000 + i * 1_000_000, dur=1_000_000, kind="step", name="s", lane="host/main", step=i)
+        for i in range(1, 4)
+    ]
+    run_dir = _run(
+        tmp_path, "trn1.32xlarge", events=events, job={"model_flops_per_step": 1e10, "peak_flops_per_s": 1e14}
+    )
     with open_run(run_dir) as run:
         steps = run.sql("SELECT step, mfu, flops_source FROM step_mfu ORDER BY step")
         whole = run.sql("SELECT * FROM mfu").iloc[0]
@@ -92,9 +119,10 @@ def test_mfu_over_steady_steps_from_the_job(tmp_path):
 
 def test_mfu_from_event_flops_and_the_hardware_peak(tmp_path):
     # one trn1.32xlarge rank: 95 TFLOP/s BF16 peak; 47.5 GFLOP in 1 ms is half of it
-    events = [dict(rank=0, ts=0, dur=1_000_000, kind="step", name="s", lane="host/main", step=0),
-              dict(rank=0, ts=0, dur=1_000_000, kind="compute", name="mm", lane="nc/tensor", step=0,
-                   flops=47_500_000_000)]
+    events = [
+        dict(rank=0, ts=0, dur=1_000_000, kind="step", name="s", lane="host/main", step=0),
+        dict(rank=0, ts=0, dur=1_000_000, kind="compute", name="mm", lane="nc/tensor", step=0, flops=47_500_000_000),
+    ]
     with open_run(_typed_run(tmp_path / "trn", events, {0: (0, "trn1.32xlarge")})) as run:
         assert run.sql("SELECT mfu FROM mfu").iloc[0, 0] == pytest.approx(0.5)
     with open_run(_typed_run(tmp_path / "gpu", events, {0: (0, "p4d.24xlarge")})) as run:

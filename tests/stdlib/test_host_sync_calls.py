@@ -10,9 +10,8 @@ import itertools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trnprof import batches, open_run
-
 from tests.conftest import write_inline_run
+from trnprof import batches, open_run
 
 
 def _event(ts, dur, kind, name, lane="host/tid-1"):
@@ -20,11 +19,13 @@ def _event(ts, dur, kind, name, lane="host/tid-1"):
 
 
 CALL = _event(300, 100, "host", "cudaMemcpyAsync")
-AROUND = [_event(0, 600, "host", "train_step"),
-          _event(100, 400, "host", "aten::to"),          # aten::to and aten::_to_copy start and end
-          _event(100, 400, "host", "aten::_to_copy"),    # together: the trace cannot say which is inside
-          _event(200, 250, "host", "aten::copy_"),
-          _event(700, 50, "host", "aten::add")]          # after the call: not around it
+AROUND = [
+    _event(0, 600, "host", "train_step"),
+    _event(100, 400, "host", "aten::to"),  # aten::to and aten::_to_copy start and end
+    _event(100, 400, "host", "aten::_to_copy"),  # together: the trace cannot say which is inside
+    _event(200, 250, "host", "aten::copy_"),
+    _event(700, 50, "host", "aten::add"),
+]  # after the call: not around it
 
 
 def _sites(path):
@@ -66,7 +67,9 @@ def _containment_sites(calls):
     for lane, start, end, name in calls:
         if name not in SYNC_NAMES:
             continue
-        around = sorted((s, -e, n) for l, s, e, n in calls if l == lane and n not in SYNC_NAMES and s <= start and e >= end)
+        around = sorted(
+            (s, -e, n) for l, s, e, n in calls if l == lane and n not in SYNC_NAMES and s <= start and e >= end
+        )
         sites.append({"site": " > ".join(n for _, _, n in around[-3:]) or name, "name": name, "dur": end - start})
     return sorted(sites, key=lambda r: (r["site"], r["name"], r["dur"]))
 
@@ -92,9 +95,11 @@ def test_sites_are_the_enclosing_calls_of_the_same_thread(tmp_path_factory, data
 def test_each_rank_nests_alone_whether_its_batch_holds_one_rank_or_all(tmp_path, monkeypatch):
     """The stack of a thread never reaches into another rank's thread of the same name, in one
     batch of ranks or one rank per batch (`trnprof/batches.py`): each rank's sites are its own."""
-    calls = {0: [(0, 600, "train_step"), (100, 500, "aten::to"), (300, 400, "cudaMemcpyAsync")],
-             1: [(50, 700, "optimizer.step"), (300, 400, "cudaStreamSynchronize")],  # rank 0's aten::to spans it
-             2: [(300, 400, "aten::item"), (0, 900, "log")]}
+    calls = {
+        0: [(0, 600, "train_step"), (100, 500, "aten::to"), (300, 400, "cudaMemcpyAsync")],
+        1: [(50, 700, "optimizer.step"), (300, 400, "cudaStreamSynchronize")],  # rank 0's aten::to spans it
+        2: [(300, 400, "aten::item"), (0, 900, "log")],
+    }
     events = [dict(_event(0, 1000, "step", "s", "host/main"), rank=r) for r in calls]
     events += [dict(_event(s, e - s, "host", n), rank=r) for r, nest in calls.items() for s, e, n in nest]
     path = write_inline_run(tmp_path / "run", events)

@@ -17,24 +17,51 @@ RANKS, STEPS = range(4), range(3)
 NODE = {0: 0, 1: 0, 2: 1, 3: 1}
 # (op, group of each rank, message bytes): a tensor-parallel all-gather within a node and a
 # data-parallel all-reduce across nodes, both in every step
-COLLECTIVES = (("all_gather", {0: "tp0", 1: "tp0", 2: "tp1", 3: "tp1"}, 1 << 20),
-               ("all_reduce", {r: "dp" for r in RANKS}, 8 << 20))
+COLLECTIVES = (
+    ("all_gather", {0: "tp0", 1: "tp0", 2: "tp1", 3: "tp1"}, 1 << 20),
+    ("all_reduce", {r: "dp" for r in RANKS}, 8 << 20),
+)
 
 
 def _events() -> list[dict]:
     events = []
     for step in STEPS:
         t0 = step * 100 * MS
-        events += [{"rank": r, "step": step, "ts": t0, "dur": 100 * MS, "kind": "step", "name": "step",
-                    "lane": "host/main"} for r in RANKS]
+        events += [
+            {"rank": r, "step": step, "ts": t0, "dur": 100 * MS, "kind": "step", "name": "step", "lane": "host/main"}
+            for r in RANKS
+        ]
         for index, (op, groups, nbytes) in enumerate(COLLECTIVES):
             for rank in RANKS:
                 arrive = t0 + (10 + 40 * index + 3 * rank + step) * MS  # ranks arrive in turn
-                events.append({"rank": rank, "step": step, "ts": arrive, "dur": t0 + (30 + 40 * index) * MS - arrive
-                               + 2 * MS * (rank % 2), "kind": "collective", "name": op, "lane": "nc/cc",
-                               "coll_op": op, "coll_group": groups[rank], "coll_seq": step, "bytes": nbytes})
-        events.append({"rank": 1, "step": step, "ts": t0 + 95 * MS, "dur": MS, "kind": "collective",
-                       "name": "barrier", "lane": "nc/cc", "coll_op": "barrier", "coll_group": "dp"})  # no seq
+                events.append(
+                    {
+                        "rank": rank,
+                        "step": step,
+                        "ts": arrive,
+                        "dur": t0 + (30 + 40 * index) * MS - arrive + 2 * MS * (rank % 2),
+                        "kind": "collective",
+                        "name": op,
+                        "lane": "nc/cc",
+                        "coll_op": op,
+                        "coll_group": groups[rank],
+                        "coll_seq": step,
+                        "bytes": nbytes,
+                    }
+                )
+        events.append(
+            {
+                "rank": 1,
+                "step": step,
+                "ts": t0 + 95 * MS,
+                "dur": MS,
+                "kind": "collective",
+                "name": "barrier",
+                "lane": "nc/cc",
+                "coll_op": "barrier",
+                "coll_group": "dp",
+            }
+        )  # no seq
     return events
 
 
@@ -66,23 +93,42 @@ def _rows(run, sql: str) -> list[tuple]:
 
 def test_collective_waits_sum_every_op_and_group_of_a_rank_step(run):
     sums = _matched().groupby(["rank", "step"]).agg(n=("dur", "size"), dur=("dur", "sum"), wait=("wait", "sum"))
-    expected = [(r, s, int(row.n), int(row.dur), int(row.wait), int(row.dur - row.wait)) for (r, s), row in sums.iterrows()]
-    assert _rows(run, "SELECT rank, step, n, collective_ns, wait_ns, transfer_ns FROM collective_waits "
-                      "ORDER BY rank, step") == expected
+    expected = [
+        (r, s, int(row.n), int(row.dur), int(row.wait), int(row.dur - row.wait)) for (r, s), row in sums.iterrows()
+    ]
+    assert (
+        _rows(
+            run, "SELECT rank, step, n, collective_ns, wait_ns, transfer_ns FROM collective_waits ORDER BY rank, step"
+        )
+        == expected
+    )
 
 
 def test_rank_collective_transfers_sum_every_step_of_a_rank_op_and_group(run):
-    sums = _matched().groupby(["rank", "coll_op", "coll_group"]).agg(
-        n=("dur", "size"), payload=("bytes", "sum"), moving=("moving", "sum"))
-    expected = [(r, NODE[r], op, group, int(row.n), int(row.payload), int(row.moving)) for (r, op, group), row in sums.iterrows()]
-    assert _rows(run, "SELECT rank, node, coll_op, coll_group, n, bytes, transfer_ns FROM rank_collective_transfers "
-                      "ORDER BY rank, coll_op, coll_group") == expected
+    sums = (
+        _matched()
+        .groupby(["rank", "coll_op", "coll_group"])
+        .agg(n=("dur", "size"), payload=("bytes", "sum"), moving=("moving", "sum"))
+    )
+    expected = [
+        (r, NODE[r], op, group, int(row.n), int(row.payload), int(row.moving))
+        for (r, op, group), row in sums.iterrows()
+    ]
+    assert (
+        _rows(
+            run,
+            "SELECT rank, node, coll_op, coll_group, n, bytes, transfer_ns FROM rank_collective_transfers "
+            "ORDER BY rank, coll_op, coll_group",
+        )
+        == expected
+    )
 
 
 def test_matched_events_are_the_same_when_the_op_and_group_hash_collides(tmp_path, monkeypatch):
     """The view keys (op, group) by a hash and falls back to the strings when two of the run's
     pairs share a hash: here every pair hashes alike, and the rows must not change."""
     from trnprof.stdlib import load_views
+
     monkeypatch.setenv("TRNPROF_CACHE", "off")
     path = tmp_path / "run"
     with write_run(path, new_manifest("tests.matched")) as out:
@@ -92,8 +138,9 @@ def test_matched_events_are_the_same_when_the_op_and_group_hash_collides(tmp_pat
     assert sql.count("hash(coll_op, coll_group)") == 2
     query = "SELECT * FROM _matched_collective_events ORDER BY rank, step, coll_op, coll_group"
     with open_run(path) as hashed, open_run(path) as colliding:
-        colliding.con.execute(sql.replace("CREATE VIEW", "CREATE OR REPLACE VIEW")
-                              .replace("hash(coll_op, coll_group)", "hash(0)"))
+        colliding.con.execute(
+            sql.replace("CREATE VIEW", "CREATE OR REPLACE VIEW").replace("hash(coll_op, coll_group)", "hash(0)")
+        )
         expected = hashed.sql(query)
         assert len(expected) == 2 * len(RANKS) * len(STEPS)  # every op and group of every rank and step
         pd.testing.assert_frame_equal(colliding.sql(query), expected)

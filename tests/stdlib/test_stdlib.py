@@ -2,10 +2,9 @@ import shutil
 
 import pytest
 
+from tests.conftest import REPO, write_inline_run
 from trnprof import open_run
 from trnprof.stdlib import load_views, parse_module
-
-from tests.conftest import REPO, write_inline_run
 
 
 def test_every_public_view_and_column_is_documented(sample_run):
@@ -20,8 +19,11 @@ def test_every_public_view_and_column_is_documented(sample_run):
 
 
 def test_parser_keeps_docs_with_their_view():
-    views = parse_module("m", "-- about a\n-- @column x  the x\nCREATE VIEW a AS\nSELECT 1 AS x;\n\n"
-                              "-- about b\nCREATE VIEW b AS SELECT 2 AS y;\n")
+    views = parse_module(
+        "m",
+        "-- about a\n-- @column x  the x\nCREATE VIEW a AS\nSELECT 1 AS x;\n\n"
+        "-- about b\nCREATE VIEW b AS SELECT 2 AS y;\n",
+    )
     assert [(v.name, v.doc, v.columns) for v in views] == [("a", "about a", {"x": "the x"}), ("b", "about b", {})]
 
 
@@ -30,8 +32,20 @@ def _step(rank, step, ts, dur):
 
 
 def _coll(rank, ts, dur, seq, op="all_reduce", nbytes=1_000_000, group="dp", size=4):
-    return {"rank": rank, "ts": ts, "dur": dur, "kind": "collective", "name": op, "lane": "nc/cc", "step": 0,
-            "bytes": nbytes, "coll_op": op, "coll_group": group, "coll_seq": seq, "coll_ranks": size}
+    return {
+        "rank": rank,
+        "ts": ts,
+        "dur": dur,
+        "kind": "collective",
+        "name": op,
+        "lane": "nc/cc",
+        "step": 0,
+        "bytes": nbytes,
+        "coll_op": op,
+        "coll_group": group,
+        "coll_seq": seq,
+        "coll_ranks": size,
+    }
 
 
 def test_collectives_are_matched_across_ranks_with_nccl_tests_bandwidth(tmp_path):
@@ -55,8 +69,15 @@ def test_an_instance_is_named_by_the_smallest_of_its_ranks_names(tmp_path):
     events += [{**_coll(r, 5000, 500, seq=8), "name": name} for r, name in enumerate(names[:2])]
     events += [{**_coll(0, 9000, 50, seq=None), "name": "zz_alone"}, {**_coll(1, 9000, 50, seq=None), "name": "a"}]
     with open_run(write_inline_run(tmp_path / "r", events)) as run:
-        rows = run.sql("SELECT COALESCE(coll_seq, -1) AS seq, name, ranks_seen FROM collectives ORDER BY coll_seq NULLS LAST, name")
-    assert rows.values.tolist() == [[7, "b", 4], [8, "nccl:all_reduce_bucket_0007", 2], [-1, "a", 1], [-1, "zz_alone", 1]]
+        rows = run.sql(
+            "SELECT COALESCE(coll_seq, -1) AS seq, name, ranks_seen FROM collectives ORDER BY coll_seq NULLS LAST, name"
+        )
+    assert rows.values.tolist() == [
+        [7, "b", 4],
+        [8, "nccl:all_reduce_bucket_0007", 2],
+        [-1, "a", 1],
+        [-1, "zz_alone", 1],
+    ]
 
 
 def test_step_breakdown_buckets_on_a_hand_made_step(tmp_path):
@@ -64,17 +85,33 @@ def test_step_breakdown_buckets_on_a_hand_made_step(tmp_path):
         _step(0, 0, 0, 1000),
         {"rank": 0, "ts": 0, "dur": 100, "kind": "input", "name": "next", "lane": "host/loader"},
         {"rank": 0, "ts": 100, "dur": 500, "kind": "compute", "name": "mm", "lane": "nc/tensor"},
-        {**_coll(0, 400, 400, seq=1)},                      # 200 hidden, 200 exposed
+        {**_coll(0, 400, 400, seq=1)},  # 200 hidden, 200 exposed
         {"rank": 0, "ts": 850, "dur": 50, "kind": "host", "name": "py", "lane": "host/main"},  # device idle
         {"rank": 0, "ts": 150, "dur": 100, "kind": "host", "name": "launch", "lane": "host/main"},  # under compute
         {"rank": 0, "ts": 50, "dur": 100, "kind": "host", "name": "next", "lane": "host/main"},  # 50 under input
-        {"rank": 0, "ts": 880, "dur": 40, "kind": "transfer", "name": "h2d", "lane": "dma/h2d"},  # device work: 20 over host
+        {
+            "rank": 0,
+            "ts": 880,
+            "dur": 40,
+            "kind": "transfer",
+            "name": "h2d",
+            "lane": "dma/h2d",
+        },  # device work: 20 over host
     ]
     with open_run(write_inline_run(tmp_path / "r", events)) as run:
         row = run.step_breakdown.iloc[0]
         summary = run.rank_summary.iloc[0]
-    assert (row.compute, row.collective, row.exposed_comm, row.overlapped_comm, row.input_wait, row.host,
-            row.transfer_exposed, row.compile, row.idle) == (500, 400, 200, 200, 100, 30, 40, 0, 130)
+    assert (
+        row.compute,
+        row.collective,
+        row.exposed_comm,
+        row.overlapped_comm,
+        row.input_wait,
+        row.host,
+        row.transfer_exposed,
+        row.compile,
+        row.idle,
+    ) == (500, 400, 200, 200, 100, 30, 40, 0, 130)
     categories = ("compute", "exposed_comm", "input_wait", "host_sync", "host", "transfer_exposed", "compile", "idle")
     assert sum(row[c] for c in categories) == row.dur
     assert row.overlap_ratio == pytest.approx(0.5)
@@ -100,8 +137,11 @@ def test_the_host_blocked_on_the_device_is_not_host_work(tmp_path):
 
 def test_memory_views_add_categories_and_compare_with_capacity(tmp_path):
     gib = 1 << 30
-    counters = [{"rank": 0, "ts": t, "name": f"hbm.{c}", "value": v * gib, "unit": "bytes"}
-                for t, values in ((0, (2, 1)), (10, (2, 12))) for c, v in zip(("params", "activations"), values)]
+    counters = [
+        {"rank": 0, "ts": t, "name": f"hbm.{c}", "value": v * gib, "unit": "bytes"}
+        for t, values in ((0, (2, 1)), (10, (2, 12)))
+        for c, v in zip(("params", "activations"), values)
+    ]
     events = [_step(0, 0, 0, 20)]
     with open_run(write_inline_run(tmp_path / "r", events, counters=counters)) as run:
         timeline = run.memory_timeline
@@ -120,6 +160,7 @@ def test_step_times_take_the_slowest_rank(tmp_path):
 
 def test_several_runs_side_by_side(tmp_path, sample_run):
     from trnprof import open_runs
+
     other = write_inline_run(tmp_path / "r", [_step(0, 0, 0, 10)])
     runs = open_runs({"base": sample_run, "new": other})
     counts = runs.sql("SELECT (SELECT COUNT(*) FROM base.steps) AS a, (SELECT COUNT(*) FROM new.steps) AS b")
@@ -127,8 +168,11 @@ def test_several_runs_side_by_side(tmp_path, sample_run):
 
 
 def test_overlapping_steps_are_cut_at_the_next_start(tmp_path):
-    events = [_step(0, 4, 0, 100), _step(0, 5, 60, 100),
-              {"rank": 0, "ts": 0, "dur": 160, "kind": "compute", "name": "mm", "lane": "nc/tensor"}]
+    events = [
+        _step(0, 4, 0, 100),
+        _step(0, 5, 60, 100),
+        {"rank": 0, "ts": 0, "dur": 160, "kind": "compute", "name": "mm", "lane": "nc/tensor"},
+    ]
     with open_run(write_inline_run(tmp_path / "r", events)) as run:
         rows = run.step_breakdown.sort_values("step")
     assert list(rows["dur"]) == [60, 100] and list(rows["compute"]) == [60, 100] and list(rows["idle"]) == [0, 0]

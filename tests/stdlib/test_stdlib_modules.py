@@ -11,8 +11,11 @@ from trnprof.errors import TrnprofError
 
 def _texts() -> dict[str, str]:
     package = resources.files("trnprof") / "stdlib"
-    return {entry.name.removesuffix(".sql"): entry.read_text(encoding="utf-8")
-            for entry in package.iterdir() if entry.name.endswith(".sql")}
+    return {
+        entry.name.removesuffix(".sql"): entry.read_text(encoding="utf-8")
+        for entry in package.iterdir()
+        if entry.name.endswith(".sql")
+    }
 
 
 def test_each_header_names_exactly_the_modules_its_sql_reads():
@@ -44,9 +47,11 @@ def test_a_module_loads_after_those_it_requires_the_most_used_first():
 
 
 def test_a_new_module_is_one_file_loaded_after_what_it_requires():
-    texts = _texts() | {"aaa_new": "-- @requires step_breakdown\n\n-- Mean compute per step.\n"
-                                   "-- @column compute  mean compute time, ns\n"
-                                   "CREATE VIEW aaa_mean AS SELECT AVG(compute) AS compute FROM step_breakdown;\n"}
+    texts = _texts() | {
+        "aaa_new": "-- @requires step_breakdown\n\n-- Mean compute per step.\n"
+        "-- @column compute  mean compute time, ns\n"
+        "CREATE VIEW aaa_mean AS SELECT AVG(compute) AS compute FROM step_breakdown;\n"
+    }
     views = stdlib.load_modules(texts)
     names = [view.name for view in views]
     assert names.index("step_breakdown") < names.index("aaa_mean")
@@ -56,12 +61,15 @@ def test_a_new_module_is_one_file_loaded_after_what_it_requires():
 
 
 def test_a_missing_requirement_is_one_line_naming_the_file():
-    texts = {"steps": "CREATE VIEW steps AS SELECT 1 AS step;\n",
-             "extra": "-- @requires steps, stepz\nCREATE VIEW extra AS SELECT * FROM stepz;\n"}
+    texts = {
+        "steps": "CREATE VIEW steps AS SELECT 1 AS step;\n",
+        "extra": "-- @requires steps, stepz\nCREATE VIEW extra AS SELECT * FROM stepz;\n",
+    }
     with pytest.raises(TrnprofError) as error:
         stdlib.load_modules(texts)
-    assert str(error.value) == ("stdlib module extra.sql requires stepz, which no stdlib/*.sql module is "
-                                "(modules: extra, steps)")
+    assert str(error.value) == (
+        "stdlib module extra.sql requires stepz, which no stdlib/*.sql module is (modules: extra, steps)"
+    )
 
 
 def test_modules_that_require_each_other_are_one_line_naming_the_cycle():

@@ -6,7 +6,10 @@ import duckdb
 
 from trnprof import cachedir, stdlib, stdlibdeps
 
-VIEWS = [("a", "CREATE VIEW a AS SELECT * FROM events"), ("b", "CREATE VIEW b AS SELECT * FROM a JOIN ranks USING (rank)")]
+VIEWS = [
+    ("a", "CREATE VIEW a AS SELECT * FROM events"),
+    ("b", "CREATE VIEW b AS SELECT * FROM a JOIN ranks USING (rank)"),
+]
 NAMES = {"a", "b", "events", "ranks"}
 
 
@@ -14,6 +17,7 @@ def _parse(calls: list):
     def parse():
         calls.append(1)
         return {"a": frozenset({"events"}), "b": frozenset({"a", "ranks"})}
+
     return parse
 
 
@@ -63,7 +67,9 @@ def test_the_cached_dependencies_are_duckdbs_parse(tmp_path, monkeypatch):
         stdlib.dependencies()  # parsed and kept
         stdlib.dependencies.cache_clear()
         cached = stdlib.dependencies()  # read back
-        names = {view.name for view in stdlib.load_views()} | {"events", "counters", "ranks"} | set(stdlib.DEVICE_TABLES)
+        names = (
+            {view.name for view in stdlib.load_views()} | {"events", "counters", "ranks"} | set(stdlib.DEVICE_TABLES)
+        )
         for view in stdlib.load_views():
             parsed = {n for n in duckdb.get_table_names(stdlib._read_tables_sql(view.sql)) if n in names}
             assert cached[view.name] == parsed, view.name

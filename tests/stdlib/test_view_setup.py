@@ -9,10 +9,24 @@ from trnprof.stdlib import load_views
 
 
 def _run(tmp_path):
-    events = [{"rank": r, "ts": i * 1_000_000, "dur": 900_000, "kind": "step", "name": "s", "lane": "host/main",
-               "step": i} for r in range(2) for i in range(4)]
-    events += [{"rank": r, "ts": i * 1_000_000 + 100_000, "dur": 500_000, "kind": "compute", "name": "matmul",
-                "lane": "device/0", "step": i} for r in range(2) for i in range(4)]
+    events = [
+        {"rank": r, "ts": i * 1_000_000, "dur": 900_000, "kind": "step", "name": "s", "lane": "host/main", "step": i}
+        for r in range(2)
+        for i in range(4)
+    ]
+    events += [
+        {
+            "rank": r,
+            "ts": i * 1_000_000 + 100_000,
+            "dur": 500_000,
+            "kind": "compute",
+            "name": "matmul",
+            "lane": "device/0",
+            "step": i,
+        }
+        for r in range(2)
+        for i in range(4)
+    ]
     return write_inline_run(tmp_path / "run", events)
 
 

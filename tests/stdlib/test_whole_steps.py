@@ -4,14 +4,11 @@ step is not judged. Copies are told apart by direction (view copy_exposure)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from tests.conftest import KINETO, write_inline_run
 from trnprof import open_run
 from trnprof.api import analyze
-
-from tests.conftest import KINETO, write_inline_run
 
 MS = 1_000_000
 
@@ -25,8 +22,10 @@ def stepped(rank: int, durations: list[int], start: int = 0) -> list[dict]:
     """Back-to-back steps of `durations` ns on one rank, each full of compute."""
     events, ts = [], start
     for step, dur in enumerate(durations):
-        events += [{"rank": rank, "step": step, "kind": "step", "name": f"ProfilerStep#{step}", "ts": ts, "dur": dur},
-                   {"rank": rank, "step": step, "kind": "compute", "name": "matmul", "ts": ts, "dur": dur}]
+        events += [
+            {"rank": rank, "step": step, "kind": "step", "name": f"ProfilerStep#{step}", "ts": ts, "dur": dur},
+            {"rank": rank, "step": step, "kind": "compute", "name": "matmul", "ts": ts, "dur": dur},
+        ]
         ts += dur
     return lanes(events)
 
@@ -104,17 +103,36 @@ def test_copies_are_told_apart_by_direction(tmp_path):
             {"rank": 0, "step": step, "kind": "step", "name": "s", "ts": t, "dur": 10 * MS},
             {"rank": 0, "step": step, "kind": "transfer", "name": "Memcpy HtoD (Pinned -> Device)", "ts": t, "dur": MS},
             {"rank": 0, "step": step, "kind": "compute", "name": "mm", "ts": t + MS, "dur": 6 * MS},
-            {"rank": 0, "step": step, "kind": "transfer", "name": "Memcpy DtoH (Device -> Pageable)", "ts": t + 2 * MS,
-             "dur": MS},
-            {"rank": 0, "step": step, "kind": "transfer", "name": "Memcpy DtoD (Device -> Device)", "ts": t + 7 * MS,
-             "dur": 2 * MS},
-            {"rank": 0, "step": step, "kind": "memory", "name": "Memset (Device)", "ts": t + 8 * MS + MS // 2,
-             "dur": MS},
+            {
+                "rank": 0,
+                "step": step,
+                "kind": "transfer",
+                "name": "Memcpy DtoH (Device -> Pageable)",
+                "ts": t + 2 * MS,
+                "dur": MS,
+            },
+            {
+                "rank": 0,
+                "step": step,
+                "kind": "transfer",
+                "name": "Memcpy DtoD (Device -> Device)",
+                "ts": t + 7 * MS,
+                "dur": 2 * MS,
+            },
+            {
+                "rank": 0,
+                "step": step,
+                "kind": "memory",
+                "name": "Memset (Device)",
+                "ts": t + 8 * MS + MS // 2,
+                "dur": MS,
+            },
         ]
     run = write_inline_run(tmp_path / "run", lanes(events))
     with open_run(run) as r:
-        got = r.sql("SELECT direction, SUM(copies) AS n, SUM(exposed_ns) / 3 AS exposed FROM copy_exposure "
-                    "GROUP BY direction").set_index("direction")
+        got = r.sql(
+            "SELECT direction, SUM(copies) AS n, SUM(exposed_ns) / 3 AS exposed FROM copy_exposure GROUP BY direction"
+        ).set_index("direction")
         total = r.sql("SELECT SUM(transfer_exposed) / 3 AS t FROM step_breakdown")["t"][0]
     assert got.loc["h2d", "exposed"] == pytest.approx(MS)
     assert got.loc["d2h", "exposed"] == 0  # under compute

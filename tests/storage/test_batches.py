@@ -5,12 +5,11 @@ import json
 import pandas as pd
 import pytest
 
+from tests.conftest import write_inline_run
 from trnprof import batches, open_run
 from trnprof.collectors.ingest import ingest
 from trnprof.collectors.trn1 import load_config, simulate
 from trnprof.stdlib import dependencies
-
-from tests.conftest import write_inline_run
 
 SMALL = ["cluster.instance=trn1.32xlarge", "parallel.tp=2", "batch.global=64", "batch.micro=2", "run.steps=3"]
 
@@ -23,8 +22,11 @@ DEVICE_FAULTS = [{"kind": "sbuf_spill", "fraction": 0.5}, {"kind": "throttle", "
 def trn1_run(tmp_path_factory):
     """A small execution-model run: compute, collectives, compiles, memory counters, 32 ranks, and
     the Neuron Explorer device profile of two of them."""
-    return simulate(load_config(preset="tiny", overrides=SMALL, faults=DEVICE_FAULTS),
-                    tmp_path_factory.mktemp("runs") / "trn1", device_profile=True)
+    return simulate(
+        load_config(preset="tiny", overrides=SMALL, faults=DEVICE_FAULTS),
+        tmp_path_factory.mktemp("runs") / "trn1",
+        device_profile=True,
+    )
 
 
 def _kineto_event(name, cat, ts, dur, pid=100, tid=100, **args):
@@ -40,12 +42,13 @@ def kineto_run(tmp_path_factory):
         events = []
         for k in range(4):
             t = 10_000 * k
-            events += [_kineto_event(f"ProfilerStep#{k + 1}", "user_annotation", t, 10_000),
-                       _kineto_event("cudaGraphLaunch", "cuda_runtime", t, 100, correlation=10 * k + 1),
-                       _kineto_event("cudaLaunchKernel", "cuda_runtime", t + 200, 50, correlation=10 * k + 3),
-                       _kineto_event("fill_kernel", "kernel", t + 300 + 100 * rank, 200, pid=0, tid=7,
-                                     correlation=10 * k + 3),
-                       _kineto_event("cudaStreamSynchronize", "cuda_runtime", t + 9_000, 900, correlation=10 * k + 2)]
+            events += [
+                _kineto_event(f"ProfilerStep#{k + 1}", "user_annotation", t, 10_000),
+                _kineto_event("cudaGraphLaunch", "cuda_runtime", t, 100, correlation=10 * k + 1),
+                _kineto_event("cudaLaunchKernel", "cuda_runtime", t + 200, 50, correlation=10 * k + 3),
+                _kineto_event("fill_kernel", "kernel", t + 300 + 100 * rank, 200, pid=0, tid=7, correlation=10 * k + 3),
+                _kineto_event("cudaStreamSynchronize", "cuda_runtime", t + 9_000, 900, correlation=10 * k + 2),
+            ]
         trace = {"traceEvents": events, "distributedInfo": {"rank": rank, "world_size": 3}}
         (folder / f"rank-{rank}.json").write_text(json.dumps(trace))
     ingest([folder], folder / "run")
@@ -89,8 +92,9 @@ def test_every_view_has_the_same_rows_with_one_rank_per_batch(both_ways, name):
 
 
 def test_a_rank_without_events_is_still_summarised(tmp_path):
-    events = [{"rank": r, "ts": 0, "dur": 100, "kind": "step", "name": "s", "lane": "host/main", "step": 0}
-              for r in (0, 2)]
+    events = [
+        {"rank": r, "ts": 0, "dur": 100, "kind": "step", "name": "s", "lane": "host/main", "step": 0} for r in (0, 2)
+    ]
     path = write_inline_run(tmp_path / "r", events, ranks=4)  # ranks 1 and 3 recorded nothing
     frame = _rows(path, ["rank_summary"], 1e-12)["rank_summary"]
     assert list(frame["rank"]) == [0, 1, 2, 3]
@@ -116,8 +120,9 @@ def test_rank_local_views_read_only_rank_local_inputs():
         assert deps[name] <= local | {"events", "counters", "ranks"}, name
 
 
-@pytest.mark.parametrize("text, expected", [("1536MB", 1536 << 20), ("1.5 GiB", 3 << 29), ("4GB", 4 << 30),
-                                            ("512 KiB", 512 << 10)])
+@pytest.mark.parametrize(
+    "text, expected", [("1536MB", 1536 << 20), ("1.5 GiB", 3 << 29), ("4GB", 4 << 30), ("512 KiB", 512 << 10)]
+)
 def test_memory_limits_in_duckdb_spellings(text, expected):
     assert batches.parse_bytes(text) == expected
 

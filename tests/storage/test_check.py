@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import REPO
 from trnprof.api import open_run
 from trnprof.collectors.synthetic import synthetic_run
 from trnprof.errors import NotARunError
 from trnprof.runstore import mark_owner, recover
-from tests.conftest import REPO
 
 
 @pytest.fixture
@@ -43,15 +43,22 @@ def test_the_manifest_lists_every_parquet_file_with_rows_and_bytes(run):
     assert sum(rows for path, (rows, _) in parts.items() if path.startswith("events/")) == manifest["counts"]["events"]
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda run: first_part(run).unlink(), r"1 file\(s\) missing \(events/rank=0/"),
-    (lambda run: shutil.copy(first_part(run), first_part(run).with_name("copy.parquet")),
-     r"1 file\(s\) not written with the run \(events/rank=0/copy.parquet\)"),
-    (lambda run: shutil.rmtree(run / "events"), r"4 file\(s\) missing"),
-    (lambda run: (run / "ranks.parquet").unlink(), r"missing \(ranks.parquet\)"),
-    (lambda run: first_part(run, "counters").write_bytes(first_part(run, "counters").read_bytes()[:-100]),
-     r"1 file\(s\) changed size"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda run: first_part(run).unlink(), r"1 file\(s\) missing \(events/rank=0/"),
+        (
+            lambda run: shutil.copy(first_part(run), first_part(run).with_name("copy.parquet")),
+            r"1 file\(s\) not written with the run \(events/rank=0/copy.parquet\)",
+        ),
+        (lambda run: shutil.rmtree(run / "events"), r"4 file\(s\) missing"),
+        (lambda run: (run / "ranks.parquet").unlink(), r"missing \(ranks.parquet\)"),
+        (
+            lambda run: first_part(run, "counters").write_bytes(first_part(run, "counters").read_bytes()[:-100]),
+            r"1 file\(s\) changed size",
+        ),
+    ],
+)
 def test_a_damaged_run_is_refused_on_open_with_one_line(run, cli, damage, message):
     damage(run)
     with pytest.raises(NotARunError, match=message):
@@ -88,14 +95,17 @@ def test_check_reports_json(run, cli):
     assert any("missing" in p for p in document["problems"])
 
 
-@pytest.mark.parametrize("change, field", [
-    (lambda m: m.__setitem__("job", [1]), "job"),
-    (lambda m: m.__setitem__("stats", "x"), "stats"),
-    (lambda m: m["stats"].__setitem__("events_by_kind", {"compute": "many"}), "stats.events_by_kind"),
-    (lambda m: m.__setitem__("world_size", -3), "world_size"),
-    (lambda m: m["source"].pop("collector"), "source"),
-    (lambda m: m["parts"].__setitem__("ranks.parquet", "big"), "parts"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (lambda m: m.__setitem__("job", [1]), "job"),
+        (lambda m: m.__setitem__("stats", "x"), "stats"),
+        (lambda m: m["stats"].__setitem__("events_by_kind", {"compute": "many"}), "stats.events_by_kind"),
+        (lambda m: m.__setitem__("world_size", -3), "world_size"),
+        (lambda m: m["source"].pop("collector"), "source"),
+        (lambda m: m["parts"].__setitem__("ranks.parquet", "big"), "parts"),
+    ],
+)
 def test_a_manifest_of_the_wrong_shape_is_one_error(run, cli, change, field):
     edit_manifest(run, change)
     with pytest.raises(NotARunError, match=rf"damaged manifest .*trnprof.json: {field}"):
@@ -175,6 +185,7 @@ def test_a_killed_force_commit_between_the_renames_leaves_a_recoverable_run(tmp_
 
 def test_check_accepts_files_without_later_nullable_columns_but_not_without_required_ones(run, cli):
     import pyarrow.parquet as pq
+
     part = first_part(run)
     pq.write_table(pq.read_table(part).drop_columns(["coll_ranks"]), part)
     edit_manifest(run, lambda m: m.pop("parts"))  # as a run written before parts were kept
@@ -200,6 +211,7 @@ def test_force_replaces_a_damaged_run(run):
 
 def test_check_finds_a_flipped_bit_in_page_data(run, cli):
     import pyarrow.parquet as pq
+
     part = first_part(run)
     data = bytearray(part.read_bytes())
     column = pq.ParquetFile(part).metadata.row_group(0).column(1)  # ts

@@ -18,13 +18,17 @@ def run_path(tmp_path, monkeypatch):
 def _entries(run_path):
     """The cache entries (one per key) and the views each holds."""
     root = run_path / FOLDER
-    return {key.name: sorted(p.name for p in key.iterdir() if p.is_dir())
-            for key in root.iterdir()} if root.is_dir() else {}
+    return (
+        {key.name: sorted(p.name for p in key.iterdir() if p.is_dir()) for key in root.iterdir()}
+        if root.is_dir()
+        else {}
+    )
 
 
 def _refuse_to_compute(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("recomputed a view the cache holds")
+
     monkeypatch.setattr(batches, "_store_local", refuse)
     monkeypatch.setattr(batches, "_store_whole", refuse)
 
@@ -32,7 +36,7 @@ def _refuse_to_compute(monkeypatch):
 def test_a_second_session_reads_the_stored_views_instead_of_recomputing(run_path, monkeypatch):
     with open_run(run_path) as run:
         first = run.sql("SELECT * FROM rank_summary ORDER BY rank")
-    (key, views), = _entries(run_path).items()
+    ((key, views),) = _entries(run_path).items()
     assert {"steps", "step_breakdown", "rank_summary"} <= set(views)
     assert all(not v.startswith(".") for v in views)  # no staging folder left behind
     _refuse_to_compute(monkeypatch)
@@ -44,19 +48,19 @@ def test_a_second_session_reads_the_stored_views_instead_of_recomputing(run_path
 def test_a_changed_run_or_stdlib_gets_a_new_entry_and_the_old_one_is_removed(run_path, monkeypatch):
     with open_run(run_path) as run:
         run.sql("SELECT COUNT(*) FROM step_breakdown")
-    old, = _entries(run_path)
+    (old,) = _entries(run_path)
     part = next((run_path / "events").glob("rank=0/*.parquet"))
     os.utime(part, ns=(part.stat().st_atime_ns, part.stat().st_mtime_ns + 1_000_000_000))  # the run changed
     with open_run(run_path) as run:
         run.sql("SELECT COUNT(*) FROM step_breakdown")
-    new, = _entries(run_path)
+    (new,) = _entries(run_path)
     assert new != old
     monkeypatch.setattr(derived, "__version__", "0.0.0-other")  # as after an upgrade
     derived.stdlib_fingerprint.cache_clear()
     try:
         with open_run(run_path) as run:
             run.sql("SELECT COUNT(*) FROM steps")
-        third, = _entries(run_path)
+        (third,) = _entries(run_path)
     finally:
         derived.stdlib_fingerprint.cache_clear()
     assert third not in (old, new)
@@ -110,19 +114,19 @@ def test_cli_query_analyze_and_report_share_one_computation(run_path, cli, tmp_p
 def test_the_pass_that_sweeps_stores_every_rank_local_view_and_a_cheap_query_no_sweep(run_path):
     with open_run(run_path) as run:
         run.sql("SELECT COUNT(*) FROM steps")
-    (_, views), = _entries(run_path).items()
+    ((_, views),) = _entries(run_path).items()
     # a query of the steps does not run the interval sweep (steps reads recorded_steps, stored with it)
     assert views == ["recorded_steps", "steps"]
     with open_run(run_path) as run:
         run.sql("SELECT COUNT(*) FROM step_breakdown")
-    (_, views), = _entries(run_path).items()
+    ((_, views),) = _entries(run_path).items()
     assert set(views) == batches.local_views() - batches.ROW_LEVEL  # report and rules find them stored
 
 
 def test_the_staging_folder_of_a_process_that_died_is_removed(run_path):
     with open_run(run_path) as run:
         run.sql("SELECT COUNT(*) FROM steps")
-    (key, _), = _entries(run_path).items()
+    ((key, _),) = _entries(run_path).items()
     dead = run_path / FOLDER / key / ".step_breakdown.999999999.abc.tmp"  # no such process
     alive = run_path / FOLDER / key / f".step_breakdown.{os.getpid()}.abc.tmp"  # another session's, at work
     dead.mkdir()

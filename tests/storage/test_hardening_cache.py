@@ -10,7 +10,6 @@ import threading
 from pathlib import Path
 
 import msgspec
-import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
@@ -46,7 +45,7 @@ def info(cli, run_dir) -> tuple[dict, str]:
 
 
 def key_folder(run_dir: Path) -> Path:
-    key, = (p for p in (run_dir / FOLDER).iterdir() if derived.KEY_NAME.match(p.name))
+    (key,) = (p for p in (run_dir / FOLDER).iterdir() if derived.KEY_NAME.match(p.name))
     return key
 
 
@@ -92,8 +91,11 @@ def test_a_planted_link_inside_the_cache_is_not_read(run_path, cli, tmp_path):
 
 def _rewrite_steps_part(part: Path, factor: int) -> None:
     table = pq.read_table(part)
-    table = table.set_column(table.schema.get_field_index("dur"), "dur",
-                             pc.multiply(table["dur"], factor).cast(table.schema.field("dur").type))
+    table = table.set_column(
+        table.schema.get_field_index("dur"),
+        "dur",
+        pc.multiply(table["dur"], factor).cast(table.schema.field("dur").type),
+    )
     pq.write_table(table, part)
 
 
@@ -179,17 +181,21 @@ def test_two_versions_racing_on_one_run_never_fail(run_path, tmp_path):
         "for i in range(6):\n"
         "    d.__version__ = sys.argv[2] + str(i % 2); d.stdlib_fingerprint.cache_clear()\n"
         "    with open_run(sys.argv[1]) as run:\n"
-        "        assert len(run.sql('SELECT * FROM event_stats')) > 0\n")
-    procs = [subprocess.Popen([os.sys.executable, "-c", script, str(run_path), tag], stderr=subprocess.PIPE)
-             for tag in ("a", "b")]
+        "        assert len(run.sql('SELECT * FROM event_stats')) > 0\n"
+    )
+    procs = [
+        subprocess.Popen([os.sys.executable, "-c", script, str(run_path), tag], stderr=subprocess.PIPE)
+        for tag in ("a", "b")
+    ]
     errors = [p.communicate(timeout=600)[1].decode() for p in procs]
     assert [p.returncode for p in procs] == [0, 0], errors
 
 
 def _mount_tmpfs(where: Path, size: str) -> None:
     where.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True, text=True
+    )
     if done.returncode:
         pytest.fail(f"this test needs a small file system to fill (mount -t tmpfs as root): {done.stderr.strip()}")
 
@@ -223,6 +229,7 @@ def test_a_full_disk_during_the_cache_write_falls_back_with_one_warning(tmp_path
 
 # Issue 34: every cache read is a bounded regular file, locks never open a FIFO, and a cache entry
 # whoever can write the cache folder plants cannot change what trnprof does.
+
 
 def finishes(work, fifos, seconds: float = 60):
     """work()'s result; fails when it is still running after `seconds` (blocked on one of `fifos`,
@@ -297,7 +304,9 @@ def test_the_rules_cache_entry_cannot_replace_a_rule(findings_run, cli, cache):
     _analyze_json(cli, findings_run)
     for entry in (cache / "rules").iterdir():
         held = msgspec.msgpack.decode(entry.read_bytes())
-        entry.write_bytes(msgspec.msgpack.encode(_tampered(held, "SELECT 1 AS x WHERE false") | {"tables": held["tables"]}))
+        entry.write_bytes(
+            msgspec.msgpack.encode(_tampered(held, "SELECT 1 AS x WHERE false") | {"tables": held["tables"]})
+        )
     result, tampered = _analyze_json(cli, findings_run)
     assert result.exit_code == 1 and tampered["findings"] and not tampered["errors"]
 
@@ -307,12 +316,14 @@ def test_a_fifo_rules_cache_entry_does_not_hang_analyze(findings_run, cli, cache
     planted = [fifo(entry) for entry in (cache / "rules").iterdir()]
     result = finishes(lambda: cli("analyze", findings_run, "--fail-on", "low"), planted)
     assert result.exit_code == 1
-    assert [line for line in result.stderr.splitlines() if "cache entry" in line] == \
-        [f"warning: cache entry {entry} is not a regular file: not used" for entry in planted]
+    assert [line for line in result.stderr.splitlines() if "cache entry" in line] == [
+        f"warning: cache entry {entry} is not a regular file: not used" for entry in planted
+    ]
 
 
 def test_a_rules_cache_entry_larger_than_its_bound_is_not_read(cache, tmp_path):
     from trnprof.rules_engine import loader, rulecache
+
     expected = loader.load_folder(loader.builtin_dir())
     entry = rulecache.entry_path(loader.builtin_dir())
     with open(entry, "r+b") as handle:  # sparse: no disk used
@@ -323,6 +334,7 @@ def test_a_rules_cache_entry_larger_than_its_bound_is_not_read(cache, tmp_path):
 
 def test_cache_reads_follow_no_link_and_read_no_device(tmp_path, capsys):
     from trnprof import cachedir
+
     zero = tmp_path / "entry"
     zero.symlink_to("/dev/zero")
     assert cachedir.read_entry(zero, 1024) is None
@@ -338,6 +350,7 @@ def test_cache_reads_follow_no_link_and_read_no_device(tmp_path, capsys):
 def test_a_planted_or_fifo_chart_bundle_is_never_put_in_a_report(cache):
     from trnprof import cachedir
     from trnprof.report import vega
+
     path = cache / "vega-bundle-signed-test.js"
     assert vega._cached(path, lambda: "made") == "made"
     assert vega._cached(path, lambda: pytest.fail("made again")) == "made"  # signed: used
@@ -353,6 +366,7 @@ def test_a_planted_or_fifo_chart_bundle_is_never_put_in_a_report(cache):
 
 def test_a_secret_others_can_read_or_replace_signs_nothing(cache, capsys):
     from trnprof import cachedir
+
     assert cachedir.sign("entry", b"x") is not None
     secret = cache / cachedir.SECRET_FILE
     secret.chmod(0o644)
@@ -371,8 +385,10 @@ def test_a_fifo_lock_in_the_run_cache_hangs_no_command(run_path, cli):
     theirs = fifo(foreign / derived.LOCK)
     data, stderr = finishes(lambda: info(cli, run_path), [ours, theirs])
     assert data["step_time_s"]["median"] == pytest.approx(raw_median_step_s(run_path))
-    assert stderr.splitlines() == [f"warning: {ours} is not a regular file: trnprof does not use it and works "
-                                   "without the cache (`trnprof check --repair` removes it)"]
+    assert stderr.splitlines() == [
+        f"warning: {ours} is not a regular file: trnprof does not use it and works "
+        "without the cache (`trnprof check --repair` removes it)"
+    ]
     result = finishes(lambda: cli("check", run_path), [ours, theirs])
     assert result.exit_code == 2 and f"{ours.relative_to(run_path)} is not a regular file" in result.stderr
     result = finishes(lambda: cli("check", run_path, "--repair"), [ours, theirs])

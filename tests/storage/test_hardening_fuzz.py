@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import DATA, assert_accounted
 from trnprof.api import open_run
 from trnprof.collectors.ingest import ingest
 from trnprof.collectors.synthetic import synthetic_run
 from trnprof.errors import TrnprofError
-from tests.conftest import DATA, assert_accounted
 
 NEURON = DATA / "neuron"
 MONITOR = [json.loads(line) for line in (NEURON / "neuron_monitor.jsonl").read_text().splitlines()]
@@ -32,17 +32,64 @@ KINETO = {
     "traceEvents": [
         {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "python"}},
         {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 10.0, "dur": 100.0, "pid": 1, "tid": 1},
-        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 12.0, "dur": 30.0, "pid": 1, "tid": 1,
-         "args": {"External id": 3}},
-        {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 20.0, "dur": 40.0, "pid": 0, "tid": 7,
-         "args": {"device": 0, "stream": 7, "correlation": 5}},
-        {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "ts": 15.0, "pid": 1, "tid": 1, "s": "t",
-         "args": {"Total Allocated": 1024, "Device Id": 0, "Bytes": 1024}},
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "aten::mm",
+            "ts": 12.0,
+            "dur": 30.0,
+            "pid": 1,
+            "tid": 1,
+            "args": {"External id": 3},
+        },
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "gemm",
+            "ts": 20.0,
+            "dur": 40.0,
+            "pid": 0,
+            "tid": 7,
+            "args": {"device": 0, "stream": 7, "correlation": 5},
+        },
+        {
+            "ph": "i",
+            "cat": "cpu_instant_event",
+            "name": "[memory]",
+            "ts": 15.0,
+            "pid": 1,
+            "tid": 1,
+            "s": "t",
+            "args": {"Total Allocated": 1024, "Device Id": 0, "Bytes": 1024},
+        },
         {"ph": "C", "name": "queue", "ts": 50.0, "pid": 1, "tid": 1, "args": {"depth": 3}},
     ],
 }
-HOSTILE = st.sampled_from([None, "", "lots", "nan", "-1", -1, 0, 2 ** 31, 2 ** 63, 2 ** 64, 10 ** 400, 1e300,
-                           -1e300, 0.5, [], {}, [1, 2], {"a": 1}, True, "line\u2028break", "9" * 40])
+HOSTILE = st.sampled_from(
+    [
+        None,
+        "",
+        "lots",
+        "nan",
+        "-1",
+        -1,
+        0,
+        2**31,
+        2**63,
+        2**64,
+        10**400,
+        1e300,
+        -1e300,
+        0.5,
+        [],
+        {},
+        [1, 2],
+        {"a": 1},
+        True,
+        "line\u2028break",
+        "9" * 40,
+    ]
+)
 KEYS = st.sampled_from(["error", "period", "rank", "timestamp", "name", "zzz", "0", "99999999999"])
 
 
@@ -125,9 +172,18 @@ def test_fuzzed_kineto(data, edits):
     _fuzz_json(KINETO, data, edits, "trace.json")
 
 
-EXPLORER_VALUES = st.sampled_from([pa.array(["x"]), pa.array([None], pa.int64()), pa.array([2 ** 62 + 1]),
-                                   pa.array([-(2 ** 62) - 1]), pa.array([1.5e300]), pa.array([True]),
-                                   pa.array([2 ** 40]), pa.array([[1, 2]])])
+EXPLORER_VALUES = st.sampled_from(
+    [
+        pa.array(["x"]),
+        pa.array([None], pa.int64()),
+        pa.array([2**62 + 1]),
+        pa.array([-(2**62) - 1]),
+        pa.array([1.5e300]),
+        pa.array([True]),
+        pa.array([2**40]),
+        pa.array([[1, 2]]),
+    ]
+)
 
 
 def _ingest_altered_explorer(target: Path, name: str, value: pa.Array | None) -> None:
@@ -139,8 +195,13 @@ def _ingest_altered_explorer(target: Path, name: str, value: pa.Array | None) ->
         for file in sorted((NEURON / "explorer").glob("*.parquet")):
             table = pq.read_table(file)
             if file == target:
-                table = table.drop_columns([name]) if value is None else table.select(
-                    [c for c in table.column_names if c != name]).slice(0, 1).append_column(name, value)
+                table = (
+                    table.drop_columns([name])
+                    if value is None
+                    else table.select([c for c in table.column_names if c != name])
+                    .slice(0, 1)
+                    .append_column(name, value)
+                )
             pq.write_table(table, profile / file.name)
         try:
             ingest([profile], Path(folder) / "run")
@@ -152,8 +213,7 @@ def _ingest_altered_explorer(target: Path, name: str, value: pa.Array | None) ->
 
 
 @FUZZ
-@given(table_index=st.integers(0, 100), column_index=st.integers(0, 100), value=EXPLORER_VALUES,
-       drop=st.booleans())
+@given(table_index=st.integers(0, 100), column_index=st.integers(0, 100), value=EXPLORER_VALUES, drop=st.booleans())
 def test_fuzzed_explorer(table_index, column_index, value, drop):
     files = sorted((NEURON / "explorer").glob("*.parquet"))
     target = files[table_index % len(files)]
@@ -167,7 +227,7 @@ def test_every_explorer_text_column_given_a_number(target):
     there are read as text or refused, never a crash (a found case: an int64 event name)."""
     schema = pq.read_schema(target)
     for name in [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]:
-        _ingest_altered_explorer(target, name, pa.array([2 ** 62 + 1]))
+        _ingest_altered_explorer(target, name, pa.array([2**62 + 1]))
 
 
 @pytest.fixture(scope="module")

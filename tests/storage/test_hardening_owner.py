@@ -10,12 +10,12 @@ import shutil
 
 import pytest
 
+from tests.conftest import KINETO
 from trnprof import open_run
 from trnprof.collectors.synthetic import synthetic_run
 from trnprof.errors import TrnprofError
 from trnprof.manifest import new_manifest
 from trnprof.runstore import OWNER, mark_owner, read_owner, recover, write_run
-from tests.conftest import KINETO
 
 EVENT = {"rank": 0, "ts": 0, "dur": 10, "kind": "compute", "name": "matmul", "lane": "compute", "step": 0}
 TRACE = KINETO / "cpu_only" / "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
@@ -148,9 +148,9 @@ def test_the_second_writer_never_replaces_a_folder_that_is_not_a_run_even_when_o
 def test_a_concurrent_analyze_of_the_same_trace_keeps_the_first_run_and_its_readers(tmp_path, monkeypatch):
     """Two `analyze TRACE` at once: the one that commits second opens the first's run from the
     shared cache instead of replacing it under the first's reader."""
+    from trnprof import runstore
     from trnprof.collectors.ingest import ingest
     from trnprof.collectors.ingest.traces import run_of_traces
-    from trnprof import runstore
 
     monkeypatch.setenv("TRNPROF_CACHE_DIR", str(tmp_path / "cache"))
     place, readers = runstore.RunWriter._place, []
@@ -172,7 +172,6 @@ def test_a_concurrent_analyze_of_the_same_trace_keeps_the_first_run_and_its_read
     assert [p.name for p in (tmp_path / "cache" / "runs").iterdir()] == [traced.path.name]
 
 
-
 @pytest.mark.parametrize("command", [["simulate", "--preset", "tiny", "--steps", "2"], ["ingest", str(TRACE)]])
 def test_a_command_writing_a_run_leaves_a_foreign_hidden_folder_alone(tmp_path, cli, command):
     foreign = _folder_with_a_file(tmp_path / ".cache.tmp-1")
@@ -182,7 +181,8 @@ def test_a_command_writing_a_run_leaves_a_foreign_hidden_folder_alone(tmp_path, 
     assert (foreign / "notes.txt").is_file() and (backup / "notes.txt").is_file()
     assert [line for line in result.stderr.splitlines() if "alone" in line] == [
         f"warning: left .cache.tmp-1, .run.old-2024 in {tmp_path} alone: named like trnprof's leftovers, "
-        "but without its owner marker (.trnprof-owner), so not made by trnprof"]
+        "but without its owner marker (.trnprof-owner), so not made by trnprof"
+    ]
 
 
 def test_force_never_replaces_through_a_symbolic_link(tmp_path):

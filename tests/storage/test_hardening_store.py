@@ -114,8 +114,14 @@ def test_a_group_writable_share_works_for_two_users(cli):
             return [_cli("analyze", run, "--format", "json")]
 
         a = _as_user(USER_A, user_a)
-        b = _as_user(USER_B, lambda: [_cli("analyze", run, "--format", "json"),
-                                      _cli("report", run, "-o", share / "b.html"), _cli("info", run)])
+        b = _as_user(
+            USER_B,
+            lambda: [
+                _cli("analyze", run, "--format", "json"),
+                _cli("report", run, "-o", share / "b.html"),
+                _cli("info", run),
+            ],
+        )
         assert [code for code, _ in a + b] == [0, 0, 0, 0], a + b
         assert json.loads(a[0][1])["findings"] == json.loads(b[0][1])["findings"]
         made = list((run / "derived").rglob("*")) + [share / "b.html"]

@@ -9,13 +9,12 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from tests.conftest import write_inline_run
 from trnprof import open_run
 from trnprof.errors import NotARunError, TrnprofError
 from trnprof.manifest import new_manifest
 from trnprof.runstore import STEP_GROUP_ROWS, conform, step_row_groups, write_run
 from trnprof.schema import EVENTS, SCHEMA_VERSION
-
-from tests.conftest import write_inline_run
 
 EVENT = {"rank": 0, "ts": 0, "dur": 10, "kind": "compute", "name": "mm", "lane": "nc/tensor"}
 
@@ -42,8 +41,10 @@ def test_round_trip_keeps_values_and_types(tmp_path):
 
 
 def test_counter_args_are_stored_and_null_when_not_given(tmp_path):
-    counters = [{"rank": 0, "ts": 1, "name": "hbm.params", "value": 2.0, "args": '{"Addr": 7}'},
-                {"rank": 0, "ts": 2, "name": "hbm.params", "value": 3.0}]
+    counters = [
+        {"rank": 0, "ts": 1, "name": "hbm.params", "value": 2.0, "args": '{"Addr": 7}'},
+        {"rank": 0, "ts": 2, "name": "hbm.params", "value": 3.0},
+    ]
     with open_run(write_inline_run(tmp_path / "r", [EVENT], counters=counters)) as run:
         stored = run.con.sql("SELECT args FROM counters ORDER BY ts").fetchall()
     assert stored == [('{"Addr": 7}',), (None,)]
@@ -176,9 +177,13 @@ def test_files_written_before_a_nullable_column_existed_read_it_as_null(tmp_path
 
 def _stepped_events(per_step: int, steps: int) -> list[dict]:
     """Events of two ranks, in step order, `per_step` a step, then a few outside any step."""
-    out = [{**EVENT, "rank": rank, "step": step, "ts": (step * per_step + i) * 10, "name": f"op{i % 7}"}
-           for rank in (0, 1) for step in range(steps) for i in range(per_step)]
-    return out + [{**EVENT, "rank": 0, "ts": 10 ** 9 + i} for i in range(3)]
+    out = [
+        {**EVENT, "rank": rank, "step": step, "ts": (step * per_step + i) * 10, "name": f"op{i % 7}"}
+        for rank in (0, 1)
+        for step in range(steps)
+        for i in range(per_step)
+    ]
+    return out + [{**EVENT, "rank": 0, "ts": 10**9 + i} for i in range(3)]
 
 
 def test_events_are_cut_into_row_groups_where_the_step_changes(tmp_path):
@@ -188,10 +193,13 @@ def test_events_are_cut_into_row_groups_where_the_step_changes(tmp_path):
     for rank in (0, 1):
         meta = pq.ParquetFile(next((run / "events" / f"rank={rank}").glob("*.parquet"))).metadata
         step = meta.schema.to_arrow_schema().get_field_index("step")
-        ranges = [(meta.row_group(g).column(step).statistics.min, meta.row_group(g).column(step).statistics.max)
-                  for g in range(meta.num_row_groups) if meta.row_group(g).column(step).statistics.has_min_max]
+        ranges = [
+            (meta.row_group(g).column(step).statistics.min, meta.row_group(g).column(step).statistics.max)
+            for g in range(meta.num_row_groups)
+            if meta.row_group(g).column(step).statistics.has_min_max
+        ]
         assert ranges == [(0, 0), (1, 1), (2, 2)]
-    stored = pq.read_table(next((run / "events" / "rank=0").glob("*.parquet")))   # the rows in their order
+    stored = pq.read_table(next((run / "events" / "rank=0").glob("*.parquet")))  # the rows in their order
     written = pd.DataFrame([e for e in _stepped_events(per_step, 3) if e["rank"] == 0])
     assert stored["ts"].to_pylist() == written["ts"].tolist()
     with open_run(run) as opened:
@@ -204,4 +212,4 @@ def test_small_steps_share_a_row_group_until_it_holds_enough_rows():
     steps = [set(b.column(b.schema.get_field_index("step")).to_pylist()) for b in batches]
     assert sum(len(b) for b in batches) == events.num_rows
     assert all(len(b) >= STEP_GROUP_ROWS for b in batches[:-1])
-    assert all(not (a & b) - {None} for a, b in zip(steps, steps[1:]))   # a step is in one group
+    assert all(not (a & b) - {None} for a, b in zip(steps, steps[1:]))  # a step is in one group

@@ -38,6 +38,7 @@ def test_a_query_over_ready_views_is_not_parsed_again(sample_run, monkeypatch):
     """`prepare` parses a query only when it names a view left to store or a critical path
     table not yet made; then it stores them as before."""
     from trnprof.engines import open_run
+
     parsed = []
     real = session.tables_read
     monkeypatch.setattr(session, "tables_read", lambda query: parsed.append(query) or real(query))

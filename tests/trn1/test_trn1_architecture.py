@@ -12,10 +12,19 @@ def job(preset, *overrides):
     return resolve(load_config(preset=preset, overrides=list(overrides)))
 
 
-@pytest.mark.parametrize("preset, billions", [
-    ("llama2-7b", 6.74), ("llama2-13b", 13.0), ("llama2-70b", 69.0), ("llama3.1-8b", 8.03),
-    ("llama3.1-70b", 70.6), ("gpt3-175b", 175.0), ("bert-large", 0.335), ("vit-base", 0.086),
-])
+@pytest.mark.parametrize(
+    "preset, billions",
+    [
+        ("llama2-7b", 6.74),
+        ("llama2-13b", 13.0),
+        ("llama2-70b", 69.0),
+        ("llama3.1-8b", 8.03),
+        ("llama3.1-70b", 70.6),
+        ("gpt3-175b", 175.0),
+        ("bert-large", 0.335),
+        ("vit-base", 0.086),
+    ],
+)
 def test_parameter_counts_match_the_published_sizes(preset, billions):
     assert architecture.total_params(job(preset).arch) / 1e9 == pytest.approx(billions, rel=0.03)
 
@@ -25,8 +34,9 @@ def test_model_flops_follow_palm():
     arch = j.arch
     tokens = j.global_batch * arch.seq_len
     params_per_layer = architecture.attention_params(arch) + architecture.mlp_params(arch)
-    per_token = 6 * (arch.layers * params_per_layer + arch.vocab * arch.hidden) \
-        + 12 * arch.layers * arch.hidden * arch.seq_len
+    per_token = (
+        6 * (arch.layers * params_per_layer + arch.vocab * arch.hidden) + 12 * arch.layers * arch.hidden * arch.seq_len
+    )
     assert architecture.model_flops_per_step(j) == per_token * tokens
 
 
@@ -39,15 +49,22 @@ def test_stage_params_add_up_to_the_model():
 
 def test_activation_memory_follows_korthikanti():
     # GPT-style layer without tensor parallelism: s*b*h*(34 + 5*a*s/h) bytes
-    j = job("gpt3-23b", "parallel.tp=1", "parallel.pp=1", "memory.activation_checkpointing=none",
-            "cluster.nodes=1", "batch.global=32")
+    j = job(
+        "gpt3-23b",
+        "parallel.tp=1",
+        "parallel.pp=1",
+        "memory.activation_checkpointing=none",
+        "cluster.nodes=1",
+        "batch.global=32",
+    )
     s, b, h, a = j.arch.seq_len, j.micro, j.arch.hidden, j.arch.heads
     assert architecture.activation_bytes_per_layer(j) == pytest.approx(s * b * h * (34 + 5 * a * s / h))
     tp = job("gpt3-23b", "memory.activation_checkpointing=none")
     assert architecture.activation_bytes_per_layer(tp) == pytest.approx(s * b * h * (34 + 5 * a * s / h) / 8)
     no_sp = job("gpt3-23b", "memory.activation_checkpointing=none", "parallel.sequence_parallel=false")
-    assert architecture.activation_bytes_per_layer(no_sp) == \
-        pytest.approx(s * b * h * (10 + 24 / 8 + 5 * a * s / (h * 8)))
+    assert architecture.activation_bytes_per_layer(no_sp) == pytest.approx(
+        s * b * h * (10 + 24 / 8 + 5 * a * s / (h * 8))
+    )
     selective = job("gpt3-23b")
     assert architecture.activation_bytes_per_layer(selective) == pytest.approx(s * b * h * 34 / 8)
     full = job("gpt3-23b", "memory.activation_checkpointing=full")

@@ -11,7 +11,9 @@ from trnprof.model.params import default_params
 def layer(preset, *overrides):
     job = resolve(load_config(preset=preset, overrides=list(overrides)))
     costs = LayerCosts(job, rates(job, default_params()))
-    ops = {op.name: op for op in costs.forward(0) + costs.backward(0) if not isinstance(op, tuple) and op.phase == "fwd"}
+    ops = {
+        op.name: op for op in costs.forward(0) + costs.backward(0) if not isinstance(op, tuple) and op.phase == "fwd"
+    }
     bwd = {op.name: op for op in costs.backward(0) if not isinstance(op, tuple)}
     return job, ops, bwd
 
@@ -35,7 +37,7 @@ def test_flash_forward_computes_the_scores_the_kernel_tiles_reach():
     matmuls = 2 * d * s * s * pairs * (kernel_share(s, 512) + kernel_share(s, 2048))
     softmax = 5 * pairs * s * s * kernel_share(s, 2048)  # exp over the large tiles: scale, max, sub, exp, sum
     assert fwd["layers.0.self_attn"].flops == projection_flops(job) + matmuls + softmax
-    assert "layers.0.self_attn.softmax" not in fwd        # scores never leave the chip
+    assert "layers.0.self_attn.softmax" not in fwd  # scores never leave the chip
 
 
 def test_eager_attention_computes_every_score_and_moves_them_through_hbm():

@@ -3,22 +3,24 @@ reproduce every fit row, stay inside their plausible ranges, and the docs report
 
 import csv
 import re
-from pathlib import Path
 
 import pytest
 
+from tests.conftest import REPO
 from trnprof.collectors.trn1 import load_config, summary
 from trnprof.collectors.trn1.calibration import calibration_csv, calibration_rows, fit
 from trnprof.model.config import job_presets
 from trnprof.model.params import BOUNDS, FITTED, NAMES, default_params
-from tests.conftest import REPO
 
 DOCS = REPO / "docs" / "execution-model.md"
 
 
 def calibration_presets(role=None):
-    return [(name, p["calibration"]["throughput"]) for name, p in job_presets().items()
-            if "calibration" in p and role in (None, p["calibration"]["role"])]
+    return [
+        (name, p["calibration"]["throughput"])
+        for name, p in job_presets().items()
+        if "calibration" in p and role in (None, p["calibration"]["role"])
+    ]
 
 
 @pytest.mark.parametrize("preset, published", calibration_presets("fit"))

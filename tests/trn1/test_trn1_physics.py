@@ -7,6 +7,7 @@ import pytest
 
 from trnprof.api import open_run
 from trnprof.collectors.trn1 import list_presets, load_config, simulate, summary
+from trnprof.manifest import read_manifest
 from trnprof.model.collectives import Placement, collective_time
 from trnprof.model.hardware import INSTANCES
 from trnprof.model.job import resolve
@@ -14,7 +15,6 @@ from trnprof.model.layout import Layout
 from trnprof.model.matmul import Matmul, fill, tensor_seconds
 from trnprof.model.params import default_params
 from trnprof.model.plan import build_plan
-from trnprof.manifest import read_manifest
 
 LLM_CALIBRATION_JOBS = ("llama2-7b-16node", "gpt3-23b-32node")
 
@@ -28,11 +28,11 @@ def tensor_rate(preset: str, *overrides: str) -> float:
 
 
 def test_full_tiles_reach_the_array_and_padding_costs():
-    assert fill(Matmul(4096, 4096, 4096)) == pytest.approx(512 / 612)      # only the fixed cycles lost
+    assert fill(Matmul(4096, 4096, 4096)) == pytest.approx(512 / 612)  # only the fixed cycles lost
     assert fill(Matmul(64, 4096, 4096)) == pytest.approx(fill(Matmul(128, 4096, 4096)) / 2)  # half the rows
     # 129 columns: a second, nearly empty stationary tile, or the short side streamed as moving
     assert fill(Matmul(4096, 4096, 129)) < 0.7 * fill(Matmul(4096, 4096, 128))
-    assert fill(Matmul(4096, 32, 32)) < 0.1                                # short moving side: fixed cost dominates
+    assert fill(Matmul(4096, 32, 32)) < 0.1  # short moving side: fixed cost dominates
     mm = [Matmul(1024, 2048, 4096)]
     # at the peak FP32 runs at a quarter of the BF16 rate (47.5 vs 190 TFLOPS per chip) ...
     assert tensor_seconds(mm, "fp32", 1.0) == pytest.approx(4 * tensor_seconds(mm, "bf16", 1.0))
@@ -60,10 +60,12 @@ def test_fp32_without_auto_cast_is_slower_and_auto_cast_recovers_it():
     base = ["cluster.instance=trn1.2xlarge", "batch.global=64", "model.layers=4"]
     bf16 = summary(load_config(preset="bert-large", overrides=base))["step_time_s"]
     fp32 = summary(load_config(preset="bert-large", overrides=[*base, "precision.compute=fp32"]))["step_time_s"]
-    cast = summary(load_config(preset="bert-large", overrides=[*base, "precision.compute=fp32",
-                                                              "precision.auto_cast=matmult"]))["step_time_s"]
-    cast_all = summary(load_config(preset="bert-large", overrides=[*base, "precision.compute=fp32",
-                                                                  "precision.auto_cast=all"]))["step_time_s"]
+    cast = summary(
+        load_config(preset="bert-large", overrides=[*base, "precision.compute=fp32", "precision.auto_cast=matmult"])
+    )["step_time_s"]
+    cast_all = summary(
+        load_config(preset="bert-large", overrides=[*base, "precision.compute=fp32", "precision.auto_cast=all"])
+    )["step_time_s"]
     assert fp32 > 2 * bf16
     assert bf16 <= cast_all <= cast < fp32
 
@@ -72,8 +74,10 @@ def test_compute_events_carry_the_compiled_dtype(tmp_path):
     cfg = load_config(preset="tiny", overrides=["run.steps=2", "precision.compute=fp32", "precision.auto_cast=matmult"])
     path = simulate(cfg, tmp_path / "fp32")
     with open_run(path) as run:
-        rows = run.sql("SELECT lane, json_extract_string(args, '$.dtype') AS dtype, COUNT(*) AS n "
-                       "FROM events WHERE kind = 'compute' GROUP BY ALL")
+        rows = run.sql(
+            "SELECT lane, json_extract_string(args, '$.dtype') AS dtype, COUNT(*) AS n "
+            "FROM events WHERE kind = 'compute' GROUP BY ALL"
+        )
     assert dict(zip(rows["lane"], rows["dtype"])) == {"nc/tensor": "bf16", "nc/vector": "fp32"}
     job = read_manifest(path)["job"]
     assert job["precision"] == "bf16"
@@ -101,8 +105,9 @@ def test_the_host_shows_only_when_slower_than_the_device(tmp_path):
     cfg = load_config(preset="tiny", overrides=short)
     assert summary(cfg)["device_idle_share"] > 0.2
     with open_run(simulate(cfg, tmp_path / "hostbound")) as run:
-        share = run.sql("SELECT SUM(host + idle + input_wait + transfer_exposed) / SUM(dur) FROM step_breakdown "
-                        "WHERE step > 0").iloc[0, 0]
+        share = run.sql(
+            "SELECT SUM(host + idle + input_wait + transfer_exposed) / SUM(dur) FROM step_breakdown WHERE step > 0"
+        ).iloc[0, 0]
     assert share == pytest.approx(summary(cfg)["device_idle_share"], abs=0.03)
 
 
@@ -135,7 +140,9 @@ def test_calibration_values_can_be_set_per_job_and_are_reported(cli):
     assert shipped["calibration"] == default_params().as_dict()
     assert slower["calibration"]["tensor_efficiency"] == 0.4
     assert slower["step_time_s"] > shipped["step_time_s"]
-    result = cli("simulate", "--preset", "tiny", "--summary-only", "--format", "json", "--set", "calibration.op_overhead_us=5")
+    result = cli(
+        "simulate", "--preset", "tiny", "--summary-only", "--format", "json", "--set", "calibration.op_overhead_us=5"
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert set(doc["calibration"]) == {"tensor_efficiency", "op_overhead_us", "hbm_efficiency", "network_efficiency"}

@@ -1,6 +1,5 @@
 """The execution model's sanity properties (issue point 7), on small jobs."""
 
-import numpy as np
 import pytest
 
 from trnprof.api import open_run
@@ -32,11 +31,14 @@ def test_doubling_nodes_at_fixed_global_batch_lowers_step_time():
         assert two["step_time_s"] < one["step_time_s"], preset
 
 
-@pytest.mark.parametrize("where", [
-    Placement(size=8, per_node=8, nodes=1, same_chip=False),
-    Placement(size=2, per_node=2, nodes=1, same_chip=True),
-    Placement(size=64, per_node=4, nodes=16, same_chip=False),
-])
+@pytest.mark.parametrize(
+    "where",
+    [
+        Placement(size=8, per_node=8, nodes=1, same_chip=False),
+        Placement(size=2, per_node=2, nodes=1, same_chip=True),
+        Placement(size=64, per_node=4, nodes=16, same_chip=False),
+    ],
+)
 @pytest.mark.parametrize("op", ["all_reduce", "all_gather", "reduce_scatter"])
 def test_bigger_messages_take_longer(where, op):
     times = [collective_time(op, n, where, INSTANCES["trn1.32xlarge"], 0.8) for n in (1e3, 1e6, 1e8, 1e9)]
@@ -79,7 +81,9 @@ def test_slow_host_makes_the_device_wait_for_the_host(tmp_path):
 def test_a_straggler_slows_its_peers_through_collectives(tmp_path):
     base = run(tmp_path, "base")
     slow = run(tmp_path, "slow", "faults=[{kind: straggler, rank: 5, slowdown: 1.5}]")
-    tp_peer = f"SELECT AVG(dur) FROM events WHERE rank = 4 AND kind = 'collective' AND coll_group LIKE 'tp:%' AND {STEADY}"
+    tp_peer = (
+        f"SELECT AVG(dur) FROM events WHERE rank = 4 AND kind = 'collective' AND coll_group LIKE 'tp:%' AND {STEADY}"
+    )
     assert slow.sql(tp_peer).iloc[0, 0] > 2 * base.sql(tp_peer).iloc[0, 0]
     dp_peer = f"SELECT AVG(dur) FROM events WHERE rank = 9 AND coll_group = 'dp:tp1:pp0' AND {STEADY}"
     assert slow.sql(dp_peer).iloc[0, 0] > base.sql(dp_peer).iloc[0, 0]
@@ -100,7 +104,9 @@ def test_zero1_divides_optimizer_state_by_the_dp_degree(tmp_path):
     assert plain.sql(query).iloc[0, 0] == pytest.approx(16 * zero.sql(query).iloc[0, 0])
     params = "SELECT MAX(value) FROM counters WHERE name = 'hbm.params' AND rank = 0"
     assert plain.sql(params).iloc[0, 0] == zero.sql(params).iloc[0, 0]
-    assert zero.sql("SELECT COUNT(*) FROM events WHERE coll_op = 'all_gather' AND coll_group LIKE 'dp:%'").iloc[0, 0] > 0
+    assert (
+        zero.sql("SELECT COUNT(*) FROM events WHERE coll_op = 'all_gather' AND coll_group LIKE 'dp:%'").iloc[0, 0] > 0
+    )
 
 
 TABLE_QUERIES = {
@@ -120,8 +126,7 @@ def test_different_seeds_differ_only_by_noise(tmp_path):
     a, b = run(tmp_path, "a", seed=1), run(tmp_path, "b", seed=2)
     shape = "SELECT rank, kind, name, step, phase, coll_op, coll_group, coll_seq, bytes, flops FROM events ORDER BY ALL"
     assert a.sql(shape).equals(b.sql(shape))
-    ts_a, ts_b = (r.sql("SELECT ts, dur FROM events ORDER BY rank, step, kind, name, coll_seq, ts")
-                  for r in (a, b))
+    ts_a, ts_b = (r.sql("SELECT ts, dur FROM events ORDER BY rank, step, kind, name, coll_seq, ts") for r in (a, b))
     assert not ts_a.equals(ts_b)
     step_a, step_b = steady(a, "dur"), steady(b, "dur")
     assert step_a != step_b and abs(step_a / step_b - 1) < 0.05

@@ -37,7 +37,13 @@ def test_manifest_job_keys(small_run):
     assert job["samples_per_step"] == 64 and job["throughput_unit"] == "seq/s"
     assert job["peak_flops_per_s"] == 16 * 190e12
     assert job["model_flops_per_step"] > 0 and job["parallelism"] == {
-        "tp": 2, "pp": 1, "dp": 16, "sequence_parallel": True, "zero1": False, "microbatches": 2}
+        "tp": 2,
+        "pp": 1,
+        "dp": 16,
+        "sequence_parallel": True,
+        "zero1": False,
+        "microbatches": 2,
+    }
     assert read_manifest(path)["config"]["batch"]["global"] == 64
 
 
@@ -48,12 +54,19 @@ def test_events_fill_the_canonical_columns(small_run):
         assert kinds == {"compute", "collective", "transfer", "host", "step", "compile"}  # no input wait here
         steps = run.sql("SELECT rank, step, COUNT(*) AS n FROM events WHERE kind = 'step' GROUP BY ALL")
         assert len(steps) == 32 * 3 and (steps["n"] == 1).all()
-        assert run.sql("SELECT COUNT(*) FROM events WHERE kind = 'compute' AND (flops IS NULL OR phase IS NULL)").iloc[0, 0] == 0
+        assert (
+            run.sql("SELECT COUNT(*) FROM events WHERE kind = 'compute' AND (flops IS NULL OR phase IS NULL)").iloc[
+                0, 0
+            ]
+            == 0
+        )
         colls = run.sql("SELECT * FROM events WHERE kind = 'collective'")
         assert colls[["coll_op", "coll_group", "coll_seq", "coll_ranks", "bytes"]].notna().all().all()
         assert set(colls["coll_op"]) == {"all_gather", "reduce_scatter", "all_reduce"}
-        matched = run.sql("SELECT MIN(ranks_seen) AS lo, MAX(ranks_seen) AS hi, MIN(group_size) AS g FROM collectives "
-                          "WHERE coll_group LIKE 'tp:%'").iloc[0]
+        matched = run.sql(
+            "SELECT MIN(ranks_seen) AS lo, MAX(ranks_seen) AS hi, MIN(group_size) AS g FROM collectives "
+            "WHERE coll_group LIKE 'tp:%'"
+        ).iloc[0]
         assert matched["lo"] == matched["hi"] == matched["g"] == 2
         assert run.sql("SELECT COUNT(*) FROM events WHERE kind = 'compile' AND step = 0").iloc[0, 0] == 32
         phases = set(run.sql("SELECT DISTINCT phase FROM events WHERE kind = 'compute'")["phase"])
@@ -64,8 +77,14 @@ def test_counters_and_ranks(small_run):
     _, path = small_run
     with open_run(path) as run:
         names = set(run.sql("SELECT DISTINCT name FROM counters")["name"])
-        assert names == {"hbm.params", "hbm.grads", "hbm.optimizer_state", "hbm.activations", "hbm.runtime",
-                         "input.queue_depth"}
+        assert names == {
+            "hbm.params",
+            "hbm.grads",
+            "hbm.optimizer_state",
+            "hbm.activations",
+            "hbm.runtime",
+            "input.queue_depth",
+        }
         per_ts = run.sql("SELECT rank, ts, COUNT(*) AS n FROM counters WHERE name LIKE 'hbm.%' GROUP BY ALL")
         assert (per_ts["n"] == 5).all() and len(per_ts) == 32 * 3 * 3
         ranks = run.sql("SELECT * FROM ranks ORDER BY rank")
@@ -83,8 +102,10 @@ def test_a_job_that_does_not_fit_is_flagged_with_an_event(tmp_path):
     with open_run(path) as run:
         oom = run.sql("SELECT rank, step, bytes FROM events WHERE kind = 'memory' AND name = 'oom_risk'")
         assert sorted(oom["rank"]) == [0, 1] and set(oom["step"]) == {2}
-        runtime = run.sql("SELECT step, MAX(value) AS v FROM counters c JOIN steps s ON c.rank = s.rank "
-                          "AND c.ts >= s.ts AND c.ts < s.end_ts WHERE name = 'hbm.runtime' GROUP BY step ORDER BY step")
+        runtime = run.sql(
+            "SELECT step, MAX(value) AS v FROM counters c JOIN steps s ON c.rank = s.rank "
+            "AND c.ts >= s.ts AND c.ts < s.end_ts WHERE name = 'hbm.runtime' GROUP BY step ORDER BY step"
+        )
         assert list(runtime["v"].diff().dropna().round()) == [9e9, 9e9]
     assert not summary(load_config(preset="llama2-7b", overrides=["parallel.tp=1"]))["fits"]
 
@@ -98,8 +119,16 @@ def test_recompile_fault_compiles_again(tmp_path):
 
 
 def test_vision_models_report_images_per_second(tmp_path):
-    cfg = load_config(preset="vit-base", overrides=["cluster.instance=trn1.2xlarge", "batch.global=16",
-                                                    "batch.micro=8", "run.steps=2", "model.layers=2"])
+    cfg = load_config(
+        preset="vit-base",
+        overrides=[
+            "cluster.instance=trn1.2xlarge",
+            "batch.global=16",
+            "batch.micro=8",
+            "run.steps=2",
+            "model.layers=2",
+        ],
+    )
     with open_run(simulate(cfg, tmp_path / "vit")) as run:
         assert run.info()["throughput"]["unit"] == "img/s"
 
@@ -113,6 +142,7 @@ def test_demo_config_has_a_visible_input_bottleneck(tmp_path):
 def test_existing_output_needs_overwrite(small_run, tmp_path):
     cfg, path = small_run
     from trnprof.errors import TrnprofError
+
     with pytest.raises(TrnprofError, match="output exists"):
         simulate(cfg, path)
 
@@ -133,9 +163,11 @@ def test_cli_simulate_summary_and_presets(cli, tmp_path):
 
 
 def test_cli_errors_are_one_line_exit_2(cli, tmp_path):
-    for args in (["simulate", "--preset", "tiny", "--set", "parallel.tp=3", "-o", str(tmp_path / "x")],
-                 ["simulate", "--preset", "tiny"],
-                 ["simulate"]):
+    for args in (
+        ["simulate", "--preset", "tiny", "--set", "parallel.tp=3", "-o", str(tmp_path / "x")],
+        ["simulate", "--preset", "tiny"],
+        ["simulate"],
+    ):
         result = cli(*args)
         assert result.exit_code == 2, result.output
         assert result.output.startswith("error: ") and result.output.count("\n") == 1
@@ -144,6 +176,7 @@ def test_cli_errors_are_one_line_exit_2(cli, tmp_path):
 
 def test_list_presets_shows_each_default_layout(cli):
     from trnprof.model.hardware import INSTANCES
+
     listed = json.loads(cli("simulate", "--list-presets", "--format", "json").output)
     text = cli("simulate", "--list-presets").output
     for name in listed["job"] + listed["model"]:

@@ -10,11 +10,16 @@ from click.testing import CliRunner
 
 from trnprof.cli import main as cli
 from trnprof.collectors.trn1 import load_config, summary
-from trnprof.collectors.trn1.calibration import (calibration_rows, implied_auto_cast, leave_one_out, log_error,
-                                                 uncast_fp32_ceiling)
+from trnprof.collectors.trn1.calibration import (
+    calibration_rows,
+    implied_auto_cast,
+    leave_one_out,
+    log_error,
+    uncast_fp32_ceiling,
+)
+from trnprof.collectors.trn1.uncertainty import evidence, loo_params, outside, parameter_spread
 from trnprof.model.job import resolve
 from trnprof.model.params import FITTED, default_params
-from trnprof.collectors.trn1.uncertainty import evidence, loo_params, outside, parameter_spread
 
 
 def summary_json(*args):
@@ -45,8 +50,9 @@ def test_band_brackets_the_prediction_and_is_wider_outside_the_evidence():
     assert band["low"] < value < band["high"] and band["inside_evidence"] and band["outside_evidence"] == []
     assert math.log(band["high"] / value) == pytest.approx(band["log_half_width"])
     # The same model on a layout no fit row has (tp 32, pp 8) is outside, named, and less sure.
-    far = summary_json("--preset", "llama2-7b-16node", "--set", "parallel.tp=32", "--set", "parallel.pp=8",
-                       "--set", "cluster.nodes=32")
+    far = summary_json(
+        "--preset", "llama2-7b-16node", "--set", "parallel.tp=32", "--set", "parallel.pp=8", "--set", "cluster.nodes=32"
+    )
     reasons = " ".join(far["band"]["outside_evidence"])
     assert "tp 32" in reasons and "pp 8" in reasons and not far["band"]["inside_evidence"]
     assert far["band"]["log_half_width"] > band["log_half_width"]
@@ -66,8 +72,10 @@ def test_evidence_range_is_what_the_fit_rows_span():
     fp32 = resolve(load_config(preset="bert-large-16node-fp32"))
     assert any("elementwise work in fp32" in r for r in outside(fp32))
     # no fit row runs ZeRO-1 or full checkpointing: the same fit job with either is outside
-    for change, named in (("parallel.zero1=true", "ZeRO-1 on"), ("memory.activation_checkpointing=full",
-                                                                  "activation checkpointing full")):
+    for change, named in (
+        ("parallel.zero1=true", "ZeRO-1 on"),
+        ("memory.activation_checkpointing=full", "activation checkpointing full"),
+    ):
         reasons = outside(resolve(load_config(preset="llama2-7b-16node", overrides=[change])))
         assert len(reasons) == 1 and reasons[0].startswith(named)
 
@@ -80,8 +88,11 @@ def test_fp32_row_casting_is_read_from_its_throughput_against_the_fp32_peak():
     fp32 = rows["bert-large-16node-fp32"]
     ceiling = uncast_fp32_ceiling(fp32)
     assert fp32.published < ceiling
-    assert implied_auto_cast(fp32) == "none" == resolve(load_config(preset=fp32.preset)).config.precision.auto_cast.replace(
-        "default", "none")
+    assert (
+        implied_auto_cast(fp32)
+        == "none"
+        == resolve(load_config(preset=fp32.preset)).config.precision.auto_cast.replace("default", "none")
+    )
     assert resolve(load_config(preset=fp32.preset)).dtypes.matmul == "fp32"
     faster = dataclasses.replace(fp32, published=2 * ceiling)
     assert implied_auto_cast(faster) == "matmult"
@@ -94,12 +105,15 @@ def test_auto_cast_default_follows_the_neuron_release(sdk, cast):
     default = summary(load_config(preset="tiny", overrides=base))
     explicit = summary(load_config(preset="tiny", overrides=base + [f"precision.auto_cast={cast}"]))
     assert default["step_time_s"] == explicit["step_time_s"]
-    assert resolve(load_config(preset="tiny", overrides=base)).dtypes.matmul == ("bf16" if cast == "matmult" else "fp32")
+    assert resolve(load_config(preset="tiny", overrides=base)).dtypes.matmul == (
+        "bf16" if cast == "matmult" else "fp32"
+    )
 
 
 def test_bad_sdk_version_is_one_error_line():
-    result = CliRunner().invoke(cli, ["simulate", "--preset", "tiny", "--summary-only",
-                                      "--set", "precision.neuron_sdk=latest"])
+    result = CliRunner().invoke(
+        cli, ["simulate", "--preset", "tiny", "--summary-only", "--set", "precision.neuron_sdk=latest"]
+    )
     assert result.exit_code == 2 and result.output.count("\n") == 1 and "precision.neuron_sdk" in result.output
 
 

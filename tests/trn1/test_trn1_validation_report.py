@@ -10,7 +10,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "execution-model.md"
 
 def test_validation_report_in_the_docs_is_up_to_date():
     text = DOC.read_text(encoding="utf-8")
-    section = text[text.index(BEGIN): text.index(END) + len(END)]
+    section = text[text.index(BEGIN) : text.index(END) + len(END)]
     assert section == render(), "docs/execution-model.md drifted: run python scripts/validation_report.py"
 
 

@@ -38,8 +38,14 @@ def test_the_ultraserver_is_four_trn2u_joined_by_neuronlink():
 def test_lnc_1_halves_every_per_core_figure():
     two, one = (hw.row(hw.INSTANCE_TYPES["trn2.48xlarge"], lnc) for lnc in (2, 1))
     assert one["cores"] == 128 and one["cores_per_chip"] == 8
-    for column in ("tensor_bf16_flops", "tensor_fp8_flops", "hbm_bytes_per_core", "vector_fp32_flops",
-                   "node_link_bytes_per_s", "chip_link_bytes_per_s"):
+    for column in (
+        "tensor_bf16_flops",
+        "tensor_fp8_flops",
+        "hbm_bytes_per_core",
+        "vector_fp32_flops",
+        "node_link_bytes_per_s",
+        "chip_link_bytes_per_s",
+    ):
         assert one[column] == pytest.approx(two[column] / 2), column
 
 
@@ -51,8 +57,18 @@ def test_trn1_rows_are_unchanged():
 
 
 def test_every_trn2_figure_names_its_source():
-    for key in ("trn2_cores", "trn2_lnc", "trn2_tensor", "trn2_vector_scalar", "trn2_hbm", "trn2_dma",
-                "trn2_instances", "trn2_neuronlink", "trn2_network", "trn2_topology"):
+    for key in (
+        "trn2_cores",
+        "trn2_lnc",
+        "trn2_tensor",
+        "trn2_vector_scalar",
+        "trn2_hbm",
+        "trn2_dma",
+        "trn2_instances",
+        "trn2_neuronlink",
+        "trn2_network",
+        "trn2_topology",
+    ):
         assert hw.SOURCES[key].strip(), key
 
 

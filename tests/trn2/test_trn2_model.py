@@ -26,8 +26,9 @@ def step(preset="tiny", *overrides):
 
 
 def test_fp8_matmuls_run_at_twice_the_bf16_rate_on_trn2_only():
-    assert tensor_seconds(BIG, "fp8", 1.0, TRN2) == pytest.approx(tensor_seconds(BIG, "bf16", 1.0, TRN2) * 667 / 1299,
-                                                                   rel=1e-3)
+    assert tensor_seconds(BIG, "fp8", 1.0, TRN2) == pytest.approx(
+        tensor_seconds(BIG, "bf16", 1.0, TRN2) * 667 / 1299, rel=1e-3
+    )
     assert tensor_seconds(BIG, "fp8", 1.0, TRN1) == tensor_seconds(BIG, "bf16", 1.0, TRN1)
 
 
@@ -45,8 +46,9 @@ def test_lnc_sets_the_ranks_and_what_each_rank_has():
     one = resolve(load_config(preset="qwen3-8b-torchtitan-trn2", overrides=["cluster.lnc=1", "batch.global=32"]))
     assert (two.world, one.world) == (64, 128)
     assert one.instance.core_hbm_bytes * 2 == two.instance.core_hbm_bytes
-    assert tensor_seconds(BIG, "bf16", 1.0, one.instance) == pytest.approx(2 * tensor_seconds(BIG, "bf16", 1.0, two.instance),
-                                                                          rel=1e-3)  # but the one throttle ramp
+    assert tensor_seconds(BIG, "bf16", 1.0, one.instance) == pytest.approx(
+        2 * tensor_seconds(BIG, "bf16", 1.0, two.instance), rel=1e-3
+    )  # but the one throttle ramp
     with pytest.raises(TrnprofError, match="cluster.lnc: 2 is not a Logical NeuronCore Configuration of trn1.32xlarge"):
         resolve(load_config(preset="tiny", overrides=["cluster.instance=trn1.32xlarge", "cluster.lnc=2"]))
 
@@ -54,6 +56,7 @@ def test_lnc_sets_the_ranks_and_what_each_rank_has():
 def test_the_throttle_ramp_costs_every_trn2_tensor_op_up_to_the_ramp():
     def streaming(mms, instance):
         return sum(matmul_cycles(mm) for mm in mms) / instance.tensor_cycle_hz
+
     tiny = [Matmul(128, 128, 128)]
     assert streaming(tiny, TRN2) < THROTTLE_RAMP_S
     assert tensor_seconds(tiny, "bf16", 1.0, TRN2) == pytest.approx(2 * streaming(tiny, TRN2))  # all at half rate
@@ -62,8 +65,8 @@ def test_the_throttle_ramp_costs_every_trn2_tensor_op_up_to_the_ramp():
 
 
 def test_a_torus_row_gets_half_the_links_of_a_two_dimensional_group():
-    row = placement(np.arange(16), 64, instance=TRN2)      # 4 chips on one torus row
-    square = placement(np.arange(64), 64, instance=TRN2)   # all 16 chips
+    row = placement(np.arange(16), 64, instance=TRN2)  # 4 chips on one torus row
+    square = placement(np.arange(64), 64, instance=TRN2)  # all 16 chips
     assert (row.torus_dims, square.torus_dims) == (1, 2)
     assert intra_busbw(TRN2, False, 1) == pytest.approx(intra_busbw(TRN2, False, 2) / 2)
     assert placement(np.arange(4), 64, instance=TRN2).same_chip  # TP4 inside a chip at LNC=2
@@ -73,10 +76,12 @@ def test_trn2_collectives_are_sane_against_trn1():
     node1 = Placement(size=32, per_node=32, nodes=1, same_chip=False)
     node2 = Placement(size=64, per_node=64, nodes=1, same_chip=False)
     big = 1 << 30
-    busbw = {name: 2 * (n - 1) / n * big / collective_time("all_reduce", big, where, inst, 0.8)
-             for name, n, where, inst in (("trn1", 32, node1, TRN1), ("trn2", 64, node2, TRN2))}
+    busbw = {
+        name: 2 * (n - 1) / n * big / collective_time("all_reduce", big, where, inst, 0.8)
+        for name, n, where, inst in (("trn1", 32, node1, TRN1), ("trn2", 64, node2, TRN2))
+    }
     # per rank: NeuronLink-v3 1,024 GB/s over 4 ranks against NeuronLink-v2 384 GiB/s over 2
-    assert busbw["trn2"] / busbw["trn1"] == pytest.approx((1024e9 / 4) / (384 * 2 ** 30 / 2), rel=0.05)
+    assert busbw["trn2"] / busbw["trn1"] == pytest.approx((1024e9 / 4) / (384 * 2**30 / 2), rel=0.05)
     tiny = collective_time("all_reduce", 1024, node2, TRN2, 0.8)
     assert tiny == pytest.approx(collective_time("all_reduce", 1024, node1, TRN1, 0.8), rel=0.05)  # latency-bound
 
@@ -113,11 +118,25 @@ def test_trn2_presets_resolve_fit_and_state_their_stack(preset):
 
 
 def test_cli_simulates_a_trn1_preset_on_trn2():
-    result = CliRunner().invoke(cli, ["simulate", "--preset", "llama2-7b", "--set", "cluster.instance=trn2.48xlarge",
-                                      "--summary-only", "--format", "json"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "simulate",
+            "--preset",
+            "llama2-7b",
+            "--set",
+            "cluster.instance=trn2.48xlarge",
+            "--summary-only",
+            "--format",
+            "json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     assert out["band"]["outside_evidence"][0].startswith("Trainium2")
-    text = CliRunner().invoke(cli, ["simulate", "--preset", "llama2-7b", "--set", "cluster.instance=trn2.48xlarge",
-                                    "--summary-only"]).output
+    text = (
+        CliRunner()
+        .invoke(cli, ["simulate", "--preset", "llama2-7b", "--set", "cluster.instance=trn2.48xlarge", "--summary-only"])
+        .output
+    )
     assert "OUTSIDE the calibration evidence: Trainium2" in text

@@ -7,11 +7,12 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trnprof import yamlio
-from trnprof.model.config import load_config
 from trnprof.errors import TrnprofError
+from trnprof.model.config import load_config
 from trnprof.textfmt import BRIEF, brief
 from trnprof.whatif.validate import JOB_A, simulate_job
 
@@ -22,11 +23,17 @@ def run_a(tmp_path_factory):
 
 
 HOSTILE = [
-    ("per_sample_ms=.inf", "input.per_sample_ms"), ("per_sample_ms=1e300", "input.per_sample_ms"),
-    ("per_sample_ms=.nan", "input.per_sample_ms"), ("bucket_mb=1e-300", "comm.bucket_mb"),
-    ("bucket_mb=1e300", "comm.bucket_mb"), ("model.layers=100000", "model.layers"),
-    ("workers=100000000", "input.workers"), ("nodes=.inf", "cluster.nodes"), ("tp=1e300", "parallel.tp"),
-    ("global=100000000", "batch.global"), ("model.hidden=1e300", "model.hidden"),
+    ("per_sample_ms=.inf", "input.per_sample_ms"),
+    ("per_sample_ms=1e300", "input.per_sample_ms"),
+    ("per_sample_ms=.nan", "input.per_sample_ms"),
+    ("bucket_mb=1e-300", "comm.bucket_mb"),
+    ("bucket_mb=1e300", "comm.bucket_mb"),
+    ("model.layers=100000", "model.layers"),
+    ("workers=100000000", "input.workers"),
+    ("nodes=.inf", "cluster.nodes"),
+    ("tp=1e300", "parallel.tp"),
+    ("global=100000000", "batch.global"),
+    ("model.hidden=1e300", "model.hidden"),
     ("faults=[{kind: slow_loader, factor: .inf}]", "faults[0].factor"),
     ("faults=[{kind: memory_leak, bytes_per_step: 1e300}]", "faults[0].bytes_per_step"),
 ]
@@ -41,9 +48,21 @@ def test_a_hostile_whatif_value_is_one_line_naming_the_key(run_a, cli, setting, 
 
 
 @settings(max_examples=40, deadline=None)
-@given(value=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-(1 << 80), 1 << 80)),
-       key=st.sampled_from(["input.per_sample_ms", "comm.bucket_mb", "input.workers", "model.layers",
-                            "batch.global", "cluster.nodes", "run.seed", "calibration.op_overhead_us"]))
+@given(
+    value=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-(1 << 80), 1 << 80)),
+    key=st.sampled_from(
+        [
+            "input.per_sample_ms",
+            "comm.bucket_mb",
+            "input.workers",
+            "model.layers",
+            "batch.global",
+            "cluster.nodes",
+            "run.seed",
+            "calibration.op_overhead_us",
+        ]
+    ),
+)
 def test_any_number_is_accepted_within_its_range_or_refused_in_one_line(value, key):
     try:
         config = load_config(overrides=[f"{key}={value!r}" if isinstance(value, float) else f"{key}={value}"])
@@ -83,13 +102,16 @@ def _laughs(levels: int = 9) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.parametrize("command", [["whatif", "RUN", "--config"], ["analyze", "RUN", "--config"],
-                                     ["simulate", "--summary-only"]])
+@pytest.mark.parametrize(
+    "command", [["whatif", "RUN", "--config"], ["analyze", "RUN", "--config"], ["simulate", "--summary-only"]]
+)
 def test_a_billion_laughs_config_is_one_error_without_expanding(tmp_path, run_a, command):
     config = tmp_path / "laughs.yaml"
     config.write_text(_laughs(), encoding="utf-8")
-    script = (f"import resource, sys\nresource.setrlimit(resource.RLIMIT_AS, ({3 << 30}, {3 << 30}))\n"
-              "from trnprof.cli import main\nsys.argv = ['trnprof', *sys.argv[1:]]\nmain()\n")
+    script = (
+        f"import resource, sys\nresource.setrlimit(resource.RLIMIT_AS, ({3 << 30}, {3 << 30}))\n"
+        "from trnprof.cli import main\nsys.argv = ['trnprof', *sys.argv[1:]]\nmain()\n"
+    )
     args = [str(run_a) if a == "RUN" else a for a in command] + [str(config)]
     done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr[-500:]
@@ -103,8 +125,9 @@ def test_yaml_alias_expansion_is_bounded_but_ordinary_aliases_load():
     assert yamlio.load("a: &a [1, 2]\nb: [*a, *a, *a]\n")["b"] == [[1, 2]] * 3
 
 
-@pytest.mark.parametrize("command", [["whatif", "RUN", "--config"], ["analyze", "RUN", "--config"],
-                                     ["simulate", "--summary-only"]])
+@pytest.mark.parametrize(
+    "command", [["whatif", "RUN", "--config"], ["analyze", "RUN", "--config"], ["simulate", "--summary-only"]]
+)
 def test_a_config_that_is_not_utf8_is_one_line(tmp_path, cli, run_a, command):
     config = tmp_path / "latin1.yaml"
     config.write_bytes("cluster:\n  nodes: 2 # größe\n".encode("latin-1"))
@@ -114,10 +137,19 @@ def test_a_config_that_is_not_utf8_is_one_line(tmp_path, cli, run_a, command):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.recursive(st.one_of(st.text(max_size=5000), st.integers(min_value=-(10 ** 5000), max_value=10 ** 5000),
-                              st.floats(), st.none(), st.booleans()),
-                    lambda inner: st.lists(inner, max_size=50) | st.dictionaries(st.text(max_size=3), inner, max_size=50),
-                    max_leaves=200))
+@given(
+    st.recursive(
+        st.one_of(
+            st.text(max_size=5000),
+            st.integers(min_value=-(10**5000), max_value=10**5000),
+            st.floats(),
+            st.none(),
+            st.booleans(),
+        ),
+        lambda inner: st.lists(inner, max_size=50) | st.dictionaries(st.text(max_size=3), inner, max_size=50),
+        max_leaves=200,
+    )
+)
 def test_brief_is_bounded_for_any_value(value):
     assert len(brief(value)) <= BRIEF + 40
 
@@ -135,8 +167,13 @@ def test_whatif_into_an_existing_folder_is_one_line_and_leaves_nothing(run_a, cl
 def test_an_error_never_quotes_a_huge_value_whole(tmp_path, kind):
     big = 100_000
     config = tmp_path / "big.yaml"
-    config.write_text({"unknown key": "cluster:\n  " + "k" * big + ": 1\n",
-                       "huge number": "cluster:\n  nodes: " + "9" * big + "\n"}.get(kind, ""), encoding="utf-8")
+    config.write_text(
+        {
+            "unknown key": "cluster:\n  " + "k" * big + ": 1\n",
+            "huge number": "cluster:\n  nodes: " + "9" * big + "\n",
+        }.get(kind, ""),
+        encoding="utf-8",
+    )
     with pytest.raises(TrnprofError) as caught:
         load_config(preset="m" * big) if kind == "unknown preset" else load_config(path=config)
     assert len(str(caught.value)) < 1000 and "\n" not in str(caught.value)

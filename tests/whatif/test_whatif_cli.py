@@ -6,8 +6,11 @@ import pytest
 
 import trnprof
 
-KEYS = {"baseline": {"step_time_s", "throughput"}, "fit": {"params", "residual"},
-        "predicted": {"step_time_s", "throughput", "mfu", "hbm_peak_bytes", "fits", "band"}}
+KEYS = {
+    "baseline": {"step_time_s", "throughput"},
+    "fit": {"params", "residual"},
+    "predicted": {"step_time_s", "throughput", "mfu", "hbm_peak_bytes", "fits", "band"},
+}
 
 
 def test_json_document_has_the_issue_shape(cli, run_a):
@@ -40,19 +43,22 @@ def test_text_output_and_output_file(cli, run_a, tmp_path):
     assert json.loads(out.read_text())["change"] == {"parallel": {"zero1": True}}
 
 
-@pytest.mark.parametrize("setting, words", [
-    ("bogus=1", "'bogus' cannot be changed"),
-    ("parallel.tpx=2", "unknown key 'parallel.tpx'"),
-    ("nodes=-1", "cluster.nodes: invalid value -1"),
-    ("nodes=5000", "cluster.nodes: invalid value 5000"),
-    ("tp=abc", "parallel.tp: invalid value 'abc'"),
-    ("tp=3", "must divide the 2 NeuronCores"),
-    ("calibration.tensor_efficiency=0.5", "the fit finds the free parameters"),
-    ("run.steps=3", "cannot be changed by a what-if"),
-    ("nodes", "expected dotted.key=value"),
-    ("faults=[{kind: straggler, rank: 99}]", "outside the world"),
-    ("precision=fp64", "precision.compute: invalid value 'fp64'"),
-])
+@pytest.mark.parametrize(
+    "setting, words",
+    [
+        ("bogus=1", "'bogus' cannot be changed"),
+        ("parallel.tpx=2", "unknown key 'parallel.tpx'"),
+        ("nodes=-1", "cluster.nodes: invalid value -1"),
+        ("nodes=5000", "cluster.nodes: invalid value 5000"),
+        ("tp=abc", "parallel.tp: invalid value 'abc'"),
+        ("tp=3", "must divide the 2 NeuronCores"),
+        ("calibration.tensor_efficiency=0.5", "the fit finds the free parameters"),
+        ("run.steps=3", "cannot be changed by a what-if"),
+        ("nodes", "expected dotted.key=value"),
+        ("faults=[{kind: straggler, rank: 99}]", "outside the world"),
+        ("precision=fp64", "precision.compute: invalid value 'fp64'"),
+    ],
+)
 def test_bad_settings_are_one_line_exit_2(cli, run_a, setting, words):
     result = cli("whatif", run_a, "--set", setting)
     assert result.exit_code == 2

@@ -57,8 +57,10 @@ def _simulated(folder, seed: int) -> dict:
 def runs(tmp_path_factory):
     """The runs whatif reads (seed 1) and the truth, another run of each job as a user would
     measure it (seed 2: its own noise)."""
-    return (_simulated(tmp_path_factory.mktemp("whatif_seed1"), 1),
-            _simulated(tmp_path_factory.mktemp("whatif_seed2"), 2))
+    return (
+        _simulated(tmp_path_factory.mktemp("whatif_seed1"), 1),
+        _simulated(tmp_path_factory.mktemp("whatif_seed2"), 2),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +95,10 @@ def test_removing_a_fault_predicts_the_clean_run(cases, kind):
 
 
 def test_the_band_holds_the_truth_in_9_of_10_cases(cases):
-    held = [c[0] for c in cases if c[1]["predicted"]["band"]["low_s"] <= c[2]["typical"]
-            <= c[1]["predicted"]["band"]["high_s"]]
+    held = [
+        c[0]
+        for c in cases
+        if c[1]["predicted"]["band"]["low_s"] <= c[2]["typical"] <= c[1]["predicted"]["band"]["high_s"]
+    ]
     assert len(cases) >= 10
     assert len(held) >= 0.9 * len(cases), sorted({c[0] for c in cases} - set(held))

@@ -6,9 +6,9 @@ import json
 import pytest
 
 from trnprof.model.params import default_params
-from trnprof.whatif.document import whatif
 from trnprof.whatif.describe import recorded_config
-from trnprof.whatif.validate import JOB_A, PERTURBATIONS, simulate_job, truth_sets, measured_step
+from trnprof.whatif.document import whatif
+from trnprof.whatif.validate import JOB_A, PERTURBATIONS, measured_step, simulate_job, truth_sets
 
 
 def test_fit_recovers_the_perturbed_parameters(run_a):
@@ -42,7 +42,7 @@ def test_without_inter_node_traffic_the_network_is_not_identified(tmp_path):
     band = doc["predicted"]["band"]
     truth = measured_step(truth_sets(job, ["nodes=2"], "A", None), tmp_path / "two", 5)
     assert band["low_s"] <= truth <= band["high_s"]
-    assert band["high_s"] / band["low_s"] > 1.2   # it says how unsure it is
+    assert band["high_s"] / band["low_s"] > 1.2  # it says how unsure it is
 
 
 def test_band_contains_the_simulated_step_and_numbers_agree(run_a, tmp_path):

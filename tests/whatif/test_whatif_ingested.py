@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
+from tests.conftest import DATA, REPO
 from trnprof.collectors.ingest import ingest
 from trnprof.whatif.document import whatif
-from tests.conftest import DATA, REPO
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +28,7 @@ def test_needed_keys_are_named_in_one_line(cli, ddp):
     assert "\n" not in line and "the trace cannot tell the job" in line
     for key in ("model", "cluster.instance", "cluster.nodes", "parallel.pp", "batch.global", "batch.micro"):
         assert key in line
-    assert "parallel.tp" not in line   # given by --set tp=2
+    assert "parallel.tp" not in line  # given by --set tp=2
 
 
 def test_described_real_trace_gets_a_band_or_a_reason(ddp):

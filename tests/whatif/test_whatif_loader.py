@@ -23,7 +23,7 @@ from trnprof.whatif import validate
 from trnprof.whatif.describe import expand
 from trnprof.whatif.document import whatif
 
-JOBS = validate.LOADER_JOBS   # (sets, steps, loader seconds a step at factor 1 with one worker)
+JOBS = validate.LOADER_JOBS  # (sets, steps, loader seconds a step at factor 1 with one worker)
 CASES = [(job, factor) for job, factors in validate.LOADER_FACTORS.items() for factor in factors]
 
 
@@ -47,9 +47,11 @@ def simulated(tmp_path_factory):
         if key not in made:
             sets, steps, _ = JOBS[job]
             folder = tmp_path_factory.mktemp("loader")
-            made[key] = validate.simulate_job(sets + [f"run.seed={seed}"], "A", folder / "run",
-                                       faults=_fault(factor) if factor else None, steps=steps)
+            made[key] = validate.simulate_job(
+                sets + [f"run.seed={seed}"], "A", folder / "run", faults=_fault(factor) if factor else None, steps=steps
+            )
         return made[key]
+
     return get
 
 
@@ -85,8 +87,9 @@ def test_a_short_run_is_modelled_as_measured_not_as_the_steady_state(tmp_path):
     fx = effects(job.config.faults, job.config.comm.overlap_dp)
     plan = build_plan(job, job_params(job.config.calibration), Layout(job), fx.slow_nodes, fx.host_factor)
     views = run_views(plan, fx, 6)
-    truth = _views(validate.simulate_job(validate.JOB_A + ["run.seed=2"], "A", tmp_path / "short",
-                                         faults=_fault(16), steps=6))
+    truth = _views(
+        validate.simulate_job(validate.JOB_A + ["run.seed=2"], "A", tmp_path / "short", faults=_fault(16), steps=6)
+    )
     assert views.typical_s == pytest.approx(truth["typical"], rel=0.01)
     assert views.effective_s == pytest.approx(truth["effective"], rel=0.03)
     assert predictions(job, plan, fx)["step_time_s"] > 2 * truth["effective"]

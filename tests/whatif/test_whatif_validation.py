@@ -7,7 +7,7 @@ import pytest
 
 from trnprof.whatif.validate import CHANGES, FAULTS, JOB_A, compare, simulate_job
 
-TOLERANCE = 0.05   # the issue's target: within 5 % of the simulated step
+TOLERANCE = 0.05  # the issue's target: within 5 % of the simulated step
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +41,7 @@ def test_a_change_that_matters_is_not_predicted_as_no_change(run_a, tmp_path):
     simulated step by far more than the tolerance, and the prediction follows it."""
     row = compare(run_a, JOB_A, ["workers=0"], "A", workdir=tmp_path)
     from trnprof.whatif.document import whatif
+
     baseline = whatif(run_a, [])["predicted"]["step_time_s"]
     assert row["simulated_s"] > baseline * 1.2
     assert abs(row["error"]) <= TOLERANCE

@@ -12,8 +12,15 @@ if TYPE_CHECKING:
     from ..run import Run
 
 
-def diff(base: str | Path | Run, new: str | Path | Run, *, gates=(), strict: bool = False,
-         gate_incomparable: bool = False, **options) -> dict:
+def diff(
+    base: str | Path | Run,
+    new: str | Path | Run,
+    *,
+    gates=(),
+    strict: bool = False,
+    gate_incomparable: bool = False,
+    **options,
+) -> dict:
     """Compare run `new` against run `base` (`trnprof diff`): the diff document (the JSON of
     `trnprof diff --format json`), each side's findings priced as `analyze` prices them (one
     number per finding). gates: `--fail-if` expressions ("step_time>+5%", ...), checked before
@@ -24,6 +31,7 @@ def diff(base: str | Path | Run, new: str | Path | Run, *, gates=(), strict: boo
     from ..diff.document import diff as compare
     from ..diff.gates import evaluate_gates, parse_gate
     from .findings import priced
+
     parsed = [parse_gate(gate) for gate in gates]  # a bad expression fails before any work
     document = compare(base, new, price=priced, **options)
     if gates:
@@ -33,10 +41,14 @@ def diff(base: str | Path | Run, new: str | Path | Run, *, gates=(), strict: boo
 
 def _check_gateable(document: dict, metrics: list[str], gate_incomparable: bool) -> None:
     if not document["comparable"] and not gate_incomparable:
-        raise TrnprofError("the runs are not comparable (" + "; ".join(document["reasons"])
-                           + "), so --fail-if cannot judge them (--force gates them anyway)")
+        raise TrnprofError(
+            "the runs are not comparable ("
+            + "; ".join(document["reasons"])
+            + "), so --fail-if cannot judge them (--force gates them anyway)"
+        )
     errors = document["findings"]["errors"]
     failed = [e["name"] for side in ("base", "new") for e in errors[side]]
     if failed and "new_findings" in metrics:
-        raise TrnprofError(f"rule(s) {', '.join(sorted(set(failed)))} failed, so new_findings gates cannot "
-                           "judge the runs")
+        raise TrnprofError(
+            f"rule(s) {', '.join(sorted(set(failed)))} failed, so new_findings gates cannot judge the runs"
+        )

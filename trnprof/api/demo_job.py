@@ -29,8 +29,10 @@ def claim_folder(out: Path, force: bool) -> bool:
         raise TrnprofError(f"cannot write the demo into {out}: it is not a folder")
     earlier = out.is_dir() and _is_demo(out)
     if out.is_dir() and not earlier and any(out.iterdir()) and not force:
-        raise TrnprofError(f"{out} holds files an earlier trnprof demo did not write: choose another folder "
-                           "or pass --force to replace its run, analyze.json and report.html")
+        raise TrnprofError(
+            f"{out} holds files an earlier trnprof demo did not write: choose another folder "
+            "or pass --force to replace its run, analyze.json and report.html"
+        )
     if not earlier:
         atomic.write_text(out / MARKER, json.dumps({"made_by": "trnprof demo"}) + "\n")
     return earlier or force
@@ -45,6 +47,7 @@ def demo(out: str | Path, *, force: bool = False, started: Callable[[], None] | 
     from .findings import analyze
     from .reporting import report
     from .runs import run_info
+
     out = Path(out)
     replace = claim_folder(out, force)
     run_path = out / "run"

@@ -23,18 +23,21 @@ def whatif(run: str | Path | Run, overrides=(), *, job=None, scales=(), threads:
     if scales:
         return _replay(run, list(scales), overrides, job, threads)
     from ..whatif import document as whatif_document
+
     return whatif_document.whatif(run, overrides, config=job, threads=threads)
 
 
 def _replay(run, scales: list[str], overrides, job, threads) -> dict:
     if overrides or job:
-        raise TrnprofError("--scale replays the trace; --set/--job change the execution model's job: "
-                           "give one or the other")
+        raise TrnprofError(
+            "--scale replays the trace; --set/--job change the execution model's job: give one or the other"
+        )
     from ..critical_path import scale
-    from ..whatif import replay
     from ..engines import open_run
+    from ..whatif import replay
+
     started = time.perf_counter()
     for spec in scales:
-        scale.parse(spec)   # a bad selector fails before the run is read
+        scale.parse(spec)  # a bad selector fails before the run is read
     with open_run(run, threads=threads) as opened:
         return replay.document(opened, scales, started)

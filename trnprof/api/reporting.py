@@ -16,6 +16,7 @@ def _findings(run: Run, findings, analyze_rules: bool, config) -> tuple[Document
     """The report's findings document and a line saying where it came from."""
     from ..report.findings import read_findings
     from .findings import analyze
+
     if findings is not None:
         document = read_findings(findings)
         analyzed = f" (analyzed run: {document.run})"
@@ -30,11 +31,22 @@ def _findings(run: Run, findings, analyze_rules: bool, config) -> tuple[Document
 def check_page(out) -> None:
     """Fail when the page cannot be made (its JavaScript bundle is not at hand), before any work."""
     from ..report.build import check_destination
+
     check_destination(Path(out))
 
 
-def report(run: str | Path, out, *, findings=None, analyze: bool = True, png_dir=None, threads: int | None = None,
-           baseline=None, config=None, overwrite: bool = True) -> dict:
+def report(
+    run: str | Path,
+    out,
+    *,
+    findings=None,
+    analyze: bool = True,
+    png_dir=None,
+    threads: int | None = None,
+    baseline=None,
+    config=None,
+    overwrite: bool = True,
+) -> dict:
     """Write the HTML report of `run` to `out` (`trnprof report`); overwrite=False: refuse a file
     there, before any work and when the page is written.
 
@@ -48,11 +60,13 @@ def report(run: str | Path, out, *, findings=None, analyze: bool = True, png_dir
     from ..engines import open_run
     from ..report.build import build_report
     from .findings import priced
+
     check_page(out)
     check_replaceable(out, overwrite)
     with open_run(run, threads=threads) as opened:
         opened.materialize()  # the views the report and the rules share, computed once
         document, origin = _findings(opened, findings, analyze, config)
         comparison = None if baseline is None else diff(baseline, opened, new_findings=document, price=priced)
-        return build_report(opened, out, findings=document, origin=origin, comparison=comparison, png_dir=png_dir,
-                            overwrite=overwrite)
+        return build_report(
+            opened, out, findings=document, origin=origin, comparison=comparison, png_dir=png_dir, overwrite=overwrite
+        )

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 def list_rules(rule_dirs=()) -> list[Rule]:
     """The built-in rules and those of the pack folders `rule_dirs` (`trnprof rules list`)."""
     from ..rules_engine.loader import load_rules
+
     return load_rules(rule_dirs)
 
 
@@ -26,6 +27,7 @@ def rule_reference(name: str, rule_dirs=()) -> tuple[str, Path]:
     """One rule, by code or name (`trnprof rules show`): its reference section (Markdown, as
     `rules docs` writes it) and its file."""
     from ..rules_engine import docs
+
     match = [rule for rule in list_rules(rule_dirs) if name in (rule.code, rule.name)]
     if not match:
         raise TrnprofError(f"no rule {name!r} (see `trnprof rules list`)")
@@ -35,10 +37,13 @@ def rule_reference(name: str, rule_dirs=()) -> tuple[str, Path]:
 def write_from_factory(made: Factory, path: Path) -> Path:
     """A case's run made by a collector's run factory (`simulate`: the Trn1 execution model)."""
     from ..collectors.registry import run_factory
+
     factory = run_factory(made.name)
     if factory is None:
-        raise TrnprofError(f"this case needs the run factory {made.name!r}, which no installed collector "
-                           f"provides (entry-point group trnprof.run_factories)")
+        raise TrnprofError(
+            f"this case needs the run factory {made.name!r}, which no installed collector "
+            f"provides (entry-point group trnprof.run_factories)"
+        )
     return factory(dict(made.args), path)
 
 
@@ -57,6 +62,7 @@ class _CaseRuns:
 
         from ..rules_engine.spec import Factory
         from ..rules_engine.testing import write_inline
+
         if case.run.inline is not None:
             self.count += 1
             return write_inline(case.run.inline, self.folder / f"inline-{self.count}")
@@ -73,6 +79,7 @@ def _run_case(rule: Rule, case: Case, runs: _CaseRuns, timeout: float) -> CaseRe
     from ..rules_engine.params import cast
     from ..rules_engine.testing import CaseResult, compare
     from .findings import priced
+
     result = CaseResult(rule, case)
     try:
         path = runs.path_for(case)
@@ -100,6 +107,7 @@ def rule_tests(path: str | Path | None = None, *, timeout: float = 60.0) -> list
     folder of packs; default the built-in packs), once their SQL binds against the stdlib's
     columns and their codes and names clash neither with each other nor the built-in rules."""
     from ..rules_engine.loader import builtin_dir, check_binding, check_unique, load_folder, load_rule_file
+
     if path is None:
         rules = list_rules()
     elif Path(path).is_file():
@@ -118,6 +126,7 @@ def new_rule(name: str, folder: str | Path = "rules", code: str | None = None) -
     """Write a rule file `name` (pack.rule_name) to fill in under `folder` (`trnprof rules new`),
     its code the pack's next one unless `code`; it passes `rules test` as written."""
     from ..rules_engine.scaffold import new_rule as scaffold
+
     folder = Path(folder)
     existing = list_rules([folder]) if folder.is_dir() and any(folder.rglob("*.yaml")) else list_rules()
     return scaffold(name, folder, existing, code)
@@ -128,6 +137,7 @@ def rule_docs(out: str | Path, *, check: bool = False, force: bool = False) -> d
     written to `out`} or, with `check`, {"drifted": the pages of `out` that differ from the rules}.
     force: replace pages of the same names that `rules docs` did not write."""
     from ..rules_engine import docs
+
     rules = list_rules()
     if check:
         return {"drifted": docs.drifted(Path(out), rules)}

@@ -21,6 +21,7 @@ def check(run: str | Path, *, repair: bool = False, on_repair=None) -> Verdict:
     from ..integrity import verify
     from ..manifest import read_manifest
     from ..runstore import recover
+
     run = Path(run)
     repaired = recover(run) if repair else []
     for line in repaired:
@@ -43,6 +44,7 @@ def check(run: str | Path, *, repair: bool = False, on_repair=None) -> Verdict:
 def _repair_cache(run: Path) -> list[str]:
     """Remove the cache's bad entries and links (never what a link points to)."""
     from .. import derived
+
     done = []
     for problem, path in derived.cache_problems(run):
         derived.remove(path)
@@ -54,12 +56,12 @@ def run_info(run: str | Path, *, threads: int | None = None) -> dict:
     """What the run holds (`trnprof info --format json`): world size, steps, step time,
     throughput, MFU, warm-up and long steps, event and counter counts, time span."""
     from ..engines import open_run
+
     with open_run(run, threads=threads) as opened:
         return opened.info()
 
 
-def query(run: str | Path, sql: str, *, unsafe: bool = False, timeout: float | None = None,
-          threads: int | None = None):
+def query(run: str | Path, sql: str, *, unsafe: bool = False, timeout: float | None = None, threads: int | None = None):
     """The result of `sql` over the run at `run` as a DataFrame (`trnprof query`): in the rule
     sandbox (one SELECT over the run's tables and views, no file, setting or extension, at most
     `timeout` seconds, default the rules' 60; Ctrl-C stops it). unsafe: any SQL on the run's
@@ -67,12 +69,14 @@ def query(run: str | Path, sql: str, *, unsafe: bool = False, timeout: float | N
     from ..engines import open_run
     from ..rules_engine.engine import DEFAULT_TIMEOUT_S
     from ..rules_engine.sandbox import SandboxError, interruptible, query_run
+
     with open_run(run, threads=threads) as opened:
         try:
             limit = DEFAULT_TIMEOUT_S if timeout is None else timeout
             if not unsafe and opened.engine == "spark":
                 from ..rules_engine.catalog import readable_tables
                 from ..rules_engine.spark_sandbox import SparkSandbox  # the optional extra
+
                 return SparkSandbox(opened, set(readable_tables()), cache=[]).query(sql, timeout=limit)
             if not unsafe:
                 return query_run(opened, sql, timeout=limit)
@@ -81,5 +85,7 @@ def query(run: str | Path, sql: str, *, unsafe: bool = False, timeout: float | N
             return opened.sql(sql)
         except SandboxError as exc:
             refused = str(exc).startswith("refused") or "Permission Error" in str(exc) or "locked" in str(exc)
-            raise TrnprofError(f"query failed: {exc}" + (" (trnprof query runs one SELECT over the run in the "
-                                                         "sandbox; --unsafe lifts it)" if refused else "")) from None
+            raise TrnprofError(
+                f"query failed: {exc}"
+                + (" (trnprof query runs one SELECT over the run in the sandbox; --unsafe lifts it)" if refused else "")
+            ) from None

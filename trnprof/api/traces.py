@@ -14,17 +14,24 @@ def _no_bar(length: int):
     return contextlib.nullcontext()
 
 
-def ingest_traces(paths, out, *, fmt: str = "auto", rank: int | None = None, force: bool = False,
-                  bar=_no_bar) -> dict:
+def ingest_traces(paths, out, *, fmt: str = "auto", rank: int | None = None, force: bool = False, bar=_no_bar) -> dict:
     """Ingest traces and tool outputs (files or folders) into the run folder `out` (`trnprof
     ingest`): the ingest summary. bar(total input bytes): a context manager that yields a
     progress bar (its `update(bytes)` is called as the inputs are read) or None for none."""
     from ..collectors.ingest import ingest, input_bytes
     from ..collectors.ingest.detect import expand
+
     inputs = expand(list(paths), fmt)
     with bar(input_bytes(inputs)) as shown:
-        return ingest(paths, out, fmt=fmt, rank=rank, force=force, inputs=inputs,
-                      progress=shown.update if shown is not None else None)
+        return ingest(
+            paths,
+            out,
+            fmt=fmt,
+            rank=rank,
+            force=force,
+            inputs=inputs,
+            progress=shown.update if shown is not None else None,
+        )
 
 
 @contextlib.contextmanager
@@ -42,6 +49,7 @@ def run_or_traces(path: str | Path, *, into: str | Path | None = None):
         yield path, []
         return
     from ..collectors.ingest.traces import is_trace_input, run_of_traces  # the ingest loads only for a trace
+
     if not is_trace_input(path):
         yield path, []
         return

@@ -37,6 +37,7 @@ def _duckdb_error() -> type[BaseException] | tuple:
 
 def _fail(message: str, code: Exit) -> None:
     from ..textfmt import terminal
+
     click.echo(message if code == Exit.INTERRUPTED else f"error: {terminal(message)}", err=True)
     sys.exit(code)
 
@@ -75,6 +76,7 @@ def _quick_exit(code) -> None:
     elif not isinstance(code, int):
         return
     import atexit
+
     atexit._run_exitfuncs()
     try:
         sys.stdout.flush()
@@ -120,10 +122,13 @@ class _Group(click.Group):
             formatter.write_dl([(name, _listing.short_help(name, limit)) for name in names])
 
     def parse_args(self, ctx, args):
-        for arg in args:   # a name with bytes that are not UTF-8 (b'\xff') arrives surrogate-escaped
+        for arg in args:  # a name with bytes that are not UTF-8 (b'\xff') arrives surrogate-escaped
             if not _is_utf8(arg):
-                _fail(f"argument '{_escaped(arg)}' is not UTF-8 text: trnprof reads and writes UTF-8 names only "
-                      "(rename the file or folder)", Exit.USAGE)
+                _fail(
+                    f"argument '{_escaped(arg)}' is not UTF-8 text: trnprof reads and writes UTF-8 names only "
+                    "(rename the file or folder)",
+                    Exit.USAGE,
+                )
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx):
@@ -131,11 +136,14 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except TrnprofError as exc:
             _fail(str(exc), Exit.USAGE)
-        except UnicodeEncodeError as exc:   # a name found inside an input folder, not on the command line
+        except UnicodeEncodeError as exc:  # a name found inside an input folder, not on the command line
             if "surrogates not allowed" not in str(exc):
                 raise
-            _fail(f"a name is not UTF-8 text ('{_escaped(exc.object)}'): trnprof reads and writes UTF-8 names "
-                  "only (rename the file or folder)", Exit.USAGE)
+            _fail(
+                f"a name is not UTF-8 text ('{_escaped(exc.object)}'): trnprof reads and writes UTF-8 names "
+                "only (rename the file or folder)",
+                Exit.USAGE,
+            )
         except _duckdb_error() as exc:  # unreadable run data met in the middle of a query
             _fail(f"reading the run failed: {first_line(exc)}", Exit.USAGE)
         except OSError as exc:  # e.g. an output folder that is missing or not writable

@@ -27,8 +27,9 @@ def names() -> tuple[str, ...]:
 
 
 # the `command` function's signature (over any number of lines), then its docstring literal
-_DOCSTRING = re.compile(r'^def command\(.*?\)(?:\s*->[^:]+)?:\s*\n\s*((?:[rRuU]?)(?:"""|\'\'\'))',
-                        re.DOTALL | re.MULTILINE)
+_DOCSTRING = re.compile(
+    r'^def command\(.*?\)(?:\s*->[^:]+)?:\s*\n\s*((?:[rRuU]?)(?:"""|\'\'\'))', re.DOTALL | re.MULTILINE
+)
 
 
 def _docstring(name: str) -> str:
@@ -39,7 +40,7 @@ def _docstring(name: str) -> str:
         return ""
     quote = found.group(1)[-3:]
     end = source.index(quote, found.end(1)) + 3
-    return ast.literal_eval(source[found.start(1):end])
+    return ast.literal_eval(source[found.start(1) : end])
 
 
 def short_help(name: str, limit: int = 45) -> str:

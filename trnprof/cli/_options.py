@@ -15,8 +15,14 @@ def output(help: str, **kwargs):
     return click.option("-o", "--output", "out", help=help, **kwargs)
 
 
-rules = click.option("--rules", "rule_dirs", multiple=True, type=click.Path(path_type=str),
-                     help="Add a rule pack folder (or a folder of packs).")
+rules = click.option(
+    "--rules",
+    "rule_dirs",
+    multiple=True,
+    type=click.Path(path_type=str),
+    help="Add a rule pack folder (or a folder of packs).",
+)
+
 
 class Number(click.ParamType):
     """A number in its documented range (`trnprof.validation.Range`); anything else, nan and
@@ -41,8 +47,9 @@ def force(what: str):
 
 def output_format(*choices: str, default: str | None = None, **kwargs):
     """`--format`: the output format, the first choice by default."""
-    return click.option("--format", "fmt", type=click.Choice(list(choices)), default=default or choices[0],
-                        show_default=True, **kwargs)
+    return click.option(
+        "--format", "fmt", type=click.Choice(list(choices)), default=default or choices[0], show_default=True, **kwargs
+    )
 
 
 def document(*formats: str, force_option: bool = True):
@@ -50,11 +57,13 @@ def document(*formats: str, force_option: bool = True):
     existing FILE): every command that produces a document has them, and hands it to
     `_output.emit` (standard output or the file). force_option=False: the command declares its
     own `--force`, which then also covers the file."""
+
     def decorate(fn):
         if force_option:
             fn = force("an existing -o file")(fn)
         fn = output("Write the document to this file instead of standard output.")(fn)
         return output_format(*formats)(fn)
+
     return decorate
 
 
@@ -63,8 +72,9 @@ def _spark_settings(pairs) -> dict:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise click.BadParameter(f"{pair!r}: write KEY=VALUE, e.g. spark.executor.memory=8g",
-                                     param_hint="--spark-conf")
+            raise click.BadParameter(
+                f"{pair!r}: write KEY=VALUE, e.g. spark.executor.memory=8g", param_hint="--spark-conf"
+            )
         settings[key.strip()] = value.strip()
     return settings
 
@@ -76,13 +86,28 @@ def engine(fn):
     command gets the file read (a `ConfigFile`), so it is read once."""
     from ..api import ENGINE_ENV, ENGINES, read_config, using_engine
 
-    @click.option("--engine", "engine_name", type=click.Choice(ENGINES), envvar=ENGINE_ENV, show_envvar=True,
-                  help="Engine that runs the stdlib and the rules [default: duckdb].")
-    @click.option("--spark-master", envvar="TRNPROF_SPARK_MASTER", show_envvar=True, metavar="URL",
-                  help="Spark master with --engine spark: local[*] (default), local[N], spark://HOST:PORT, "
-                       "sc://HOST:PORT (Spark Connect), yarn.")
-    @click.option("--spark-conf", multiple=True, metavar="KEY=VALUE",
-                  help="A spark.* setting for --engine spark, e.g. spark.executor.memory=8g; repeatable.")
+    @click.option(
+        "--engine",
+        "engine_name",
+        type=click.Choice(ENGINES),
+        envvar=ENGINE_ENV,
+        show_envvar=True,
+        help="Engine that runs the stdlib and the rules [default: duckdb].",
+    )
+    @click.option(
+        "--spark-master",
+        envvar="TRNPROF_SPARK_MASTER",
+        show_envvar=True,
+        metavar="URL",
+        help="Spark master with --engine spark: local[*] (default), local[N], spark://HOST:PORT, "
+        "sc://HOST:PORT (Spark Connect), yarn.",
+    )
+    @click.option(
+        "--spark-conf",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="A spark.* setting for --engine spark, e.g. spark.executor.memory=8g; repeatable.",
+    )
     @functools.wraps(fn)
     def wrapper(*args, engine_name, spark_master, spark_conf, **kwargs):
         config = kwargs.get("config")
@@ -93,6 +118,7 @@ def engine(fn):
         settings = {**(config.spark if config else {}), **_spark_settings(spark_conf)}
         with using_engine(name, master, settings):
             return fn(*args, **kwargs)
+
     return wrapper
 
 

@@ -59,16 +59,24 @@ def _table_text(frame: pd.DataFrame, max_rows: int | None) -> str:
 
 def frame_text(frame: pd.DataFrame, fmt: str, *, max_rows: int | None = None) -> str:
     """A query result as `table`, `csv` or `json` text."""
-    return render(frame, fmt, {"json": lambda f: to_json(frame_records(f)),
-                               "csv": lambda f: f.to_csv(index=False),
-                               "table": lambda f: _table_text(f, max_rows)})
+    return render(
+        frame,
+        fmt,
+        {
+            "json": lambda f: to_json(frame_records(f)),
+            "csv": lambda f: f.to_csv(index=False),
+            "table": lambda f: _table_text(f, max_rows),
+        },
+    )
 
 
 def progress_bar(label: str, minimum: int, *, terminal_only: bool = False):
     """The `bar` an API call takes: given the work's length, a click progress bar on standard
     error from `minimum` on (only on a terminal when `terminal_only`), else nothing drawn."""
+
     def bar(length: int):
         if length < minimum or (terminal_only and not sys.stderr.isatty()):
             return contextlib.nullcontext()
         return click.progressbar(length=length, label=label, file=sys.stderr)
+
     return bar

@@ -34,27 +34,62 @@ def fails(document: Document, fail_on: str | None) -> bool:
 
 @click.command("analyze")
 @click.argument("run", type=click.Path(path_type=str))
-@click.option("--select", multiple=True, metavar="RULES",
-              help="Run only these rules: codes (IN001), code prefixes (IN), names (input.starvation) or packs (input); comma-separated or repeated.")
+@click.option(
+    "--select",
+    multiple=True,
+    metavar="RULES",
+    help="Run only these rules: codes (IN001), code prefixes (IN), names (input.starvation) or packs (input); comma-separated or repeated.",
+)
 @click.option("--ignore", multiple=True, metavar="RULES", help="Skip these rules (same forms as --select).")
-@click.option("--set", "assignments", multiple=True, metavar="RULE.PARAM=VALUE",
-              help="Override a rule parameter, e.g. input.starvation.high_share=0.3.")
+@click.option(
+    "--set",
+    "assignments",
+    multiple=True,
+    metavar="RULE.PARAM=VALUE",
+    help="Override a rule parameter, e.g. input.starvation.high_share=0.3.",
+)
 @options.rules
-@options.config("YAML file with rules, select, ignore, set, timeout, memory_limit, fail_on, and the engine "
-                "settings engine, spark_master, spark.")
+@options.config(
+    "YAML file with rules, select, ignore, set, timeout, memory_limit, fail_on, and the engine "
+    "settings engine, spark_master, spark."
+)
 @options.document("text", "json", "sarif", "markdown")
-@click.option("--fail-on", type=click.Choice(SEVERITIES),
-              help="Exit 1 when a finding is at or above this severity, 2 when a rule failed or timed out.")
-@click.option("--timeout", type=options.Number(TIMEOUT_S),
-              help="Time limit per rule query, seconds, 0.001 to 86400 [default: 60].")
+@click.option(
+    "--fail-on",
+    type=click.Choice(SEVERITIES),
+    help="Exit 1 when a finding is at or above this severity, 2 when a rule failed or timed out.",
+)
+@click.option(
+    "--timeout",
+    type=options.Number(TIMEOUT_S),
+    help="Time limit per rule query, seconds, 0.001 to 86400 [default: 60].",
+)
 @click.option("--memory-limit", help="Memory limit per rule query, e.g. 2GB, 512MB [default: 2GB].")
-@click.option("--run-dir", type=click.Path(path_type=str), metavar="DIR",
-              help="When RUN is a trace: ingest it into this run folder (kept; used again for the same trace) "
-                   "[default: a run in the user's cache folder].")
+@click.option(
+    "--run-dir",
+    type=click.Path(path_type=str),
+    metavar="DIR",
+    help="When RUN is a trace: ingest it into this run folder (kept; used again for the same trace) "
+    "[default: a run in the user's cache folder].",
+)
 @options.threads
 @options.engine
-def command(run, select, ignore, assignments, rule_dirs, config, fmt, out, fail_on, timeout, memory_limit, run_dir,
-            threads, force):
+def command(
+    run,
+    select,
+    ignore,
+    assignments,
+    rule_dirs,
+    config,
+    fmt,
+    out,
+    fail_on,
+    timeout,
+    memory_limit,
+    run_dir,
+    threads,
+    force,
+):
     """Find what slows RUN down: a short list of findings, most severe first, then by time lost,
     with the ranks and steps affected, the time lost per step and what to do. RUN is a run
     folder, or a trace (.json, .json.gz, a folder of per-rank traces) ingested first.
@@ -62,15 +97,35 @@ def command(run, select, ignore, assignments, rule_dirs, config, fmt, out, fail_
     Exit codes: 0 clean, 1 a finding at or above --fail-on, 2 usage or input error; with
     --fail-on, also 2 when a rule failed or timed out (listed as a warning)."""
     check_destination(out, force)
-    if config and fail_on is None:   # the engine option read the file (a ConfigFile)
+    if config and fail_on is None:  # the engine option read the file (a ConfigFile)
         fail_on = config.fail_on
-    analysis = analyze_input(run, into=run_dir, note=lambda line: click.echo(line, err=True), threads=threads,
-                             select=select, ignore=ignore, set=list(assignments), rules=rule_dirs, config=config,
-                             timeout=timeout, memory_limit=memory_limit)
+    analysis = analyze_input(
+        run,
+        into=run_dir,
+        note=lambda line: click.echo(line, err=True),
+        threads=threads,
+        select=select,
+        ignore=ignore,
+        set=list(assignments),
+        rules=rule_dirs,
+        config=config,
+        timeout=timeout,
+        memory_limit=memory_limit,
+    )
     document = analysis.document
-    emit(render(document, fmt, {"json": lambda d: to_json_bytes(d).decode(),
-                                "sarif": lambda d: to_json(to_sarif(d, analysis.rules)),
-                                "markdown": to_markdown, "text": to_text}), out)
+    emit(
+        render(
+            document,
+            fmt,
+            {
+                "json": lambda d: to_json_bytes(d).decode(),
+                "sarif": lambda d: to_json(to_sarif(d, analysis.rules)),
+                "markdown": to_markdown,
+                "text": to_text,
+            },
+        ),
+        out,
+    )
     for error in document.errors:
         click.echo(f"warning: rule {error.name} failed: {error.error}", err=True)
     if not document.steps:
@@ -78,8 +133,9 @@ def command(run, select, ignore, assignments, rule_dirs, config, fmt, out, fail_
         if fail_on:
             sys.exit(Exit.USAGE)
     if fail_on and document.errors:
-        click.echo(f"error: {len(document.errors)} rule(s) failed, so --fail-on {fail_on} cannot pass this run",
-                   err=True)
+        click.echo(
+            f"error: {len(document.errors)} rule(s) failed, so --fail-on {fail_on} cannot pass this run", err=True
+        )
         sys.exit(Exit.USAGE)
     if fails(document, fail_on):
         sys.exit(Exit.FAILED)

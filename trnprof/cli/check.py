@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from ..errors import TrnprofError
 from ..api import check
+from ..errors import TrnprofError
 from ..exitcodes import Exit
 from ..jsonplain import to_json
 from . import _options as options
@@ -17,10 +17,13 @@ from ._output import check_destination, emit
 
 @click.command("check")
 @click.argument("run", type=click.Path(path_type=Path))
-@click.option("--repair", is_flag=True,
-              help="first undo what an interrupted writer left: restore a run a --force commit moved "
-                   "aside (an old copy is removed only beside a whole run), remove temporary folders "
-                   "of dead writers and damaged entries or links in the derived/ cache")
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="first undo what an interrupted writer left: restore a run a --force commit moved "
+    "aside (an old copy is removed only beside a whole run), remove temporary folders "
+    "of dead writers and damaged entries or links in the derived/ cache",
+)
 @options.document("text", "json")
 def command(run, repair, fmt, out, force):
     """Verify RUN in full: every Parquet file listed in its manifest is there, has the recorded
@@ -31,8 +34,19 @@ def command(run, repair, fmt, out, force):
     said = (lambda line: click.echo(f"repaired: {line}")) if fmt == "text" else None
     verdict = check(run, repair=repair, on_repair=said)
     if fmt == "json":
-        emit(to_json({"run": verdict.run, "ok": verdict.ok, "files": verdict.files, "rows": verdict.rows,
-                      "problems": verdict.problems, "repaired": verdict.repaired}), out)
+        emit(
+            to_json(
+                {
+                    "run": verdict.run,
+                    "ok": verdict.ok,
+                    "files": verdict.files,
+                    "rows": verdict.rows,
+                    "problems": verdict.problems,
+                    "repaired": verdict.repaired,
+                }
+            ),
+            out,
+        )
     else:
         lines = []
         if verdict.ok:
@@ -43,6 +57,8 @@ def command(run, repair, fmt, out, force):
             click.echo(f"damaged: {line}", err=True)
     if not verdict.ok:
         if fmt == "text":
-            raise TrnprofError(f"{run} is damaged ({len(verdict.problems)} problem(s)); re-create it "
-                               "(or `trnprof check --repair` for the cache)")
+            raise TrnprofError(
+                f"{run} is damaged ({len(verdict.problems)} problem(s)); re-create it "
+                "(or `trnprof check --repair` for the cache)"
+            )
         sys.exit(Exit.USAGE)

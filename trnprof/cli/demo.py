@@ -15,18 +15,27 @@ TOP_FINDINGS = 3
 
 
 @click.command("demo")
-@options.output(type=click.Path(path_type=Path), default=Path("trnprof-demo"), show_default=True,
-                help="Folder for the demo's run, analyze.json and report.html (replaced if they hold an earlier demo).")
+@options.output(
+    type=click.Path(path_type=Path),
+    default=Path("trnprof-demo"),
+    show_default=True,
+    help="Folder for the demo's run, analyze.json and report.html (replaced if they hold an earlier demo).",
+)
 @options.force("the run, analyze.json and report.html of a folder that is not an earlier demo's")
 def command(out: Path, force: bool):
     """Simulate the tiny job with a slow data loader, analyze it, write the HTML report and print a
     short summary with the report's path."""
-    made = demo(out, force=force,
-                started=lambda: click.echo("simulating the tiny job on trn1.2xlarge with a slow data loader ..."))
+    made = demo(
+        out,
+        force=force,
+        started=lambda: click.echo("simulating the tiny job on trn1.2xlarge with a slow data loader ..."),
+    )
     run_path, document, written, info = made["run"], made["document"], made["report"], made["info"]
     job, step = info["job"], info["step_time_s"]
-    click.echo(f"job         {job.get('model')} on {job.get('nodes')} x {job.get('instance_type')}: "
-               f"{info['world_size']} ranks, {info['steps']} steps")
+    click.echo(
+        f"job         {job.get('model')} on {job.get('nodes')} x {job.get('instance_type')}: "
+        f"{info['world_size']} ranks, {info['steps']} steps"
+    )
     click.echo(f"step time   median {duration(step['median'])}, p95 {duration(step['p95'])}")
     if info["throughput"]:
         click.echo(f"throughput  {info['throughput']['value']:,.1f} {info['throughput']['unit']}")

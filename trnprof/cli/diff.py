@@ -23,16 +23,34 @@ from ._output import check_destination, emit, render
 @click.argument("base", type=click.Path(path_type=str))
 @click.argument("new", type=click.Path(path_type=str))
 @options.document("text", "json", "markdown", force_option=False)
-@click.option("--fail-if", "gates", multiple=True, metavar="EXPR",
-              help='Exit 1 when EXPR holds and the change is significant, e.g. "step_time>+5%", '
-                   '"throughput<-3%", "exposed_comm>+10ms", "new_findings>=medium"; repeatable.')
+@click.option(
+    "--fail-if",
+    "gates",
+    multiple=True,
+    metavar="EXPR",
+    help='Exit 1 when EXPR holds and the change is significant, e.g. "step_time>+5%", '
+    '"throughput<-3%", "exposed_comm>+10ms", "new_findings>=medium"; repeatable.',
+)
 @click.option("--strict", is_flag=True, help="Gates trip on the change alone, significant or not.")
-@click.option("--alpha", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True), default=DEFAULT_ALPHA,
-              show_default=True, help="Significance level of the Mann-Whitney test over steady-state steps.")
-@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
-              help="Ops listed as top regressions and improvements.")
-@click.option("--force", is_flag=True, help="Replace an existing -o file, and evaluate --fail-if gates even when "
-              "the runs are not comparable.")
+@click.option(
+    "--alpha",
+    type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+    default=DEFAULT_ALPHA,
+    show_default=True,
+    help="Significance level of the Mann-Whitney test over steady-state steps.",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Ops listed as top regressions and improvements.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace an existing -o file, and evaluate --fail-if gates even when the runs are not comparable.",
+)
 @options.config("Rules config (YAML) for the findings of both runs, and the engine settings.")
 @options.threads
 @options.engine
@@ -44,11 +62,26 @@ def command(base, new, fmt, out, gates, strict, alpha, top, force, config, threa
     Exit codes: 0 no gate tripped, 1 a --fail-if gate tripped, 2 usage or input error (also
     when gates are given and the runs are not comparable, unless --force)."""
     check_destination(out, force)
-    document = diff(base, new, gates=gates, strict=strict, gate_incomparable=force, alpha=alpha, top=top,
-                    threads=threads, analyze_options={"config": config} if config else None)
+    document = diff(
+        base,
+        new,
+        gates=gates,
+        strict=strict,
+        gate_incomparable=force,
+        alpha=alpha,
+        top=top,
+        threads=threads,
+        analyze_options={"config": config} if config else None,
+    )
     results = document["gates"]
-    emit(render(document, fmt, {"json": to_json, "markdown": lambda d: to_markdown(d, results),
-                                "text": lambda d: to_text(d, results)}), out)
+    emit(
+        render(
+            document,
+            fmt,
+            {"json": to_json, "markdown": lambda d: to_markdown(d, results), "text": lambda d: to_text(d, results)},
+        ),
+        out,
+    )
     if not document["comparable"]:
         click.echo("warning: the runs are not comparable: " + "; ".join(document["reasons"]), err=True)
     if any(result["tripped"] for result in results):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import click
 
 from ..api import query
-from ._output import check_destination, emit, frame_text
 from . import _options as options
+from ._output import check_destination, emit, frame_text
 
 
 @click.command("query")
@@ -15,12 +15,17 @@ from . import _options as options
 @click.argument("sql")
 @options.document("table", "csv", "json")
 @options.config("YAML config file: its engine, spark_master and spark keys choose the engine.")
-@click.option("--timeout", type=click.FloatRange(min=0.001),
-              help="Time limit for the query (and the views it computes first), seconds "
-                   "[default: 60; none with --unsafe].")
-@click.option("--unsafe", is_flag=True,
-              help="Lift the sandbox: any SQL DuckDB runs, with the files, settings and extensions of the "
-                   "user who runs trnprof, and no time limit unless --timeout.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.001),
+    help="Time limit for the query (and the views it computes first), seconds [default: 60; none with --unsafe].",
+)
+@click.option(
+    "--unsafe",
+    is_flag=True,
+    help="Lift the sandbox: any SQL DuckDB runs, with the files, settings and extensions of the "
+    "user who runs trnprof, and no time limit unless --timeout.",
+)
 @options.threads
 @options.engine
 def command(run, sql, fmt, out, config, timeout, unsafe, threads, force):

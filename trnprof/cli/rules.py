@@ -28,10 +28,29 @@ def list_(rule_dirs, fmt, out, force):
     """List every rule: code, name, severity, title."""
     check_destination(out, force)
     rules = api.list_rules(rule_dirs)
-    emit(render(rules, fmt, {
-        "json": lambda rs: to_json([{"code": r.code, "name": r.name, "pack": r.pack, "severity": r.severity,
-                                     "title": r.spec.title, "path": str(r.path)} for r in rs]),
-        "text": lambda rs: "\n".join(f"{r.code}  {r.name:<40} {r.severity:<7} {r.spec.title}" for r in rs)}), out)
+    emit(
+        render(
+            rules,
+            fmt,
+            {
+                "json": lambda rs: to_json(
+                    [
+                        {
+                            "code": r.code,
+                            "name": r.name,
+                            "pack": r.pack,
+                            "severity": r.severity,
+                            "title": r.spec.title,
+                            "path": str(r.path),
+                        }
+                        for r in rs
+                    ]
+                ),
+                "text": lambda rs: "\n".join(f"{r.code}  {r.name:<40} {r.severity:<7} {r.spec.title}" for r in rs),
+            },
+        ),
+        out,
+    )
 
 
 @command.command("show")
@@ -46,8 +65,13 @@ def show(name, rule_dirs):
 
 @command.command("test")
 @click.argument("path", required=False, type=click.Path(path_type=str))
-@click.option("--timeout", type=options.Number(TIMEOUT_S), default=60.0, show_default=True,
-              help="Time limit per rule query, seconds (0.001 to 86400).")
+@click.option(
+    "--timeout",
+    type=options.Number(TIMEOUT_S),
+    default=60.0,
+    show_default=True,
+    help="Time limit per rule query, seconds (0.001 to 86400).",
+)
 @options.config("YAML config file: its engine, spark_master and spark keys choose the engine.")
 @options.engine
 def test(path, timeout, config):
@@ -69,8 +93,14 @@ def test(path, timeout, config):
 
 @command.command("new")
 @click.argument("name")
-@click.option("--dir", "folder", type=click.Path(path_type=str), default="rules", show_default=True,
-              help="Folder of packs to write into: the file is DIR/<pack>/<rule>.yaml.")
+@click.option(
+    "--dir",
+    "folder",
+    type=click.Path(path_type=str),
+    default="rules",
+    show_default=True,
+    help="Folder of packs to write into: the file is DIR/<pack>/<rule>.yaml.",
+)
 @click.option("--code", help="Rule code, e.g. MY001 (default: the pack's prefix and next number).")
 def new(name, folder, code):
     """Write a rule file NAME (pack.rule_name) to fill in; it passes `rules test` as written."""

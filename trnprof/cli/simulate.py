@@ -23,23 +23,27 @@ def _count(n: float) -> str:
 def _summary_text(pred: dict, job: dict) -> str:
     par = job["parallelism"]
     fits = "fits" if pred["fits"] else "DOES NOT FIT"
-    return "\n".join([
-        f"model        {job['model']} ({_count(job['parameters'])} parameters)",
-        f"cluster      {job['nodes']} x {job['instance_type']}, tp {par['tp']} pp {par['pp']} dp {par['dp']}, "
-        f"{par['microbatches']} microbatch(es) per step",
-        f"step time    {duration(pred['step_time_s'])}",
-        f"throughput   {pred['throughput']['value']:,.1f} {pred['throughput']['unit']}",
-        f"MFU          {pred['mfu']:.1%}",
-        f"device idle  {pred['device_idle_share']:.1%} of the step (waiting for the host, input or its copy)",
-        f"HBM peak     {pred['hbm_peak_bytes'] / GIB:.2f} GiB of {pred['hbm_capacity_bytes'] / GIB:.0f} GiB "
-        f"per NeuronCore ({fits})",
-    ])
+    return "\n".join(
+        [
+            f"model        {job['model']} ({_count(job['parameters'])} parameters)",
+            f"cluster      {job['nodes']} x {job['instance_type']}, tp {par['tp']} pp {par['pp']} dp {par['dp']}, "
+            f"{par['microbatches']} microbatch(es) per step",
+            f"step time    {duration(pred['step_time_s'])}",
+            f"throughput   {pred['throughput']['value']:,.1f} {pred['throughput']['unit']}",
+            f"MFU          {pred['mfu']:.1%}",
+            f"device idle  {pred['device_idle_share']:.1%} of the step (waiting for the host, input or its copy)",
+            f"HBM peak     {pred['hbm_peak_bytes'] / GIB:.2f} GiB of {pred['hbm_capacity_bytes'] / GIB:.0f} GiB "
+            f"per NeuronCore ({fits})",
+        ]
+    )
 
 
 def _band_text(band: dict) -> str:
-    lines = [f"band         {band['low']:,.1f} to {band['high']:,.1f} {band['unit']} "
-             f"(a factor {math.exp(band['log_half_width']):.2f} either way: leave-one-out residuals and the "
-             f"spread of the free parameters)"]
+    lines = [
+        f"band         {band['low']:,.1f} to {band['high']:,.1f} {band['unit']} "
+        f"(a factor {math.exp(band['log_half_width']):.2f} either way: leave-one-out residuals and the "
+        f"spread of the free parameters)"
+    ]
     if band["outside_evidence"]:
         lines.append("evidence     OUTSIDE the calibration evidence: " + "; ".join(band["outside_evidence"]))
     else:
@@ -48,8 +52,10 @@ def _band_text(band: dict) -> str:
 
 
 def _layout_text(layout: dict) -> str:
-    return (f"{layout['nodes']} x {layout['instance']}, tp {layout['tp']}, pp {layout['pp']}, "
-            f"dp {layout['dp']}: {layout['ranks']} ranks")
+    return (
+        f"{layout['nodes']} x {layout['instance']}, tp {layout['tp']}, pp {layout['pp']}, "
+        f"dp {layout['dp']}: {layout['ranks']} ranks"
+    )
 
 
 def _presets_text(presets: dict) -> str:
@@ -62,8 +68,10 @@ def _presets_text(presets: dict) -> str:
     lines.append("model presets (the model on its default job):")
     for name in presets["model"]:
         arch = presets["architectures"][name]
-        lines.append(f"  {name:<14} {arch['kind']}, {arch['layers']} layers, hidden {arch['hidden']}; "
-                     f"{_layout_text(layouts[name])}")
+        lines.append(
+            f"  {name:<14} {arch['kind']}, {arch['layers']} layers, hidden {arch['hidden']}; "
+            f"{_layout_text(layouts[name])}"
+        )
     return "\n".join(lines)
 
 
@@ -82,9 +90,16 @@ class _SimulateCommand(click.Command):
 
     def format_epilog(self, ctx, formatter):
         from ..api import CALIBRATION_PARAMS, FAULT_KINDS
-        with formatter.section("Faults (inject with --set 'faults=[...]'; a fault that cannot act in the job is an error)"):
-            formatter.write_dl([(kind, f"keys: {keys}. {what}. Example: --set '{example}'")
-                                for kind, (keys, what, example) in FAULT_KINDS.items()])
+
+        with formatter.section(
+            "Faults (inject with --set 'faults=[...]'; a fault that cannot act in the job is an error)"
+        ):
+            formatter.write_dl(
+                [
+                    (kind, f"keys: {keys}. {what}. Example: --set '{example}'")
+                    for kind, (keys, what, example) in FAULT_KINDS.items()
+                ]
+            )
         with formatter.section("Calibration (free parameters of the model; --set calibration.NAME=VALUE)"):
             formatter.write_dl(list(CALIBRATION_PARAMS.items()))
 
@@ -93,20 +108,31 @@ class _SimulateCommand(click.Command):
 @click.argument("config", required=False, type=click.Path(dir_okay=False, path_type=str))
 @click.option("--preset", help="Job preset (a full config) or model preset (that model on its default job).")
 @options.output("Run folder to write.")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="Override any config key, e.g. --set cluster.nodes=32 --set model.seq_len=2048.")
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override any config key, e.g. --set cluster.nodes=32 --set model.seq_len=2048.",
+)
 @click.option("--seed", type=int, help="Noise seed (run.seed).")
 @click.option("--steps", type=int, help="Training steps to simulate (run.steps).")
 @click.option("--summary-only", is_flag=True, help="Print the model's predictions; emit no trace.")
 @options.output_format("text", "json")
 @click.option("--list-presets", is_flag=True, help="List the job and model presets.")
 @options.force("an existing run at --output")
-@click.option("--device-profile", is_flag=True,
-              help="Also write the Neuron Explorer device profile (engines, DMA, collectives) of a few ranks "
-                   "over the last steady steps (docs/execution-model.md, \"Device profile\").")
-@click.option("--device-ranks", metavar="LIST", help="Ranks the device profile covers, e.g. 0,5 (default: 0 and the last).")
-def command(config, preset, out, overrides, seed, steps, summary_only, fmt, list_presets, force, device_profile,
-            device_ranks):
+@click.option(
+    "--device-profile",
+    is_flag=True,
+    help="Also write the Neuron Explorer device profile (engines, DMA, collectives) of a few ranks "
+    'over the last steady steps (docs/execution-model.md, "Device profile").',
+)
+@click.option(
+    "--device-ranks", metavar="LIST", help="Ranks the device profile covers, e.g. 0,5 (default: 0 and the last)."
+)
+def command(
+    config, preset, out, overrides, seed, steps, summary_only, fmt, list_presets, force, device_profile, device_ranks
+):
     """Simulate a training job on Trn1/Trn1n or Trn2 with the built-in execution model.
 
     CONFIG is a YAML file (optional with --preset). Examples:
@@ -129,8 +155,11 @@ def command(config, preset, out, overrides, seed, steps, summary_only, fmt, list
 
     if list_presets:
         listed = presets()
-        click.echo(to_json({key: listed[key] for key in ("job", "model", "layouts")}) if fmt == "json"
-                   else _presets_text(listed))
+        click.echo(
+            to_json({key: listed[key] for key in ("job", "model", "layouts")})
+            if fmt == "json"
+            else _presets_text(listed)
+        )
         return
     if summary_only:
         predicted = predict(config, preset=preset, overrides=overrides, seed=seed, steps=steps)
@@ -138,18 +167,31 @@ def command(config, preset, out, overrides, seed, steps, summary_only, fmt, list
         text = _summary_text(pred, predicted["job"]) + "\n" + _band_text(pred["band"])
         click.echo(to_json(pred) if fmt == "json" else text)
         return
-    made = simulate_job(config, out, preset=preset, overrides=overrides, seed=seed, steps=steps, force=force,
-                        device_profile=device_profile, device_ranks=_ranks(device_ranks),
-                        bar=progress_bar("simulating ranks", PROGRESS_MIN_RANKS))
+    made = simulate_job(
+        config,
+        out,
+        preset=preset,
+        overrides=overrides,
+        seed=seed,
+        steps=steps,
+        force=force,
+        device_profile=device_profile,
+        device_ranks=_ranks(device_ranks),
+        bar=progress_bar("simulating ranks", PROGRESS_MIN_RANKS),
+    )
     path, manifest = made["run"], made["manifest"]
     pred = manifest["predictions"]
     if fmt == "json":
         click.echo(to_json({"run": str(path), "counts": manifest["counts"], "predictions": pred}))
     else:
-        click.echo(f"wrote {path}: {manifest['counts']['events']:,} events, "
-                   f"{manifest['counts']['counters']:,} counter samples, {manifest['world_size']} ranks")
+        click.echo(
+            f"wrote {path}: {manifest['counts']['events']:,} events, "
+            f"{manifest['counts']['counters']:,} counter samples, {manifest['world_size']} ranks"
+        )
         click.echo(_summary_text(pred, manifest["job"]))
     if not pred["fits"]:
-        click.echo(f"warning: the job does not fit in HBM (peak {pred['hbm_peak_bytes'] / GIB:.2f} GiB > "
-                   f"{pred['hbm_capacity_bytes'] / GIB:.0f} GiB per NeuronCore); the run holds oom_risk events",
-                   err=True)
+        click.echo(
+            f"warning: the job does not fit in HBM (peak {pred['hbm_peak_bytes'] / GIB:.2f} GiB > "
+            f"{pred['hbm_capacity_bytes'] / GIB:.0f} GiB per NeuronCore); the run holds oom_risk events",
+            err=True,
+        )

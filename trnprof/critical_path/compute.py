@@ -14,17 +14,17 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TrnprofError
+from ..heap import trim as release_freed_memory
 from . import nodes, replay, scale
 from .events import Reader
 from .graph import Graph, build_ranges
 from .path import SEGMENT_COLUMNS, critical_path
-from ..heap import trim as release_freed_memory
 
-BATCH_EVENTS = 1_000_000   # events per batch of steps: about 1 GB at peak (bench/bench_critical_path.py)
+BATCH_EVENTS = 1_000_000  # events per batch of steps: about 1 GB at peak (bench/bench_critical_path.py)
 # a batch over this many events is read, flattened and given its edges within ranks a rank range
 # at a time (graph.build_ranges): the raw events and their temporaries of one range at once
 RANGE_EVENTS = 1_000_000
-KEEP_NODES = 5_000_000    # runs of up to this many events keep their graphs (and unchanged replays) between replays
+KEEP_NODES = 5_000_000  # runs of up to this many events keep their graphs (and unchanged replays) between replays
 # A step's graph holds all its ranks (collectives join them); its events are read and flattened
 # a rank range at a time, but the graph and a replay of it grow with the step: peak RSS 2.22 GB
 # for the path and one replay at 4.4M events per step (llama2-7b on 1,024 ranks), about 420
@@ -38,13 +38,13 @@ class StepTooLarge(TrnprofError):
 
 @dataclass
 class Result:
-    segments: pd.DataFrame          # critical path of the replayed run (path.SEGMENT_COLUMNS)
-    walks: pd.DataFrame             # step, rank (the rank that ended the step), late_rank_wait
-    measured: pd.DataFrame          # step, dur: the replay of the unchanged graph (slowest rank), ns
-    replayed: pd.DataFrame          # step, dur: with the scales applied, ns
+    segments: pd.DataFrame  # critical path of the replayed run (path.SEGMENT_COLUMNS)
+    walks: pd.DataFrame  # step, rank (the rank that ended the step), late_rank_wait
+    measured: pd.DataFrame  # step, dur: the replay of the unchanged graph (slowest rank), ns
+    replayed: pd.DataFrame  # step, dur: with the scales applied, ns
     nodes: int = 0
     scales: list = field(default_factory=list)
-    base_segments: pd.DataFrame | None = None   # critical path of the unchanged replay (base_path)
+    base_segments: pd.DataFrame | None = None  # critical path of the unchanged replay (base_path)
 
 
 def step_batches(counts: pd.DataFrame, limit: int = BATCH_EVENTS) -> list[tuple[int, int]]:
@@ -96,9 +96,11 @@ def check_step_sizes(counts: pd.DataFrame) -> None:
     step's graph holds."""
     if len(counts) and int(counts["n"].max()) > STEP_EVENTS:
         big = counts.loc[counts["n"].idxmax()]
-        raise StepTooLarge(f"critical path: step {int(big['step'])} has {int(big['n']):,} events across its ranks, "
-                           f"over the {STEP_EVENTS:,} one step's graph holds within the memory budget "
-                           "(docs/critical-path.md, Performance)")
+        raise StepTooLarge(
+            f"critical path: step {int(big['step'])} has {int(big['n']):,} events across its ranks, "
+            f"over the {STEP_EVENTS:,} one step's graph holds within the memory budget "
+            "(docs/critical-path.md, Performance)"
+        )
 
 
 def pipeline_stages(run) -> dict | None:
@@ -125,8 +127,10 @@ class Replayer:
         self.batches = step_batches(counts, limit)
         ranks = np.sort(self.steps["rank"].unique())
         per_step = dict(zip(counts["step"].tolist(), counts["n"].tolist()))
-        self.ranges = [rank_ranges(ranks, sum(per_step.get(s, 0) for s in range(low, high + 1)), RANGE_EVENTS)
-                       for low, high in self.batches]
+        self.ranges = [
+            rank_ranges(ranks, sum(per_step.get(s, 0) for s in range(low, high + 1)), RANGE_EVENTS)
+            for low, high in self.batches
+        ]
         # keep the graphs only when the whole run fits: keeping part of a bigger run saves a
         # fraction of the rebuilds for memory the next batch needs
         self.keep = int(counts["n"].sum()) <= KEEP_NODES
@@ -140,8 +144,12 @@ class Replayer:
         (or, for a batch's first range, while the batch before is solved). Reading ahead costs
         one range's raw events of memory (flattening them ahead too cost twice as much: 2.4 GB
         peak at 1,024 ranks)."""
-        tasks = [((low, high), ranks) for (low, high), ranges in zip(self.batches, self.ranges)
-                 if (low, high) not in self._kept for ranks in ranges]
+        tasks = [
+            ((low, high), ranks)
+            for (low, high), ranges in zip(self.batches, self.ranges)
+            if (low, high) not in self._kept
+            for ranks in ranges
+        ]
         with ThreadPoolExecutor(max_workers=1) as pool:
             reads = _ReadAhead(pool, self.reader.read, tasks)
             for (low, high), ranges in zip(self.batches, self.ranges):
@@ -153,7 +161,7 @@ class Replayer:
                     if self.keep:
                         self._kept[(low, high)] = graph
                 yield graph
-                del graph   # not held while the next batch is built
+                del graph  # not held while the next batch is built
 
     def solved(self):
         """(graph, its unchanged replay) per batch: solved once when the run is kept."""
@@ -168,7 +176,7 @@ class Replayer:
                 if self.keep:
                     self._solved[(low, high)] = base
             yield graph, base
-            del graph, base   # not held while the next batch is built (two steps' graphs: 2.99 GB peak)
+            del graph, base  # not held while the next batch is built (two steps' graphs: 2.99 GB peak)
 
     def replay(self, scales=(), base_path: bool = False, path: bool = True) -> Result:
         """Replay every batch with `scales` (Scale or `SELECTOR=FACTOR` strings); the critical
@@ -180,21 +188,24 @@ class Replayer:
         for batch in self.solved():
             total += len(batch[0].nodes)
             carry = self._replay_batch(*batch, scales, carry, path, base_path, parts)
-            del batch   # the graph is not held while the next batch is built
+            del batch  # the graph is not held while the next batch is built
             release_freed_memory()
-        empty = {"segments": pd.DataFrame(columns=SEGMENT_COLUMNS),
-                 "base_segments": pd.DataFrame(columns=SEGMENT_COLUMNS),
-                 "walks": pd.DataFrame(columns=["step", "rank", "late_rank_wait"]),
-                 "measured": pd.DataFrame(columns=["step", "dur"]), "replayed": pd.DataFrame(columns=["step", "dur"])}
+        empty = {
+            "segments": pd.DataFrame(columns=SEGMENT_COLUMNS),
+            "base_segments": pd.DataFrame(columns=SEGMENT_COLUMNS),
+            "walks": pd.DataFrame(columns=["step", "rank", "late_rank_wait"]),
+            "measured": pd.DataFrame(columns=["step", "dur"]),
+            "replayed": pd.DataFrame(columns=["step", "dur"]),
+        }
         out = {k: (pd.concat(v, ignore_index=True) if v else empty[k]) for k, v in parts.items()}
-        return Result(out["segments"], out["walks"], out["measured"], out["replayed"], total, scales,
-                      out["base_segments"])
-
+        return Result(
+            out["segments"], out["walks"], out["measured"], out["replayed"], total, scales, out["base_segments"]
+        )
 
     def _replay_batch(self, measured, base, scales, carry, path: bool, base_path: bool, parts: dict):
         """One batch of `replay`, its results appended to `parts`; returns the next batch's carry."""
         graph, changed = measured, base
-        if scales:   # each batch starts where the previous one's replay ended (replay.carried)
+        if scales:  # each batch starts where the previous one's replay ended (replay.carried)
             graph = scale.rewired(measured, scales)
             work_f, gap_f, step_gap_f = scale.node_factors(graph, scales, self.stages)
             changed = replay.solve(graph, work_f, gap_f, step_gap_f, carry=carry)

@@ -17,8 +17,10 @@ import pandas as pd
 
 # The id as read with the events (events.py): only rows whose args name one pay for the regex.
 CORRELATION_PRESENT = "contains(args, '\"correlation\"')"
-CORRELATION_SQL = (f"CASE WHEN {CORRELATION_PRESENT} THEN TRY_CAST(regexp_extract("
-                   "args, '\"correlation\":\\s*(-?[0-9]{1,18})', 1) AS BIGINT) END")
+CORRELATION_SQL = (
+    f"CASE WHEN {CORRELATION_PRESENT} THEN TRY_CAST(regexp_extract("
+    "args, '\"correlation\":\\s*(-?[0-9]{1,18})', 1) AS BIGINT) END"
+)
 
 
 def ids(frame: pd.DataFrame, rows=None) -> np.ndarray:
@@ -42,14 +44,21 @@ def _host_calls(nodes: pd.DataFrame, marks: pd.DataFrame, device: np.ndarray, or
         owner_nid = marks["owner"].to_numpy(np.int64)[nested]
         pos = np.minimum(np.searchsorted(nid[sorter], owner_nid), max(len(nid) - 1, 0))
         found = nid[sorter][pos] == owner_nid if len(nid) else np.zeros(len(nested), bool)
-        calls.append(pd.DataFrame({"owner": sorter[pos][found],
-                                   "end": marks["end"].to_numpy(np.int64)[nested][found] - origin,
-                                   "corr": corr[nested][found]}))
+        calls.append(
+            pd.DataFrame(
+                {
+                    "owner": sorter[pos][found],
+                    "end": marks["end"].to_numpy(np.int64)[nested][found] - origin,
+                    "corr": corr[nested][found],
+                }
+            )
+        )
     return pd.concat(calls, ignore_index=True)
 
 
-def correlated(nodes: pd.DataFrame, marks: pd.DataFrame, device: np.ndarray, group: np.ndarray,
-               position: np.ndarray, origin: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def correlated(
+    nodes: pd.DataFrame, marks: pd.DataFrame, device: np.ndarray, group: np.ndarray, position: np.ndarray, origin: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(device node, the host node holding its launch call, ns into that node at which the call
     ended) for every device node whose launch call has the same `group` (graph.py passes the
     rank: launches connect across the batch's steps). `nodes` are in
@@ -64,7 +73,7 @@ def correlated(nodes: pd.DataFrame, marks: pd.DataFrame, device: np.ndarray, gro
         return empty, empty, empty
     calls = _host_calls(nodes, marks, device, origin)
     calls["group"] = group[calls["owner"].to_numpy(np.int64)]
-    calls = calls.drop_duplicates(["group", "corr"], keep=False)   # an id used twice names no one call
+    calls = calls.drop_duplicates(["group", "corr"], keep=False)  # an id used twice names no one call
     ops = pd.DataFrame({"node": launched, "group": group[launched], "corr": corr[launched]})
     pairs = ops.merge(calls, on=["group", "corr"], how="inner")
     node, owner = pairs["node"].to_numpy(np.int64), pairs["owner"].to_numpy(np.int64)
@@ -80,9 +89,9 @@ def correlated(nodes: pd.DataFrame, marks: pd.DataFrame, device: np.ndarray, gro
 # public V100 trace, calls over 30 us end a median 5 us, at most ~7 us for 9 in 10, after one),
 # and the op it launched starts long after it (a full queue of even 1 us ops is ~1 ms deep), or
 # after the device's record ends.
-BLOCKED_LONGER = 4          # x the rank's median launch call: a call that waited, not one that enqueued
-QUEUED_NS = 1_000_000       # launched work starting this long after its call: the queue was full
-RELEASED_NS = 20_000        # a device op ending this shortly before the call's end released it
+BLOCKED_LONGER = 4  # x the rank's median launch call: a call that waited, not one that enqueued
+QUEUED_NS = 1_000_000  # launched work starting this long after its call: the queue was full
+RELEASED_NS = 20_000  # a device op ending this shortly before the call's end released it
 
 
 def blocked(rank: np.ndarray, ts: np.ndarray, end: np.ndarray, device: np.ndarray, corr: np.ndarray) -> np.ndarray:

@@ -17,8 +17,10 @@ import numpy as np
 import pandas as pd
 
 # 1 for a receive, 0 for a send, null otherwise, as read with the events (events.py)
-P2P_RECV_SQL = ("CAST(CASE WHEN kind = 'p2p' AND coll_op = 'recv' THEN 1 "
-                "WHEN kind = 'p2p' AND coll_op = 'send' THEN 0 END AS TINYINT)")
+P2P_RECV_SQL = (
+    "CAST(CASE WHEN kind = 'p2p' AND coll_op = 'recv' THEN 1 "
+    "WHEN kind = 'p2p' AND coll_op = 'send' THEN 0 END AS TINYINT)"
+)
 
 
 def _roles(nodes: pd.DataFrame) -> np.ndarray:
@@ -29,7 +31,9 @@ def _roles(nodes: pd.DataFrame) -> np.ndarray:
     return np.where(np.isnan(role), -1, role).astype(np.int64)
 
 
-def pairs(nodes: pd.DataFrame, group_codes: np.ndarray, s0: np.ndarray, e0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def pairs(
+    nodes: pd.DataFrame, group_codes: np.ndarray, s0: np.ndarray, e0: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(receive node, its send node): one send and one receive of a (group, sequence) on two
     ranks, the send starting no later than the receive ends (else the ranks' clocks disagree:
     data cannot arrive before it was sent)."""
@@ -39,9 +43,16 @@ def pairs(nodes: pd.DataFrame, group_codes: np.ndarray, s0: np.ndarray, e0: np.n
     empty = np.zeros(0, np.int64)
     if not len(rows):
         return empty, empty
-    ends = pd.DataFrame({"node": rows, "group": group_codes[rows], "seq": seq[rows], "role": role[rows],
-                         "rank": nodes["rank"].to_numpy(np.int64)[rows]})
-    ends = ends.drop_duplicates(["group", "seq", "role"], keep=False)   # one send and one receive
+    ends = pd.DataFrame(
+        {
+            "node": rows,
+            "group": group_codes[rows],
+            "seq": seq[rows],
+            "role": role[rows],
+            "rank": nodes["rank"].to_numpy(np.int64)[rows],
+        }
+    )
+    ends = ends.drop_duplicates(["group", "seq", "role"], keep=False)  # one send and one receive
     sends, recvs = ends[ends["role"] == 0], ends[ends["role"] == 1]
     pairs = recvs.merge(sends, on=["group", "seq"], suffixes=("", "_send"))
     pairs = pairs[pairs["rank"] != pairs["rank_send"]]
@@ -64,7 +75,9 @@ def after_arrival(recv: np.ndarray, send: np.ndarray, s0: np.ndarray, e0: np.nda
     return e0[recv] - np.maximum(e0[send], s0[recv])
 
 
-def rendezvous(recv: np.ndarray, send: np.ndarray, s0: np.ndarray, e0: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def rendezvous(
+    recv: np.ndarray, send: np.ndarray, s0: np.ndarray, e0: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(send, its receive, ns the send took after the receive was posted, or after its own start
     if later) for the pairs whose receive was posted while the send ran."""
     held = s0[recv] < e0[send]

@@ -18,14 +18,16 @@ from .edges_p2p import P2P_RECV_SQL
 WORK_KINDS = ("compute", "collective", "p2p", "input", "transfer", "memory", "compile", "host")
 CODED = ("lane", "kind", "name", "coll_group")
 COLUMNS = ("rank", "step", "lane", "kind", "name", "ts", "dur", "coll_group", "coll_seq", "bytes")
-DICTIONARY = "_trnprof_critical_path_{}_codes"   # a coded column's distinct values and their codes
+DICTIONARY = "_trnprof_critical_path_{}_codes"  # a coded column's distinct values and their codes
 
 
 def derived(correlation: bool = True, p2p: bool = True) -> str:
     """Columns computed from others for the edges the trace records (edges_launch.py,
     edges_p2p.py); NULL where the run has nothing for them."""
-    return (f"CAST({CORRELATION_SQL if correlation else 'NULL'} AS BIGINT) AS corr, "
-            f"CAST({P2P_RECV_SQL if p2p else 'NULL'} AS TINYINT) AS p2p_recv")
+    return (
+        f"CAST({CORRELATION_SQL if correlation else 'NULL'} AS BIGINT) AS corr, "
+        f"CAST({P2P_RECV_SQL if p2p else 'NULL'} AS TINYINT) AS p2p_recv"
+    )
 
 
 DERIVED = derived()
@@ -92,18 +94,24 @@ class Reader:
         con, _ = self.target
         self._dictionaries = {}
         for name in CODED:
-            values = self._arrow(f"SELECT DISTINCT CAST({name} AS VARCHAR) AS v FROM events "
-                                 f"WHERE {where_work} AND {name} IS NOT NULL ORDER BY v")["v"].combine_chunks()
+            values = self._arrow(
+                f"SELECT DISTINCT CAST({name} AS VARCHAR) AS v FROM events "
+                f"WHERE {where_work} AND {name} IS NOT NULL ORDER BY v"
+            )["v"].combine_chunks()
             self._dictionaries[name] = values.to_pylist()
-            con.register(DICTIONARY.format(name), pa.table({f"_value_{name}": values,
-                                                            f"_code_{name}": pa.array(range(len(values)), pa.int32())}))
+            con.register(
+                DICTIONARY.format(name),
+                pa.table({f"_value_{name}": values, f"_code_{name}": pa.array(range(len(values)), pa.int32())}),
+            )
 
     def _derived_columns(self) -> str:
         """`derived()` for this run, probed once (each probe stops at its first hit): the
         correlation regex is a pass over every event's args, wasted on runs without ids."""
         if self._derived is None:
+
             def has(condition: str) -> bool:
                 return self._arrow(f"SELECT 1 FROM events WHERE {condition} LIMIT 1").num_rows > 0
+
             self._derived = derived(has(CORRELATION_PRESENT), has("kind = 'p2p'"))
         return self._derived
 
@@ -114,8 +122,10 @@ class Reader:
             self.step_counts()
         select = ", ".join(f"COALESCE(_code_{c}, -1) AS {c}" if c in CODED else f"e.{c}" for c in COLUMNS)
         joins = " ".join(f"LEFT JOIN {DICTIONARY.format(c)} ON e.{c} = _value_{c}" for c in CODED)
-        return (f"SELECT {select}, e.corr, e.p2p_recv FROM (SELECT *, {self._derived_columns()} FROM events "
-                f"WHERE {where(steps, ranks)}) e {joins}")
+        return (
+            f"SELECT {select}, e.corr, e.p2p_recv FROM (SELECT *, {self._derived_columns()} FROM events "
+            f"WHERE {where(steps, ranks)}) e {joins}"
+        )
 
     def read(self, steps: tuple[int, int], ranks=None) -> pd.DataFrame:
         """The work events of steps low..high, of the `ranks` range when given (where())

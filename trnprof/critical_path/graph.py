@@ -20,20 +20,40 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import edges_launch, edges_p2p
 from ..heap import trim as release_freed_memory
+from . import edges_launch, edges_p2p
 from .nodes import DEVICE_LANE, codes, matches
 
-CATEGORY_OF_KIND = {"compute": "compute", "collective": "communication", "p2p": "communication",
-                    "input": "input", "transfer": "transfer", "memory": "transfer", "compile": "compile",
-                    "host": "host"}
-GAP = "host"          # time between recorded work: untraced host work, launch latency
+CATEGORY_OF_KIND = {
+    "compute": "compute",
+    "collective": "communication",
+    "p2p": "communication",
+    "input": "input",
+    "transfer": "transfer",
+    "memory": "transfer",
+    "compile": "compile",
+    "host": "host",
+}
+GAP = "host"  # time between recorded work: untraced host work, launch latency
 LATE_RANK = "late_rank"
 SYNC = "sync"
 CATEGORIES = ("compute", "communication", LATE_RANK, "host", "input", SYNC, "transfer", "compile")
 # node columns the replay, the path and the scales read (the rest only builds the edges)
-KEPT_COLUMNS = ("rank", "step", "kind", "name", "category", "ts", "end", "base", "end_ts", "bytes", "nid", "syncs",
-                "device")
+KEPT_COLUMNS = (
+    "rank",
+    "step",
+    "kind",
+    "name",
+    "category",
+    "ts",
+    "end",
+    "base",
+    "end_ts",
+    "bytes",
+    "nid",
+    "syncs",
+    "device",
+)
 
 
 class Members:
@@ -43,7 +63,7 @@ class Members:
         self.rows, self.ptr = rows, ptr
 
     def __getitem__(self, instance: int) -> np.ndarray:
-        return self.rows[self.ptr[instance]:self.ptr[instance + 1]]
+        return self.rows[self.ptr[instance] : self.ptr[instance + 1]]
 
     def __len__(self) -> int:
         return len(self.ptr) - 1
@@ -51,24 +71,24 @@ class Members:
 
 @dataclass
 class Graph:
-    nodes: pd.DataFrame    # KEPT_COLUMNS
-    order: np.ndarray      # node indices in solving order (measured start)
+    nodes: pd.DataFrame  # KEPT_COLUMNS
+    order: np.ndarray  # node indices in solving order (measured start)
     lane_prev: np.ndarray  # -1: first on its lane in the step
-    near: np.ndarray       # -1: nothing finished before it in the step
-    gap: np.ndarray        # ns from the binding predecessor's (or the step's) start to its start
-    work: np.ndarray       # ns of its own work
-    tail: np.ndarray       # ns after its end predecessor (collective transfer, sync tail)
-    join: np.ndarray       # collective instance id, -1 when not joined across ranks
-    sync_on: np.ndarray    # device node a blocking host call waited for (or send a receive waited for), -1: none
+    near: np.ndarray  # -1: nothing finished before it in the step
+    gap: np.ndarray  # ns from the binding predecessor's (or the step's) start to its start
+    work: np.ndarray  # ns of its own work
+    tail: np.ndarray  # ns after its end predecessor (collective transfer, sync tail)
+    join: np.ndarray  # collective instance id, -1 when not joined across ranks
+    sync_on: np.ndarray  # device node a blocking host call waited for (or send a receive waited for), -1: none
     launch_by: np.ndarray  # host node holding the call this device node waited for (its launch)
     launch_at: np.ndarray  # ns into launch_by's work at which that call ended
-    members: Members       # instance id -> member node indices
-    steps: pd.DataFrame    # rank, step, ts, end_ts, tail_gap (times in ns after `origin`), group
-    origin: int            # ns on the run's clock of time 0 here (keeps float replay exact)
-    group: np.ndarray      # (rank, step) sequence of each node, contiguous, 0..
-    near_lead: np.ndarray | None = None     # ns before `near`'s end the node could start (0: at its end)
-    from_start: np.ndarray | None = None    # the end edge from sync_on reads its start (a send held by its receive)
-    by_sequence: np.ndarray | None = None   # node indices sequence by sequence, each in solving order (_round_major)
+    members: Members  # instance id -> member node indices
+    steps: pd.DataFrame  # rank, step, ts, end_ts, tail_gap (times in ns after `origin`), group
+    origin: int  # ns on the run's clock of time 0 here (keeps float replay exact)
+    group: np.ndarray  # (rank, step) sequence of each node, contiguous, 0..
+    near_lead: np.ndarray | None = None  # ns before `near`'s end the node could start (0: at its end)
+    from_start: np.ndarray | None = None  # the end edge from sync_on reads its start (a send held by its receive)
+    by_sequence: np.ndarray | None = None  # node indices sequence by sequence, each in solving order (_round_major)
 
 
 def _starts(*columns: np.ndarray) -> np.ndarray:
@@ -193,7 +213,7 @@ def build_ranges(flats, steps: pd.DataFrame) -> Graph:
         nodes["nid"] = nid + ids
         ids += int(nid.max()) + 1 if len(nid) else 0
         parts.append((nodes, arrays))
-    del nodes, arrays   # the last range's, held by _concat's parts only
+    del nodes, arrays  # the last range's, held by _concat's parts only
     return _across_ranks(parts, steps, origin)
 
 
@@ -207,7 +227,7 @@ def _rank_local(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame, or
     s0, e0 = nodes["ts"].to_numpy(np.int64), nodes["end"].to_numpy(np.int64)
     rank, step = nodes["rank"].to_numpy(np.int64), nodes["step"].to_numpy(np.int64)
     group = np.cumsum(_starts(rank, step)) - 1
-    order = np.lexsort((np.arange(n), e0, s0))   # (starts tie across ranks: stable_order is slower here)
+    order = np.lexsort((np.arange(n), e0, s0))  # (starts tie across ranks: stable_order is slower here)
     position = np.empty(n, np.int64)
     position[order] = np.arange(n)
     del order
@@ -221,18 +241,29 @@ def _rank_local(flat: tuple[pd.DataFrame, pd.DataFrame], steps: pd.DataFrame, or
     launch_by, launch_at = _launches(nodes, marks, group, s0, e0, origin)
     _correlate(nodes, marks, group, position, origin, s0, e0, near, launch_by, launch_at, rank, step)
     del marks, position
-    ready = np.maximum.reduce([nodes["base"].to_numpy(np.int64),
-                               np.where(lane_prev >= 0, e0[np.maximum(lane_prev, 0)], 0),
-                               np.where(near >= 0, e0[np.maximum(near, 0)], 0)])
+    ready = np.maximum.reduce(
+        [
+            nodes["base"].to_numpy(np.int64),
+            np.where(lane_prev >= 0, e0[np.maximum(lane_prev, 0)], 0),
+            np.where(near >= 0, e0[np.maximum(near, 0)], 0),
+        ]
+    )
     has = launch_by >= 0
     ready[has] = np.maximum(ready[has], s0[launch_by[has]] + launch_at[has])
     gap = np.maximum(s0 - ready, 0)
     del ready, has
     sync_on = _syncs(nodes, rank, step, s0, e0)
-    arrays = {"lane_prev": lane_prev, "near": near, "launch_by": launch_by, "launch_at": launch_at, "gap": gap,
-              "sync_on": sync_on, "group": group}
+    arrays = {
+        "lane_prev": lane_prev,
+        "near": near,
+        "launch_by": launch_by,
+        "launch_at": launch_at,
+        "gap": gap,
+        "sync_on": sync_on,
+        "group": group,
+    }
     keep = [c for c in nodes.columns if c in KEPT_COLUMNS or c in JOIN_COLUMNS]
-    return nodes[keep].copy(), arrays   # a copy: a selection would keep every column's memory
+    return nodes[keep].copy(), arrays  # a copy: a selection would keep every column's memory
 
 
 def _concat(parts: list) -> tuple[pd.DataFrame, dict]:
@@ -266,7 +297,7 @@ def _across_ranks(parts: list, steps: pd.DataFrame, origin: int) -> Graph:
     nodes, a = _concat(parts)
     n = len(nodes)
     s0, e0 = nodes["ts"].to_numpy(np.int64), nodes["end"].to_numpy(np.int64)
-    order = np.lexsort((np.arange(n), e0, s0))   # the measured start order across ranks
+    order = np.lexsort((np.arange(n), e0, s0))  # the measured start order across ranks
     group, near, gap, sync_on = a["group"], a["near"], a["gap"], a["sync_on"]
     dur = e0 - s0
     work, tail = dur.copy(), np.zeros(n, np.int64)
@@ -281,25 +312,41 @@ def _across_ranks(parts: list, steps: pd.DataFrame, origin: int) -> Graph:
         del j, arrive
     near_lead = _collective_waiters(nodes, join, members, s0, e0, group, near, gap)
     s = sync_on >= 0
-    tail[s] = np.minimum(dur[s], e0[s] - e0[sync_on[s]])   # its own length when the device had finished
+    tail[s] = np.minimum(dur[s], e0[s] - e0[sync_on[s]])  # its own length when the device had finished
     del dur
-    own = nodes["own"].to_numpy(np.int64).copy()           # and its work when the device is not late
+    own = nodes["own"].to_numpy(np.int64).copy()  # and its work when the device is not late
     recv, send = edges_p2p.pairs(nodes, codes(nodes["coll_group"]), s0, e0)
     got, sent = edges_p2p.delivered(recv, send, e0)
-    sync_on[got] = sent     # the same end edge: the receive ends after the send's data arrived
+    sync_on[got] = sent  # the same end edge: the receive ends after the send's data arrived
     tail[got] = edges_p2p.after_arrival(got, sent, s0, e0)
     held, posted, after = edges_p2p.rendezvous(recv, send, s0, e0)
     from_start = np.zeros(n, bool)
-    sync_on[held], tail[held], from_start[held] = posted, after, True   # a send ends after its receive is posted
+    sync_on[held], tail[held], from_start[held] = posted, after, True  # a send ends after its receive is posted
     own[recv], own[held] = 0, 0
     s = sync_on >= 0
     work[s] = np.maximum(tail[s], own[s])
     del s, own, s0, e0
     step_ends = _step_ends(nodes, steps, group, origin)
     nodes = nodes[list(KEPT_COLUMNS)]
-    graph = Graph(nodes, order, a.pop("lane_prev"), a.pop("near"), a.pop("gap"), work, tail, join, a.pop("sync_on"),
-                  a.pop("launch_by"), a.pop("launch_at"), members, step_ends, origin, a.pop("group"), near_lead,
-                  from_start)
+    graph = Graph(
+        nodes,
+        order,
+        a.pop("lane_prev"),
+        a.pop("near"),
+        a.pop("gap"),
+        work,
+        tail,
+        join,
+        a.pop("sync_on"),
+        a.pop("launch_by"),
+        a.pop("launch_at"),
+        members,
+        step_ends,
+        origin,
+        a.pop("group"),
+        near_lead,
+        from_start,
+    )
     del nodes, order, group, near, gap, sync_on, work, tail, join, members, near_lead, from_start, a
     return _round_major(graph)
 
@@ -316,11 +363,11 @@ def _round_major(g: Graph) -> Graph:
     # nodes are in (rank, step) order: a stable sort on `within` alone keeps the sequences' order
     # (radix sort when it fits 16 bits)
     small = np.int16 if n and within.max() < np.iinfo(np.int16).max else np.int64
-    old = np.argsort(within.astype(small), kind="stable")   # new index -> old index
+    old = np.argsort(within.astype(small), kind="stable")  # new index -> old index
     del within
     new = np.empty(n, np.int64)
-    new[old] = np.arange(n)                       # old index -> new index
-    lookup = np.append(new, -1)   # a missing edge (-1) stays -1
+    new[old] = np.arange(n)  # old index -> new index
+    lookup = np.append(new, -1)  # a missing edge (-1) stays -1
 
     for name in ("lane_prev", "near", "sync_on", "launch_by"):
         setattr(g, name, lookup[getattr(g, name)[old]])
@@ -417,10 +464,15 @@ def _collective_waiters(nodes, join, members, s0, e0, group, near, gap) -> np.nd
     waiters = np.flatnonzero(host_lane & (join < 0) & (gap > 0))
     found = _latest_end(group[waiters], s0[waiters], group[joined], arrival, joined)
     c = np.maximum(found, 0)
-    ready = s0[waiters] - gap[waiters]            # when its other predecessors let it start
+    ready = s0[waiters] - gap[waiters]  # when its other predecessors let it start
     lane = codes(nodes["lane"])
-    ok = (found >= 0) & (s0[c] < s0[waiters]) & (e0[c] > s0[waiters]) & (ready < arrival_of[join[c]]) \
+    ok = (
+        (found >= 0)
+        & (s0[c] < s0[waiters])
+        & (e0[c] > s0[waiters])
+        & (ready < arrival_of[join[c]])
         & (lane[c] != lane[waiters])
+    )
     w, c = waiters[ok], c[ok]
     near[w], lead[w] = c, e0[c] - s0[w]
     gap[w] = 0
@@ -440,9 +492,14 @@ def _syncs(nodes: pd.DataFrame, rank, step, s0, e0) -> np.ndarray:
 
 def _step_ends(nodes: pd.DataFrame, steps: pd.DataFrame, group: np.ndarray, origin: int) -> pd.DataFrame:
     """Each (rank, step) of `steps`: the gap after the last end of its nodes that ended within it."""
-    out = pd.DataFrame({"rank": steps["rank"].to_numpy(), "step": steps["step"].to_numpy(),
-                        "ts": steps["ts"].to_numpy(np.int64) - origin,
-                        "end_ts": steps["end_ts"].to_numpy(np.int64) - origin})
+    out = pd.DataFrame(
+        {
+            "rank": steps["rank"].to_numpy(),
+            "step": steps["step"].to_numpy(),
+            "ts": steps["ts"].to_numpy(np.int64) - origin,
+            "end_ts": steps["end_ts"].to_numpy(np.int64) - origin,
+        }
+    )
     e0 = nodes["end"].to_numpy(np.int64)
     inside = e0 <= nodes["end_ts"].to_numpy(np.int64)
     groups = int(group.max()) + 1 if len(group) else 0
@@ -455,5 +512,5 @@ def _step_ends(nodes: pd.DataFrame, steps: pd.DataFrame, group: np.ndarray, orig
     has = (key[at] == step_key) & (last[at] > np.iinfo(np.int64).min) if groups else np.zeros(len(out), bool)
     last_end = np.where(has, last[at] if groups else 0, out["ts"].to_numpy())
     out["tail_gap"] = np.maximum(out["end_ts"].to_numpy() - last_end, 0)
-    out["group"] = np.where(has, at, -1)   # the step's node sequence, -1 when none ended within it
+    out["group"] = np.where(has, at, -1)  # the step's node sequence, -1 when none ended within it
     return out

@@ -18,8 +18,10 @@ from .events import WORK_KINDS, with_object_categories  # noqa: F401  (WORK_KIND
 # Host calls that block until the device has finished its queued work (as the stdlib's
 # _host_calls names them: synchronous copies, stream / event / device synchronize, `.item()`,
 # torch-xla's mark_step / wait_device_ops; the Neuron runtime's execute wait).
-SYNC_NAME = (r"(?i)synchronize|cudaMemcpy(?!Async)|hipMemcpy(?!Async)|nrt_execute_wait|mark_step|wait_device_ops|"
-             r"^aten::(?:item|_local_scalar_dense)$")
+SYNC_NAME = (
+    r"(?i)synchronize|cudaMemcpy(?!Async)|hipMemcpy(?!Async)|nrt_execute_wait|mark_step|wait_device_ops|"
+    r"^aten::(?:item|_local_scalar_dense)$"
+)
 DEVICE_LANE = r"^(?:gpu|nc/|dma/|mtia|xpu)"
 
 
@@ -45,7 +47,7 @@ def segment_cummax(values: np.ndarray, first: np.ndarray) -> np.ndarray:
     low = np.minimum.reduceat(values, np.flatnonzero(first)) if len(values) else values
     rel = values - low[seg]
     span = int(rel.max()) + 1 if len(rel) else 1
-    if len(seg) and int(seg[-1]) >= (1 << 62) // span:   # too many segments x span: per segment
+    if len(seg) and int(seg[-1]) >= (1 << 62) // span:  # too many segments x span: per segment
         return pd.Series(values).groupby(seg).cummax().to_numpy()
     keyed = np.maximum.accumulate(seg * span + rel)
     return keyed - seg * span + low[seg]
@@ -60,7 +62,7 @@ def stable_order(primary: np.ndarray, secondary: np.ndarray) -> np.ndarray:
     ranked = primary[order]
     tied = np.flatnonzero(ranked[1:] == ranked[:-1])
     if len(tied):
-        rows = np.union1d(tied, tied + 1)     # runs of equal keys, contiguous in `order`
+        rows = np.union1d(tied, tied + 1)  # runs of equal keys, contiguous in `order`
         sub = order[rows]
         order[rows] = sub[np.lexsort((secondary[sub], primary[sub]))]
     return order
@@ -110,14 +112,14 @@ def flatten(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     reach = np.full(n, lowest, np.int64)
     if n:
         reach[1:] = segment_cummax(end, first)[:-1]
-    reach[first] = lowest          # int64 throughout: floats lose ns at epoch scale
-    top = (end > reach) | (ts >= reach)   # not inside an earlier event of the lane
+    reach[first] = lowest  # int64 throughout: floats lose ns at epoch scale
+    top = (end > reach) | (ts >= reach)  # not inside an earlier event of the lane
     device = matches(ev["lane"], DEVICE_LANE)
     is_sync = matches(ev["name"], SYNC_NAME) & ~device
     owner = np.maximum.accumulate(np.where(top, np.arange(n), -1)) if n else np.zeros(0, np.int64)
-    waited = _outermost(is_sync, owner, end) * dur          # a sync call waits its whole length
+    waited = _outermost(is_sync, owner, end) * dur  # a sync call waits its whole length
     queued = np.zeros(n, np.int64)
-    if "corr" in ev:   # launches that blocked on a full device queue wait for the device too
+    if "corr" in ev:  # launches that blocked on a full device queue wait for the device too
         queued = edges_launch.blocked(rank, ts, end, device, edges_launch.ids(ev))
         is_sync, waited = is_sync | (queued > 0), waited + queued
     synced = np.zeros(n, bool)
@@ -126,7 +128,7 @@ def flatten(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     np.add.at(node_waited, owner[is_sync], waited[is_sync])
     keep = np.flatnonzero(top)
     nodes = ev.take(keep).reset_index(drop=True)
-    start = np.maximum(ts, reach)[keep]   # cut partial overlaps
+    start = np.maximum(ts, reach)[keep]  # cut partial overlaps
     nodes["ts"], nodes["end"] = start, end[keep]
     nodes["dur"] = end[keep] - start
     nodes["syncs"], nodes["nid"] = synced[keep], keep
@@ -138,6 +140,6 @@ def flatten(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     launched = end - pd.Series(queued).groupby(owner).cumsum().to_numpy(np.int64) if n else end
     launched = np.maximum(launched, np.maximum(ts, reach)[np.maximum(owner, 0)])
     marks = pd.DataFrame({"rank": rank[inner], "step": step[inner], "end": launched[inner], "owner": owner[inner]})
-    if "corr" in ev:   # which device op a nested call launched (edges_launch.py)
+    if "corr" in ev:  # which device op a nested call launched (edges_launch.py)
         marks["corr"] = ev["corr"].to_numpy()[inner]
     return nodes, marks

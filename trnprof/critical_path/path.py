@@ -33,42 +33,43 @@ def _walk(graph: Graph, sol: Solution, row, columns) -> tuple[list, float]:
     if t > sol.end[j]:
         segs.append((int(row.rank), GAP, "(untraced)", sol.end[j], t))
     cur_rank = int(row.rank)
-    until = None      # entering a node part-way: the end of the nested call a device node waited for
+    until = None  # entering a node part-way: the end of the nested call a device node waited for
     while j >= 0:
         cur_rank = int(rank[j])
-        if node_step[j] != row.step:   # work of an earlier step ran into this one: its part in the step
+        if node_step[j] != row.step:  # work of an earlier step ran into this one: its part in the step
             first = float(step_start[(cur_rank, int(row.step))])
-            segs.append((cur_rank, kind_cat[j], names[j], max(sol.start[j], first),
-                         sol.end[j] if until is None else until))
+            segs.append(
+                (cur_rank, kind_cat[j], names[j], max(sol.start[j], first), sol.end[j] if until is None else until)
+            )
             break
         by = int(sol.end_by[j])
         if until is not None and by >= 0 and graph.join[j] >= 0 and sol.start[by] < until:
-            arrived = sol.start[by]      # a waiter resumed inside a collective: after its last arrival
+            arrived = sol.start[by]  # a waiter resumed inside a collective: after its last arrival
             segs.append((cur_rank, kind_cat[j], names[j], arrived, until))
             if by != j:
                 waited += max(arrived - sol.start[j], 0.0)
             j = by
         elif until is not None:
             segs.append((cur_rank, kind_cat[j], names[j], sol.start[j], until))
-        elif by >= 0 and graph.join[j] >= 0:        # waited for the last arrival
+        elif by >= 0 and graph.join[j] >= 0:  # waited for the last arrival
             arrived = sol.start[by]
             segs.append((cur_rank, kind_cat[j], names[j], arrived, sol.end[j]))
             if by != j:
                 waited += max(arrived - sol.start[j], 0.0)
             j = by
-        elif by >= 0 and graph.from_start[j]:      # a send held until its receive was posted
+        elif by >= 0 and graph.from_start[j]:  # a send held until its receive was posted
             posted = sol.start[by]
             segs.append((cur_rank, kind_cat[j], names[j], posted, sol.end[j]))
             waited += max(posted - sol.start[j], 0.0)
             j, until = by, posted
             continue
-        elif by >= 0 and rank[by] != rank[j]:      # a receive that waited for its sender's data
+        elif by >= 0 and rank[by] != rank[j]:  # a receive that waited for its sender's data
             arrived = sol.end[by]
             segs.append((cur_rank, kind_cat[j], names[j], arrived, sol.end[j]))
             waited += max(arrived - sol.start[j], 0.0)
             j = by
             continue
-        elif by >= 0:                               # held by the device
+        elif by >= 0:  # held by the device
             segs.append((cur_rank, SYNC, names[j], sol.end[by], sol.end[j]))
             j = by
             continue
@@ -95,8 +96,11 @@ def _walk(graph: Graph, sol: Solution, row, columns) -> tuple[list, float]:
 def _scale_of(sol: Solution, graph: Graph, node: int) -> float:
     """The factor the replay applied to `node`'s work (its replayed over its measured length)."""
     work = graph.work[node]
-    return (sol.end[node] - sol.start[node]) / work if work > 0 and graph.join[node] < 0 and \
-        graph.sync_on[node] < 0 else 1.0
+    return (
+        (sol.end[node] - sol.start[node]) / work
+        if work > 0 and graph.join[node] < 0 and graph.sync_on[node] < 0
+        else 1.0
+    )
 
 
 def _clip(segs: list, start: float) -> list:
@@ -124,7 +128,7 @@ def critical_path(graph: Graph, sol: Solution) -> tuple[pd.DataFrame, pd.DataFra
         facts.append((int(row.step), int(row.rank), waited))
     segments = pd.DataFrame(rows, columns=[*SEGMENT_COLUMNS[:5], "a", "b"])
     a, b = segments.pop("a").to_numpy(float), segments.pop("b").to_numpy(float)
-    segments["ts"] = np.rint(a).astype(np.int64) + graph.origin   # round half to even, as round()
+    segments["ts"] = np.rint(a).astype(np.int64) + graph.origin  # round half to even, as round()
     segments["dur"] = np.rint(b - a).astype(np.int64)
     return segments, pd.DataFrame(facts, columns=["step", "rank", "late_rank_wait"])
 

@@ -27,10 +27,10 @@ from .rounds import Rounds
 class Solution:
     start: np.ndarray
     end: np.ndarray
-    start_by: np.ndarray    # predecessor that set the start, -1: the step's start
-    end_by: np.ndarray      # member / device node that set the end, -1: its own work
+    start_by: np.ndarray  # predecessor that set the start, -1: the step's start
+    end_by: np.ndarray  # member / device node that set the end, -1: its own work
     via_launch: np.ndarray  # the start was set by a call nested in start_by, not by its end
-    steps: pd.DataFrame     # rank, step, ts (replayed start), end (replayed), dur, last
+    steps: pd.DataFrame  # rank, step, ts (replayed start), end (replayed), dur, last
 
 
 def carried(graph: Graph, sol: Solution) -> dict:
@@ -39,8 +39,12 @@ def carried(graph: Graph, sol: Solution) -> dict:
     (`solve(carry=...)`)."""
     steps = sol.steps.assign(measured=graph.steps["end_ts"].to_numpy(float))
     last = steps.sort_values("step").groupby("rank").tail(1)
-    return dict(zip(last["rank"].astype(int).tolist(),
-                    zip(last["step"].astype(int).tolist(), (last["end"] - last["measured"]).tolist())))
+    return dict(
+        zip(
+            last["rank"].astype(int).tolist(),
+            zip(last["step"].astype(int).tolist(), (last["end"] - last["measured"]).tolist()),
+        )
+    )
 
 
 # Rounds run in plain Python (rounds.py) when a round would start at most NARROW nodes on average
@@ -52,8 +56,14 @@ NARROW = 20
 PYTHON_NODES = 1_000_000
 
 
-def solve(graph: Graph, work_scale: np.ndarray | None = None, gap_scale: np.ndarray | None = None,
-          step_gap_scale: np.ndarray | None = None, method: str = "auto", carry: dict | None = None) -> Solution:
+def solve(
+    graph: Graph,
+    work_scale: np.ndarray | None = None,
+    gap_scale: np.ndarray | None = None,
+    step_gap_scale: np.ndarray | None = None,
+    method: str = "auto",
+    carry: dict | None = None,
+) -> Solution:
     """Every node's replayed start and end: a wavefront over the (rank, step) sequences of one
     step at a time (steps in order, each starting where the rank's previous one ended, _Clock).
     Each round takes the next node of every sequence whose predecessors have ended; a
@@ -89,13 +99,16 @@ class _Clock:
         self.end_ts = steps["end_ts"].to_numpy(float)
         self.tail = steps["tail_gap"].to_numpy(float) * (1.0 if step_gap_scale is None else step_gap_scale)
         self.start = self.ts.copy()
-        self.shift = {int(r): (int(k), float(v)) for r, (k, v) in (carry or {}).items()}   # rank -> (step, ns)
+        self.shift = {int(r): (int(k), float(v)) for r, (k, v) in (carry or {}).items()}  # rank -> (step, ns)
         node_step = graph.nodes["step"].to_numpy(np.int64)
-        key = self.rank * (1 << 32) + self.step     # every node belongs to a row (graph._attach_steps)
+        key = self.rank * (1 << 32) + self.step  # every node belongs to a row (graph._attach_steps)
         sorter = np.argsort(key, kind="stable")
         node_key = graph.nodes["rank"].to_numpy(np.int64) * (1 << 32) + node_step
-        self.node_row = sorter[np.minimum(np.searchsorted(key[sorter], node_key), max(len(key) - 1, 0))] \
-            if len(key) else np.zeros(0, np.int64)
+        self.node_row = (
+            sorter[np.minimum(np.searchsorted(key[sorter], node_key), max(len(key) - 1, 0))]
+            if len(key)
+            else np.zeros(0, np.int64)
+        )
         self._by_step = np.argsort(node_step, kind="stable")
         self._node_step = node_step[self._by_step]
         self._rows = self._nodes = None
@@ -146,11 +159,11 @@ def solve_unchanged(graph: Graph) -> Solution:
         arrival = np.maximum.reduceat(start[g.members.rows], g.members.ptr[:-1])
         last = first_latest(g.members, instances, start)
         _end_after(end, end_by, j, start[j] + g.work[j], arrival[g.join[j]] + g.tail[j], last[g.join[j]])
-    held = (g.sync_on >= 0) & (g.join < 0) & g.from_start   # sends held by their receive's start first
+    held = (g.sync_on >= 0) & (g.join < 0) & g.from_start  # sends held by their receive's start first
     s = np.flatnonzero(held)
     if len(s):
         _end_after(end, end_by, s, start[s] + g.work[s], start[g.sync_on[s]] + g.tail[s], g.sync_on[s])
-    s = np.flatnonzero((g.sync_on >= 0) & (g.join < 0) & ~held)   # a joined node ends with its join
+    s = np.flatnonzero((g.sync_on >= 0) & (g.join < 0) & ~held)  # a joined node ends with its join
     if len(s):
         device = g.sync_on[s]
         _end_after(end, end_by, s, start[s] + g.work[s], end[device] + g.tail[s], device)
@@ -183,16 +196,18 @@ class _Wave:
         self.via_launch = np.zeros(n, bool)
         self.blocked = (graph.join >= 0) | (self.sync_on >= 0)
         inst = graph.join[graph.join >= 0]
-        size = int(inst.max()) + 1 if len(inst) else 1   # one spare slot: lookups of -1 stay in bounds
+        size = int(inst.max()) + 1 if len(inst) else 1  # one spare slot: lookups of -1 stay in bounds
         self.size = np.bincount(inst, minlength=size)
         self.started = np.zeros(size, np.int64)
-        self.arrival = np.full(size, -np.inf)     # latest start among the started members
+        self.arrival = np.full(size, -np.inf)  # latest start among the started members
         # the member that started latest, the first of ties, as its position among the members
         self.last_pos = np.full(size, np.iinfo(np.int64).max)
         sizes = np.diff(graph.members.ptr)
         self.member_pos = np.zeros(n, np.int64)
-        self.member_pos[graph.members.rows] = np.arange(len(graph.members.rows)) - np.repeat(graph.members.ptr[:-1], sizes)
-        self.pending = np.zeros(0, np.int64)      # started nodes whose end waits on a join or a sync
+        self.member_pos[graph.members.rows] = np.arange(len(graph.members.rows)) - np.repeat(
+            graph.members.ptr[:-1], sizes
+        )
+        self.pending = np.zeros(0, np.int64)  # started nodes whose end waits on a join or a sync
 
     def _sequences(self):
         """Node order per (rank, step): the measured start order, as positions and bounds."""
@@ -254,7 +269,7 @@ class _Wave:
             before = self.arrival[inst]
             np.add.at(self.started, inst, 1)
             np.maximum.at(self.arrival, inst, self.start[joined])
-            self.last_pos[inst[self.arrival[inst] > before]] = np.iinfo(np.int64).max   # a later arrival
+            self.last_pos[inst[self.arrival[inst] > before]] = np.iinfo(np.int64).max  # a later arrival
             top = self.start[joined] == self.arrival[inst]
             np.minimum.at(self.last_pos, inst[top], self.member_pos[joined[top]])
         self.pending = np.concatenate([self.pending, j[~plain]])
@@ -269,7 +284,7 @@ class _Wave:
         inst, dev = g.join[p], self.sync_on[p]
         i, d = np.maximum(inst, 0), np.maximum(dev, 0)
         joins = (inst >= 0) & (self.started[i] == self.size[i])
-        held = g.from_start[p]     # a send waits for its receive's start, others for their node's end
+        held = g.from_start[p]  # a send waits for its receive's start, others for their node's end
         waited = np.where(held, self.start[d], self.end[d])
         syncs = (inst < 0) & ~np.isnan(waited)
         can = joins | syncs
@@ -299,7 +314,7 @@ class _Wave:
             members = g.members[int(g.join[p])]
             arrived = self.start[members]
             missing = np.isnan(arrived)
-            if missing.any():   # clocks disagree on the order: they keep their measured offset
+            if missing.any():  # clocks disagree on the order: they keep their measured offset
                 s0 = g.nodes["ts"].to_numpy()[members]
                 shift = self.start[p] - g.nodes["ts"].iat[p]
                 arrived = np.where(missing, s0 + shift, arrived)
@@ -308,7 +323,7 @@ class _Wave:
         elif g.from_start[p]:
             who = int(self.sync_on[p])
             posted = self.start[who]
-            if np.isnan(posted):    # clocks disagree on the order: it keeps its measured offset
+            if np.isnan(posted):  # clocks disagree on the order: it keeps its measured offset
                 posted = g.nodes["ts"].iat[who] + self.start[p] - g.nodes["ts"].iat[p]
             joined = posted + self.tail[p]
         else:
@@ -372,8 +387,9 @@ def _last_of(graph: Graph, end: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return last_of
 
 
-def _finish(graph: Graph, end: np.ndarray, rows: np.ndarray, start: np.ndarray, tail: np.ndarray,
-            idx: np.ndarray | None = None) -> np.ndarray:
+def _finish(
+    graph: Graph, end: np.ndarray, rows: np.ndarray, start: np.ndarray, tail: np.ndarray, idx: np.ndarray | None = None
+) -> np.ndarray:
     """Replayed ends of the steps' `rows`: the last node's end (or the step's start when none
     ended within it) plus the gap after it; `idx`: the nodes to look among (all by default)."""
     last_of = _last_of(graph, end, np.arange(len(end)) if idx is None else idx)
@@ -389,5 +405,13 @@ def _steps(graph: Graph, end: np.ndarray, gap_scale, start: np.ndarray | None = 
     start = steps["ts"].to_numpy(float) if start is None else start
     tail = steps["tail_gap"].to_numpy(float) * (1.0 if gap_scale is None else gap_scale)
     finished, last = _finish(graph, end, np.arange(len(steps)), start, tail)
-    return pd.DataFrame({"rank": steps["rank"].to_numpy(), "step": steps["step"].to_numpy(), "ts": start,
-                         "end": finished, "dur": finished - start, "last": last})
+    return pd.DataFrame(
+        {
+            "rank": steps["rank"].to_numpy(),
+            "step": steps["step"].to_numpy(),
+            "ts": start,
+            "end": finished,
+            "dur": finished - start,
+            "last": last,
+        }
+    )

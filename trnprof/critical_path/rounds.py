@@ -66,8 +66,13 @@ class Rounds:
         self._settle(force=True)
 
     def result(self) -> tuple[np.ndarray, ...]:
-        return (np.array(self.start, float), np.array(self.end, float), np.array(self.start_by, np.int64),
-                np.array(self.end_by, np.int64), np.array(self.via_launch, bool))
+        return (
+            np.array(self.start, float),
+            np.array(self.end, float),
+            np.array(self.start_by, np.int64),
+            np.array(self.end_by, np.int64),
+            np.array(self.via_launch, bool),
+        )
 
     def _known(self, node: int) -> bool:
         return node < 0 or not math.isnan(self.end[node])
@@ -152,12 +157,12 @@ class Rounds:
             ts = g.nodes["ts"].to_numpy()
             shift = self.start[p] - ts[p]
             arrived = [self.start[m] if not math.isnan(self.start[m]) else ts[m] + shift for m in members]
-            k = max(range(len(members)), key=lambda i: (arrived[i], -i))   # the first latest
+            k = max(range(len(members)), key=lambda i: (arrived[i], -i))  # the first latest
             who, after = members[k], arrived[k] + self.tail[p]
         elif self.from_start[p]:
             who = self.sync_on[p]
             posted = self.start[who]
-            if math.isnan(posted):   # clocks disagree on the order: it keeps its measured offset
+            if math.isnan(posted):  # clocks disagree on the order: it keeps its measured offset
                 ts = g.nodes["ts"].to_numpy()
                 posted = ts[who] + self.start[p] - ts[p]
             after = posted + self.tail[p]

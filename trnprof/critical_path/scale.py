@@ -61,20 +61,22 @@ CATEGORIES = tuple(sorted(set(CATEGORY_OF_KIND.values())))
 SIZE_CLASSES = {"small": (0, 1 << 20), "medium": (1 << 20, 64 << 20), "large": (64 << 20, math.inf)}
 DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ns|us|ms|s)?")
 NS_PER_UNIT = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
-MAX_DURATION_NS = 86_400 * NS_PER_UNIT["s"]   # a day: longer than any op a trace holds
+MAX_DURATION_NS = 86_400 * NS_PER_UNIT["s"]  # a day: longer than any op a trace holds
 PEERS = "peers"
-LAUNCH, EARLY = "launch", "early"     # operations on the graph's edges, not on durations
-FLAGS = ("gap", "sync", "matmul")     # terms without a value
-MATMUL_NAME = (r"(?i)gemm|matmul|cublas|cutlass|conv|wgrad|dgrad|"
-               r"aten::(?:mm|bmm|addmm|addbmm|baddbmm|linear|_convolution|einsum)$")
+LAUNCH, EARLY = "launch", "early"  # operations on the graph's edges, not on durations
+FLAGS = ("gap", "sync", "matmul")  # terms without a value
+MATMUL_NAME = (
+    r"(?i)gemm|matmul|cublas|cutlass|conv|wgrad|dgrad|"
+    r"aten::(?:mm|bmm|addmm|addbmm|baddbmm|linear|_convolution|einsum)$"
+)
 
 
 @dataclass(frozen=True)
 class Scale:
-    terms: tuple[tuple[str, str], ...]   # (field, value): kind, category, name, rank, size, gap, sync, matmul
-    factor: float | None                 # None: `peers`
+    terms: tuple[tuple[str, str], ...]  # (field, value): kind, category, name, rank, size, gap, sync, matmul
+    factor: float | None  # None: `peers`
     text: str
-    action: str | None = None            # LAUNCH or EARLY (factor 1.0): rewires edges instead of scaling
+    action: str | None = None  # LAUNCH or EARLY (factor 1.0): rewires edges instead of scaling
 
 
 def _term(text: str, spec: str) -> tuple[str, str]:
@@ -85,9 +87,11 @@ def _term(text: str, spec: str) -> tuple[str, str]:
             return field, ""
         if field in KINDS or field in CATEGORIES:
             return ("kind" if field in KINDS else "category"), field
-        raise TrnprofError(f"--scale {spec}: unknown selector {field!r} (a kind: {', '.join(KINDS)}; "
-                           f"a category: {', '.join(CATEGORIES)}; gap, sync, matmul; or kind:, category:, name:, "
-                           "rank:, size:, under:)")
+        raise TrnprofError(
+            f"--scale {spec}: unknown selector {field!r} (a kind: {', '.join(KINDS)}; "
+            f"a category: {', '.join(CATEGORIES)}; gap, sync, matmul; or kind:, category:, name:, "
+            "rank:, size:, under:)"
+        )
     allowed = {"kind": KINDS, "category": CATEGORIES, "size": tuple(SIZE_CLASSES)}
     if field in allowed and value not in allowed[field]:
         raise TrnprofError(f"--scale {spec}: {field} {value!r} is not one of {', '.join(allowed[field])}")
@@ -96,8 +100,10 @@ def _term(text: str, spec: str) -> tuple[str, str]:
     if field == "under":
         return field, str(_duration_ns(value, spec))
     if field not in ("kind", "category", "name", "rank", "size") or not value:
-        raise TrnprofError(f"--scale {spec}: selector {text!r} not understood (kind:K, category:C, name:GLOB, "
-                           "rank:N, size:small|medium|large, under:DURATION, gap)")
+        raise TrnprofError(
+            f"--scale {spec}: selector {text!r} not understood (kind:K, category:C, name:GLOB, "
+            "rank:N, size:small|medium|large, under:DURATION, gap)"
+        )
     return field, value
 
 
@@ -185,9 +191,15 @@ def _peer_factor(nodes: pd.DataFrame, work: np.ndarray, scale: Scale, stages: di
         same = [r for r, stage in stages.items() if stage == stages[rank]]
         hit &= nodes["rank"].isin(same).to_numpy()
     keys = ["step", "category"]
-    frame = pd.DataFrame({"rank": nodes["rank"].to_numpy()[hit], "step": nodes["step"].to_numpy()[hit],
-                          "category": nodes["category"].astype(str).to_numpy()[hit],
-                          "name": nodes["name"].astype(str).to_numpy()[hit], "work": work[hit].astype(float)})
+    frame = pd.DataFrame(
+        {
+            "rank": nodes["rank"].to_numpy()[hit],
+            "step": nodes["step"].to_numpy()[hit],
+            "category": nodes["category"].astype(str).to_numpy()[hit],
+            "name": nodes["name"].astype(str).to_numpy()[hit],
+            "work": work[hit].astype(float),
+        }
+    )
     frame = frame[frame["category"] != "communication"]
     by_name = frame.groupby([*keys, "name", "rank"])["work"].sum().unstack("rank", fill_value=0.0)
     if rank not in by_name.columns or by_name.shape[1] < 2:
@@ -196,36 +208,42 @@ def _peer_factor(nodes: pd.DataFrame, work: np.ndarray, scale: Scale, stages: di
     # a peer counts for a name it does not run (0), within the steps and categories it has work of
     doing = by_name.index.droplevel("name")
     others = by_name.drop(columns=rank)
-    others = others.where(np.column_stack([doing.isin(pd.MultiIndex.from_frame(totals.loc[totals["rank"] == r, keys]))
-                                           for r in others.columns]))
+    others = others.where(
+        np.column_stack(
+            [doing.isin(pd.MultiIndex.from_frame(totals.loc[totals["rank"] == r, keys])) for r in others.columns]
+        )
+    )
     own_name, peers_name = by_name[rank], others.median(axis=1)
     own = totals[totals["rank"] == rank].set_index(keys)["work"]
     peers = totals[totals["rank"] != rank].groupby(keys)["work"].median()
-    remove = (own - peers).clip(lower=0).dropna()        # a fix never slows a rank
+    remove = (own - peers).clip(lower=0).dropna()  # a fix never slows a rank
     excess = (own_name - peers_name.fillna(0.0)).clip(lower=0)
     excess_sum = excess.groupby(level=keys).sum()
     share = (remove / excess_sum).replace([np.inf, -np.inf], np.nan).fillna(0.0).clip(upper=1.0)
-    taken = excess * share.reindex(excess.index.droplevel("name")).to_numpy()   # from the excess first
+    taken = excess * share.reindex(excess.index.droplevel("name")).to_numpy()  # from the excess first
     rest_total = (own - excess_sum).reindex(remove.index)
     rest_cut = ((remove - excess_sum).clip(lower=0) / rest_total).replace([np.inf, -np.inf], np.nan).fillna(0.0)
     left = (own_name - taken) * (1 - rest_cut.reindex(excess.index.droplevel("name")).fillna(0.0).to_numpy())
     ratio = (left / own_name).replace([np.inf, -np.inf], np.nan).dropna().clip(0.0, 1.0)
     ratio = ratio[own_name.reindex(ratio.index) > 0]
-    index = pd.MultiIndex.from_arrays([nodes["step"].to_numpy(), nodes["category"].astype(str).to_numpy(),
-                                       nodes["name"].astype(str).to_numpy()], names=[*keys, "name"])
+    index = pd.MultiIndex.from_arrays(
+        [nodes["step"].to_numpy(), nodes["category"].astype(str).to_numpy(), nodes["name"].astype(str).to_numpy()],
+        names=[*keys, "name"],
+    )
     factor = pd.Series(ratio).reindex(index).fillna(1.0).to_numpy()
     return np.where(nodes["rank"].to_numpy() == rank, factor, 1.0)
 
 
-def factors(nodes: pd.DataFrame, work: np.ndarray, scales, stages: dict | None = None,
-            gaps: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def factors(
+    nodes: pd.DataFrame, work: np.ndarray, scales, stages: dict | None = None, gaps: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(work factor per node, gap factor per node): the scales applied in order, multiplied;
     `stages` (rank -> pipeline stage) chooses the peers of `peers`; `gaps` (each node's lead gap)
     lets `under:D,gap` select the gaps shorter than D."""
     work_f, gap_f = np.ones(len(nodes)), np.ones(len(nodes))
-    given = np.ones(len(nodes))   # the product of the factors the user gave (not `peers`' measured ones)
+    given = np.ones(len(nodes))  # the product of the factors the user gave (not `peers`' measured ones)
     for scale in scales:
-        if scale.action is not None:    # rewired(), not scaled
+        if scale.action is not None:  # rewired(), not scaled
             continue
         if any(f == "gap" for f, _ in scale.terms):
             hit = _matches(nodes, [t for t in scale.terms if t[0] != "gap"])
@@ -239,8 +257,10 @@ def factors(nodes: pd.DataFrame, work: np.ndarray, scales, stages: dict | None =
         work_f[hit] *= factor[hit] if isinstance(factor, np.ndarray) else factor
         given[hit] *= scale.factor if scale.factor is not None else 1.0
     if len(nodes) and max(given.max(), gap_f.max()) > SCALE_FACTOR.high:
-        raise TrnprofError(f"--scale {', '.join(s.text for s in scales)}: the factors multiply to more than "
-                           f"{SCALE_FACTOR.high:g} on some work (the replay's range)")
+        raise TrnprofError(
+            f"--scale {', '.join(s.text for s in scales)}: the factors multiply to more than "
+            f"{SCALE_FACTOR.high:g} on some work (the replay's range)"
+        )
     return work_f, gap_f
 
 
@@ -248,7 +268,7 @@ def _where(terms) -> str:
     """SQL over the run's events: the work events the terms other than name and gap select."""
     kinds = ", ".join(f"'{k}'" for k in KINDS)
     parts = ["step IS NOT NULL", "dur >= 0", f"kind IN ({kinds})"]
-    for field, value in terms:   # values checked by parse: known kinds, categories, classes; integers
+    for field, value in terms:  # values checked by parse: known kinds, categories, classes; integers
         if field == "kind":
             parts.append(f"kind = '{value}'")
         elif field == "category":
@@ -262,7 +282,9 @@ def _where(terms) -> str:
         elif field == "size":
             low, high = SIZE_CLASSES[value]
             communication = ", ".join(f"'{k}'" for k, c in CATEGORY_OF_KIND.items() if c == "communication")
-            parts.append(f"kind IN ({communication}) AND bytes >= {low}" + (f" AND bytes < {high}" if high < math.inf else ""))
+            parts.append(
+                f"kind IN ({communication}) AND bytes >= {low}" + (f" AND bytes < {high}" if high < math.inf else "")
+            )
     return " AND ".join(parts)
 
 
@@ -283,17 +305,19 @@ def check_matches(run, scales) -> None:
         terms = [t for t in scale.terms if t[0] != "gap"]
         rank = next((int(v) for f, v in terms if f == "rank"), None)
         if rank is not None:
-            known = run.sql("SELECT MIN(rank) AS low, MAX(rank) AS high, COUNT(*) AS n FROM ranks "
-                            f"WHERE rank = {rank}")
+            known = run.sql(f"SELECT MIN(rank) AS low, MAX(rank) AS high, COUNT(*) AS n FROM ranks WHERE rank = {rank}")
             if int(known["n"].iloc[0]) == 0:
                 world = run.sql("SELECT MIN(rank) AS low, MAX(rank) AS high FROM ranks").iloc[0]
-                raise TrnprofError(f"--scale {scale.text}: rank {rank} is not a rank of this run "
-                                   f"(ranks {world['low']}-{world['high']})")
+                raise TrnprofError(
+                    f"--scale {scale.text}: rank {rank} is not a rank of this run "
+                    f"(ranks {world['low']}-{world['high']})"
+                )
         if not _any(run, terms):
             raise TrnprofError(f"--scale {scale.text}: matches no work event of this run, so it would change nothing")
         if scale.factor is None and not _any(run, [t for t in terms if t[0] != "rank"] + [("other_rank", str(rank))]):
-            raise TrnprofError(f"--scale {scale.text}: no other rank does such work, so rank {rank} has no peers "
-                               "to be paced by")
+            raise TrnprofError(
+                f"--scale {scale.text}: no other rank does such work, so rank {rank} has no peers to be paced by"
+            )
 
 
 def node_factors(graph: Graph, scales, stages: dict | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -322,10 +346,21 @@ def _untraced_to_peers(graph: Graph, rank: int, stages: dict | None) -> tuple[np
     most their median over the batch's steps, never up:
     (per node, per row of graph.steps); 1 where the rank has none or no peer recorded the step."""
     nodes, steps = graph.nodes, graph.steps
-    untraced = pd.DataFrame({"rank": nodes["rank"].to_numpy(), "step": nodes["step"].to_numpy(),
-                             "ns": graph.gap.astype(float)})
-    untraced = pd.concat([untraced, pd.DataFrame({"rank": steps["rank"].to_numpy(), "step": steps["step"].to_numpy(),
-                                                  "ns": steps["tail_gap"].to_numpy(float)})])
+    untraced = pd.DataFrame(
+        {"rank": nodes["rank"].to_numpy(), "step": nodes["step"].to_numpy(), "ns": graph.gap.astype(float)}
+    )
+    untraced = pd.concat(
+        [
+            untraced,
+            pd.DataFrame(
+                {
+                    "rank": steps["rank"].to_numpy(),
+                    "step": steps["step"].to_numpy(),
+                    "ns": steps["tail_gap"].to_numpy(float),
+                }
+            ),
+        ]
+    )
     if stages and rank in stages:
         untraced = untraced[untraced["rank"].map(lambda r: stages.get(int(r)) == stages[rank])]
     per = untraced.groupby(["step", "rank"])["ns"].sum().reset_index()
@@ -334,7 +369,7 @@ def _untraced_to_peers(graph: Graph, rank: int, stages: dict | None) -> tuple[np
     # a peer's gap may hold its wait for this rank (a wait outside every recorded op): the
     # target is the peers' median in the step, at most their median step of the batch
     peers = others.groupby("step")["ns"].median().clip(upper=float(others["ns"].median()) if len(others) else None)
-    ratio = (peers / own).replace([np.inf, -np.inf], np.nan).dropna().clip(upper=1.0)   # a fix never slows a rank
+    ratio = (peers / own).replace([np.inf, -np.inf], np.nan).dropna().clip(upper=1.0)  # a fix never slows a rank
     node_f = np.where(nodes["rank"].to_numpy() == rank, nodes["step"].map(ratio).fillna(1.0).to_numpy(), 1.0)
     row_f = np.where(steps["rank"].to_numpy() == rank, steps["step"].map(ratio).fillna(1.0).to_numpy(), 1.0)
     return node_f, row_f

@@ -8,8 +8,16 @@ from .load import Side
 # job keys whose difference makes a comparison meaningless: another model or unit of work
 BLOCKING = ("model", "seq_len", "throughput_unit")
 # job keys whose difference is likely the point of the comparison, but worth saying
-NOTED = ("instance_type", "nodes", "parallelism", "precision", "global_batch", "micro_batch",
-         "samples_per_step", "activation_checkpointing")
+NOTED = (
+    "instance_type",
+    "nodes",
+    "parallelism",
+    "precision",
+    "global_batch",
+    "micro_batch",
+    "samples_per_step",
+    "activation_checkpointing",
+)
 
 
 def check(base: Side, new: Side) -> dict:
@@ -28,8 +36,10 @@ def check(base: Side, new: Side) -> dict:
         if b is not None and n is not None and b != n:
             notes.append(f"{key} differs: {b} vs {n}")
     if base.world_size != new.world_size:
-        notes.append(f"world size differs ({base.world_size} vs {new.world_size} ranks): "
-                     "breakdown and ops are compared per rank and per step")
+        notes.append(
+            f"world size differs ({base.world_size} vs {new.world_size} ranks): "
+            "breakdown and ops are compared per rank and per step"
+        )
     collectors = [side.manifest.get("source", {}).get("collector") for side in (base, new)]
     if collectors[0] != collectors[1]:
         notes.append(f"different sources: {collectors[0]} vs {collectors[1]}")
@@ -46,5 +56,7 @@ def _unknown_model(base: Side, new: Side) -> list[str]:
     known = "new" if unknown == ["base"] else "base"
     side = base if unknown == ["base"] else new
     source = side.manifest.get("source", {}).get("collector") or "an unknown source"
-    return [f"the {unknown[0]} run ({source}) records no model, the {known} run is {models[known]}: "
-            "nothing shows they are the same job"]
+    return [
+        f"the {unknown[0]} run ({source}) records no model, the {known} run is {models[known]}: "
+        "nothing shows they are the same job"
+    ]

@@ -24,24 +24,41 @@ def build(base: Side, new: Side, *, alpha: float = DEFAULT_ALPHA, top: int = TOP
     breakdown = headline.breakdown(base, new, alpha)
     regressions, improvements = match.ops(base, new, alpha, top, step["noise_floor_s"])
     return {
-        "schema": SCHEMA, "base": base.path, "new": new.path, "alpha": alpha,
+        "schema": SCHEMA,
+        "base": base.path,
+        "new": new.path,
+        "alpha": alpha,
         "test": "Mann-Whitney U, two-sided, over steady-state steps; effective step: permutation test on means "
-                "of the steps' wall slots, or Welch's t on the bulk noise",
+        "of the steps' wall slots, or Welch's t on the bulk noise",
         **comparable.check(base, new),
         "world_size": {"base": base.world_size, "new": new.world_size},
         "warmup_steps": {"base": base.warmup_steps, "new": new.warmup_steps},
-        "step_time": step, "throughput": throughput, "mfu": mfu,
-        "breakdown": breakdown, "moved_by": headline.mover(breakdown, step),
-        "top_regressions": regressions, "top_improvements": improvements,
-        "collectives": match.collectives(base, new), "memory": match.memory(base, new),
+        "step_time": step,
+        "throughput": throughput,
+        "mfu": mfu,
+        "breakdown": breakdown,
+        "moved_by": headline.mover(breakdown, step),
+        "top_regressions": regressions,
+        "top_improvements": improvements,
+        "collectives": match.collectives(base, new),
+        "memory": match.memory(base, new),
         "findings": findings.compare(base.findings, new.findings, breakdown),
         "step_times_s": {"base": [t / 1e9 for t in base.step_times], "new": [t / 1e9 for t in new.step_times]},
     }
 
 
-def diff(base: str | Path | Run, new: str | Path | Run, *, alpha: float = DEFAULT_ALPHA, top: int = TOP_OPS,
-         base_findings: Document | None = None, new_findings: Document | None = None,
-         analyze_options: dict | None = None, threads: int | None = None, price=None) -> dict:
+def diff(
+    base: str | Path | Run,
+    new: str | Path | Run,
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    top: int = TOP_OPS,
+    base_findings: Document | None = None,
+    new_findings: Document | None = None,
+    analyze_options: dict | None = None,
+    threads: int | None = None,
+    price=None,
+) -> dict:
     """Compare run `new` against run `base` (paths or open runs) and return the diff document.
 
     alpha: significance level of the Mann-Whitney test; top: ops listed per direction;
@@ -51,6 +68,13 @@ def diff(base: str | Path | Run, new: str | Path | Run, *, alpha: float = DEFAUL
     findings by their fixes' prices (`trnprof.api.diff` passes it)."""
     if not 0 < alpha < 1:
         raise TrnprofError(f"alpha {alpha}: give a significance level between 0 and 1, e.g. 0.01")
-    sides = load_sides(base, new, base_findings=base_findings, new_findings=new_findings,
-                       analyze_options=analyze_options, threads=threads, price=price)
+    sides = load_sides(
+        base,
+        new,
+        base_findings=base_findings,
+        new_findings=new_findings,
+        analyze_options=analyze_options,
+        threads=threads,
+        price=price,
+    )
     return build(*sides, alpha=alpha, top=top)

@@ -14,20 +14,31 @@ def _by_rule(document: Document) -> dict[str, dict]:
     are different places, e.g. one per straggler) and the code and title."""
     rules: dict[str, dict] = {}
     for finding in document.findings:
-        entry = rules.setdefault(finding.name, {"name": finding.name, "code": finding.code,
-                                                "title": finding.title, "severity": finding.severity,
-                                                "seconds_per_step": 0.0, "fraction_of_step": 0.0,
-                                                "measured_seconds_per_step": 0.0,
-                                                "draws_from": finding.impact.draws_from,
-                                                "one_time_seconds": 0.0, "bytes": 0, "patterns": []})
+        entry = rules.setdefault(
+            finding.name,
+            {
+                "name": finding.name,
+                "code": finding.code,
+                "title": finding.title,
+                "severity": finding.severity,
+                "seconds_per_step": 0.0,
+                "fraction_of_step": 0.0,
+                "measured_seconds_per_step": 0.0,
+                "draws_from": finding.impact.draws_from,
+                "one_time_seconds": 0.0,
+                "bytes": 0,
+                "patterns": [],
+            },
+        )
         if severity_rank(finding.severity) > severity_rank(entry["severity"]):
             entry["severity"] = finding.severity
         entry["seconds_per_step"] += finding.impact.seconds_per_step
         entry["fraction_of_step"] += finding.impact.fraction_of_step
         entry["one_time_seconds"] = max(entry["one_time_seconds"], finding.impact.one_time_seconds)
         entry["bytes"] = max(entry["bytes"], finding.impact.bytes)
-        entry["measured_seconds_per_step"] = max(entry["measured_seconds_per_step"],
-                                                 finding.impact.measured_seconds_per_step)
+        entry["measured_seconds_per_step"] = max(
+            entry["measured_seconds_per_step"], finding.impact.measured_seconds_per_step
+        )
         if finding.pattern:
             entry["patterns"].append(finding.pattern)
     return rules
@@ -44,8 +55,10 @@ def _dropped(entry: dict, breakdown: list[dict]) -> tuple[bool, str | None]:
         return True, None
     if (row["delta_s"] < 0 and row["significant"]) or row["new_s"] < entry["measured_seconds_per_step"] / 2:
         return True, None
-    return False, (f"no longer reported, but {category} did not drop ({row['base_s'] * 1e3:.2f} -> "
-                   f"{row['new_s'] * 1e3:.2f} ms per step)")
+    return False, (
+        f"no longer reported, but {category} did not drop ({row['base_s'] * 1e3:.2f} -> "
+        f"{row['new_s'] * 1e3:.2f} ms per step)"
+    )
 
 
 def compare(base_doc: Document, new_doc: Document, breakdown: list[dict] | None = None) -> dict:
@@ -57,12 +70,23 @@ def compare(base_doc: Document, new_doc: Document, breakdown: list[dict] | None 
     changed = []
     for name in sorted(set(base) & set(new)):
         b, n = base[name], new[name]
-        changed.append({"name": name, "code": n["code"], "base_severity": b["severity"],
-                        "new_severity": n["severity"], "base_s": b["seconds_per_step"],
-                        "new_s": n["seconds_per_step"], "delta_s": n["seconds_per_step"] - b["seconds_per_step"],
-                        "base_fraction": b["fraction_of_step"], "new_fraction": n["fraction_of_step"],
-                        "base_once_s": b["one_time_seconds"], "new_once_s": n["one_time_seconds"],
-                        "base_bytes": b["bytes"], "new_bytes": n["bytes"]})
+        changed.append(
+            {
+                "name": name,
+                "code": n["code"],
+                "base_severity": b["severity"],
+                "new_severity": n["severity"],
+                "base_s": b["seconds_per_step"],
+                "new_s": n["seconds_per_step"],
+                "delta_s": n["seconds_per_step"] - b["seconds_per_step"],
+                "base_fraction": b["fraction_of_step"],
+                "new_fraction": n["fraction_of_step"],
+                "base_once_s": b["one_time_seconds"],
+                "new_once_s": n["one_time_seconds"],
+                "base_bytes": b["bytes"],
+                "new_bytes": n["bytes"],
+            }
+        )
     changed.sort(key=lambda row: -abs(row["delta_s"]))
     new_names = sorted(set(new) - set(base), key=lambda k: (-severity_rank(new[k]["severity"]), k))
     gone = sorted(set(base) - set(new), key=lambda k: (-severity_rank(base[k]["severity"]), k))
@@ -75,7 +99,12 @@ def compare(base_doc: Document, new_doc: Document, breakdown: list[dict] | None 
             resolved.append(name)
         else:
             unreported.append({**base[name], "reason": reason})
-    return {"new": new_names, "resolved": resolved, "changed": changed,
-            "new_details": [new[k] for k in new_names], "resolved_details": [base[k] for k in resolved],
-            "unreported": unreported,
-            "errors": {"base": msgspec.to_builtins(base_doc.errors), "new": msgspec.to_builtins(new_doc.errors)}}
+    return {
+        "new": new_names,
+        "resolved": resolved,
+        "changed": changed,
+        "new_details": [new[k] for k in new_names],
+        "resolved_details": [base[k] for k in resolved],
+        "unreported": unreported,
+        "errors": {"base": msgspec.to_builtins(base_doc.errors), "new": msgspec.to_builtins(new_doc.errors)},
+    }

@@ -41,13 +41,14 @@ class Gate:
     text: str
     metric: str
     op: str
-    kind: str          # "relative" (fraction), "absolute" (seconds per step), "severity", "count"
-    threshold: float   # fraction, seconds, severity rank or count
+    kind: str  # "relative" (fraction), "absolute" (seconds per step), "severity", "count"
+    threshold: float  # fraction, seconds, severity rank or count
 
 
 def _error(text: str, why: str) -> TrnprofError:
-    return TrnprofError(f"--fail-if {text!r}: {why} (e.g. \"step_time>+5%\", \"exposed_comm>+10ms\", "
-                        "\"new_findings>=medium\")")
+    return TrnprofError(
+        f'--fail-if {text!r}: {why} (e.g. "step_time>+5%", "exposed_comm>+10ms", "new_findings>=medium")'
+    )
 
 
 def parse_gate(text: str) -> Gate:
@@ -124,13 +125,21 @@ def _judge(gate: Gate, entry: dict, strict: bool) -> dict | None:
     if value is None:
         return None
     if value == float("inf") and not OPS[gate.op](value, gate.threshold):
-        raise TrnprofError(f"--fail-if {gate.text!r}: {gate.metric} is 0 in the base run, so a relative change "
-                           f"is not defined; give an absolute threshold (e.g. \"{gate.metric}<+10ms\")")
+        raise TrnprofError(
+            f"--fail-if {gate.text!r}: {gate.metric} is 0 in the base run, so a relative change "
+            f'is not defined; give an absolute threshold (e.g. "{gate.metric}<+10ms")'
+        )
     passed = OPS[gate.op](value, gate.threshold)
     from_zero = value == float("inf")  # JSON has no infinity: the value is null, `from_zero` true
-    return {"gate": gate.text, "kind": gate.kind, "value": None if from_zero else value, "from_zero": from_zero,
-            "significant": entry["significant"], "tripped": bool(passed and (entry["significant"] or strict)),
-            "past_threshold": bool(passed)}
+    return {
+        "gate": gate.text,
+        "kind": gate.kind,
+        "value": None if from_zero else value,
+        "from_zero": from_zero,
+        "significant": entry["significant"],
+        "tripped": bool(passed and (entry["significant"] or strict)),
+        "past_threshold": bool(passed),
+    }
 
 
 def evaluate(gate: Gate, document: dict, *, strict: bool = False) -> dict:
@@ -146,9 +155,14 @@ def evaluate(gate: Gate, document: dict, *, strict: bool = False) -> dict:
         if result is not None:
             results.append({**result, "view": view})
     if not results:
-        raise TrnprofError(f"--fail-if {gate.text!r}: the runs do not give {gate.metric}"
-                           + (" (the job metadata lacks samples per step or FLOPs)" if gate.metric in RATES else
-                              " (no steady-state steps)"))
+        raise TrnprofError(
+            f"--fail-if {gate.text!r}: the runs do not give {gate.metric}"
+            + (
+                " (the job metadata lacks samples per step or FLOPs)"
+                if gate.metric in RATES
+                else " (no steady-state steps)"
+            )
+        )
     return max(results, key=lambda r: (r["tripped"], r["past_threshold"], r["view"] == "typical"))
 
 

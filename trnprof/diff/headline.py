@@ -6,10 +6,8 @@ import numpy as np
 
 from ..robuststats import bulk_sd
 from ..units import NS_PER_S
-
 from .load import BUCKETS, Side
 from .stats import compare, compare_means, min_p_value
-
 
 
 def _rate_change(base, new) -> float | None:
@@ -26,14 +24,25 @@ def step_time(base: Side, new: Side, alpha: float) -> dict:
     hide behind). `noise_floor_s`: the base's step-to-step noise (bulk standard deviation)."""
     result = compare(base.step_times / NS_PER_S, new.step_times / NS_PER_S, alpha=alpha)
     effective = compare_means(base.slots / NS_PER_S, new.slots / NS_PER_S, alpha=alpha)
-    return {"base_s": result["base"], "new_s": result["new"], "change": result["change"],
-            "p_value": result["p_value"], "significant": result["significant"],
-            "base_steps": len(base.step_times), "new_steps": len(new.step_times),
-            "min_p_value": min_p_value(len(base.step_times), len(new.step_times)),
-            "noise_floor_s": bulk_sd(base.step_times / NS_PER_S),
-            "effective": {"base_s": effective["base"], "new_s": effective["new"], "change": effective["change"],
-                          "p_value": effective["p_value"], "bulk_p_value": effective["bulk_p_value"],
-                          "significant": effective["significant"]}}
+    return {
+        "base_s": result["base"],
+        "new_s": result["new"],
+        "change": result["change"],
+        "p_value": result["p_value"],
+        "significant": result["significant"],
+        "base_steps": len(base.step_times),
+        "new_steps": len(new.step_times),
+        "min_p_value": min_p_value(len(base.step_times), len(new.step_times)),
+        "noise_floor_s": bulk_sd(base.step_times / NS_PER_S),
+        "effective": {
+            "base_s": effective["base"],
+            "new_s": effective["new"],
+            "change": effective["change"],
+            "p_value": effective["p_value"],
+            "bulk_p_value": effective["bulk_p_value"],
+            "significant": effective["significant"],
+        },
+    }
 
 
 def _rate(base, new, significant: bool) -> dict | None:
@@ -56,8 +65,9 @@ def rates(base: Side, new: Side, step: dict) -> tuple[dict | None, dict | None]:
     if base_tp and new_tp:
         throughput = {**_rate(base_tp["value"], new_tp["value"], step["significant"]), "unit": new_tp["unit"]}
         base_eff, new_eff = base.throughput(effective["base_s"]), new.throughput(effective["new_s"])
-        throughput["effective"] = _rate(base_eff and base_eff["value"], new_eff and new_eff["value"],
-                                        effective["significant"])
+        throughput["effective"] = _rate(
+            base_eff and base_eff["value"], new_eff and new_eff["value"], effective["significant"]
+        )
     mfu = _rate(base.mfu, new.mfu, step["significant"])
     if mfu is not None:
         mfu["effective"] = _rate(base.effective_mfu, new.effective_mfu, effective["significant"])
@@ -73,9 +83,17 @@ def breakdown(base: Side, new: Side, alpha: float) -> list[dict]:
         n = new.breakdown[bucket].astype(float) / NS_PER_S if len(new.breakdown) else np.array([])
         result = compare(b, n, alpha=alpha)
         delta = None if result["base"] is None or result["new"] is None else result["new"] - result["base"]
-        rows.append({"category": bucket, "base_s": result["base"], "new_s": result["new"], "delta_s": delta,
-                     "change": result["change"], "p_value": result["p_value"],
-                     "significant": result["significant"]})
+        rows.append(
+            {
+                "category": bucket,
+                "base_s": result["base"],
+                "new_s": result["new"],
+                "delta_s": delta,
+                "change": result["change"],
+                "p_value": result["p_value"],
+                "significant": result["significant"],
+            }
+        )
     return rows
 
 

@@ -15,36 +15,44 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..engines import open_run
 from ..breakdown import CATEGORIES
+from ..engines import open_run
 from ..info import mfu_views, throughput
-from ..rules_engine.engine import Plan, plan, run_plan, views_computed
 from ..rules_engine.document import Document
+from ..rules_engine.engine import Plan, plan, run_plan, views_computed
 from ..run import Run
 
 # step_breakdown's exclusive categories, in its order (they sum to the step)
 BUCKETS = CATEGORIES
 # the stdlib views `_read` reads besides the rules' (computed with them, under the lock)
-DIFF_VIEWS = ("step_phases", "step_slots", "mfu", "steady_step_means", "steady_op_totals",
-              "steady_collective_classes", "peak_memory_categories")
+DIFF_VIEWS = (
+    "step_phases",
+    "step_slots",
+    "mfu",
+    "steady_step_means",
+    "steady_op_totals",
+    "steady_collective_classes",
+    "peak_memory_categories",
+)
 
 
 @dataclass
 class Side:
     """One run of a comparison: its facts, steady-state per-step series and findings."""
+
     path: str
     manifest: dict
     world_size: int
-    step_times: pd.Series          # steady-state step time (slowest rank), ns, indexed by step
-    slots: pd.Series               # steady steps' wall slots (step_slots), ns: their mean is the effective step
+    step_times: pd.Series  # steady-state step time (slowest rank), ns, indexed by step
+    slots: pd.Series  # steady steps' wall slots (step_slots), ns: their mean is the effective step
     warmup_steps: list[int]
-    breakdown: pd.DataFrame        # steady_step_means: per step, buckets averaged over ranks, ns
-    ops: pd.DataFrame              # steady_op_totals
-    collectives: pd.DataFrame      # steady_collective_classes
-    memory: pd.DataFrame           # peak_memory_categories
-    mfu: float | None              # the stdlib `mfu` view: MFU on the typical step
-    effective_mfu: float | None    # and on the effective step
-    findings: Document             # analyze()'s document
+    breakdown: pd.DataFrame  # steady_step_means: per step, buckets averaged over ranks, ns
+    ops: pd.DataFrame  # steady_op_totals
+    collectives: pd.DataFrame  # steady_collective_classes
+    memory: pd.DataFrame  # peak_memory_categories
+    mfu: float | None  # the stdlib `mfu` view: MFU on the typical step
+    effective_mfu: float | None  # and on the effective step
+    findings: Document  # analyze()'s document
 
     @property
     def job(self) -> dict:
@@ -54,8 +62,9 @@ class Side:
         return throughput(self.job, step_s)
 
 
-def _read(run: Run, findings: Document | None, chosen: Plan | None, price=None,
-          computing=contextlib.nullcontext()) -> Side:
+def _read(
+    run: Run, findings: Document | None, chosen: Plan | None, price=None, computing=contextlib.nullcontext()
+) -> Side:
     """`price(run, document, plan)`, when given, prices the findings the rules found here (the
     API passes `trnprof.api.priced`: diff itself never reaches the what-if layer). The views
     are computed first, holding `computing` (a lock the other side's reading shares)."""
@@ -73,7 +82,9 @@ def _read(run: Run, findings: Document | None, chosen: Plan | None, price=None,
     if world is None:
         world = int(run.sql("SELECT COUNT(*) AS n FROM ranks").iloc[0, 0])
     return Side(
-        path=str(run.path), manifest=run.manifest, world_size=int(world),
+        path=str(run.path),
+        manifest=run.manifest,
+        world_size=int(world),
         step_times=pd.Series(steady["dur"].astype(float).to_numpy(), index=steady["step"].astype(int).to_numpy()),
         slots=pd.Series(slots["slot"].astype(float).to_numpy(), index=slots["step"].astype(int).to_numpy()),
         warmup_steps=[int(s) for s in phases.loc[phases["warmup"].astype(bool), "step"]],
@@ -81,12 +92,22 @@ def _read(run: Run, findings: Document | None, chosen: Plan | None, price=None,
         ops=run.sql("SELECT * FROM steady_op_totals"),
         collectives=run.sql("SELECT * FROM steady_collective_classes"),
         memory=run.sql("SELECT * FROM peak_memory_categories ORDER BY category"),
-        mfu=mfu[0], effective_mfu=mfu[1], findings=document)
+        mfu=mfu[0],
+        effective_mfu=mfu[1],
+        findings=document,
+    )
 
 
-def load_sides(base: str | Path | Run, new: str | Path | Run, *, base_findings: Document | None = None,
-               new_findings: Document | None = None, analyze_options: dict | None = None,
-               threads: int | None = None, price=None) -> tuple[Side, Side]:
+def load_sides(
+    base: str | Path | Run,
+    new: str | Path | Run,
+    *,
+    base_findings: Document | None = None,
+    new_findings: Document | None = None,
+    analyze_options: dict | None = None,
+    threads: int | None = None,
+    price=None,
+) -> tuple[Side, Side]:
     """Both sides, read at the same time in two sessions, so that one side's rules (the sandbox,
     Python between rule queries) run while the other computes its views. The views are computed
     one run at a time, each with the whole memory budget: the comparison holds to the budget
@@ -103,8 +124,10 @@ def load_sides(base: str | Path | Run, new: str | Path | Run, *, base_findings: 
             return side, side
         computing = threading.Lock()
         with ThreadPoolExecutor(max_workers=2) as pool:
-            futures = [pool.submit(_read, run, found, chosen, price, computing)
-                       for run, found in zip(opened, (base_findings, new_findings))]
+            futures = [
+                pool.submit(_read, run, found, chosen, price, computing)
+                for run, found in zip(opened, (base_findings, new_findings))
+            ]
             return futures[0].result(), futures[1].result()
     finally:
         for run, given in zip(opened, (base, new)):

@@ -8,22 +8,31 @@ from . import tables
 
 def _summary(document: dict) -> list[str]:
     step = document["step_time"]
-    lines = [f"base {document['base']} ({document['world_size']['base']} ranks, {step['base_steps']} steady steps)",
-             f"new  {document['new']} ({document['world_size']['new']} ranks, {step['new_steps']} steady steps)"]
+    lines = [
+        f"base {document['base']} ({document['world_size']['base']} ranks, {step['base_steps']} steady steps)",
+        f"new  {document['new']} ({document['world_size']['new']} ranks, {step['new_steps']} steady steps)",
+    ]
     if not document["comparable"]:
         lines.append("NOT COMPARABLE: " + "; ".join(document["reasons"]))
     lines += [f"note: {note}" for note in document["notes"]]
     if step["min_p_value"] >= document["alpha"]:
-        lines.append(f"note: {step['base_steps']} and {step['new_steps']} steady steps are too few for any change "
-                     f"to be significant at alpha {document['alpha']:g}; record more steps (or gate with --strict)")
+        lines.append(
+            f"note: {step['base_steps']} and {step['new_steps']} steady steps are too few for any change "
+            f"to be significant at alpha {document['alpha']:g}; record more steps (or gate with --strict)"
+        )
     return lines
 
 
 def _gate_line(result: dict) -> str:
     state = "TRIPPED" if result["tripped"] else "passed"
     value, kind = result["value"], result.get("kind")
-    shown = (tables.percent(value) if kind == "relative" else tables.signed_duration(value) + "/step"
-             if kind == "absolute" else str(value))
+    shown = (
+        tables.percent(value)
+        if kind == "relative"
+        else tables.signed_duration(value) + "/step"
+        if kind == "absolute"
+        else str(value)
+    )
     if result.get("from_zero"):
         shown = "up from 0 in the base"
     if result.get("view") == "effective":
@@ -66,8 +75,9 @@ def _md_table(rows: list[dict]) -> list[str]:
     if not rows:
         return ["none"]
     columns = list(rows[0])
-    return (["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-            + ["| " + " | ".join(_cell(r[c]) for c in columns) + " |" for r in rows])
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)] + [
+        "| " + " | ".join(_cell(r[c]) for c in columns) + " |" for r in rows
+    ]
 
 
 def to_markdown(document: dict, gates: list[dict] | None = None) -> str:
@@ -78,8 +88,11 @@ def to_markdown(document: dict, gates: list[dict] | None = None) -> str:
     lines = ["## trnprof diff", "", head + ".", ""] + [f"- {_cell(line)}" for line in _summary(document)]
     if gates:
         lines += ["", "| gate | result | value |", "|---|---|---|"]
-        lines += [f"| {_code(g['gate'])} | {'**tripped**' if g['tripped'] else 'passed'} | "
-                  f"{_cell(_gate_line(g).split('value ', 1)[1])} |" for g in gates]
+        lines += [
+            f"| {_code(g['gate'])} | {'**tripped**' if g['tripped'] else 'passed'} | "
+            f"{_cell(_gate_line(g).split('value ', 1)[1])} |"
+            for g in gates
+        ]
     for title, rows in tables.sections(document):
         lines += ["", f"### {title}", ""] + _md_table(rows)
     lines += ["", f"_Significance: {document['test']}, alpha {document['alpha']:g}._"]

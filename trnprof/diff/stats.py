@@ -59,10 +59,10 @@ def mann_whitney(base, new) -> dict:
         counts = _u_counts(n1, n2)
         total = sum(counts)
         u = int(round(u_new))
-        lower, upper = sum(counts[:u + 1]), sum(counts[u:])
+        lower, upper = sum(counts[: u + 1]), sum(counts[u:])
         return {"u": u_new, "p_value": min(1.0, 2.0 * min(lower, upper) / total), "method": "exact"}
     n = n1 + n2
-    variance = n1 * n2 / 12.0 * ((n + 1) - float((ties ** 3 - ties).sum()) / (n * (n - 1)))
+    variance = n1 * n2 / 12.0 * ((n + 1) - float((ties**3 - ties).sum()) / (n * (n - 1)))
     if variance <= 0:  # every value equal: no difference at all
         return {"u": u_new, "p_value": 1.0, "method": "normal"}
     z = (abs(u_new - n1 * n2 / 2.0) - 0.5) / math.sqrt(variance)
@@ -84,8 +84,13 @@ def compare(base, new, *, alpha: float = DEFAULT_ALPHA) -> dict:
     new_median = float(np.median(y)) if len(y) else None
     test = mann_whitney(x, y)
     change = (new_median / base_median - 1.0) if base_median and new_median is not None else None
-    return {"base": base_median, "new": new_median, "change": change, "p_value": test["p_value"],
-            "significant": bool(test["p_value"] < alpha)}
+    return {
+        "base": base_median,
+        "new": new_median,
+        "change": change,
+        "p_value": test["p_value"],
+        "significant": bool(test["p_value"] < alpha),
+    }
 
 
 PERMUTATIONS = 20_000
@@ -105,6 +110,7 @@ def permutation_means(base, new, *, rounds: int = PERMUTATIONS, seed: int = 0) -
     total = pooled.sum()
     if math.comb(n1 + n2, n1) <= rounds:
         from itertools import combinations
+
         sums = np.array([pooled[list(pick)].sum() for pick in combinations(range(n1 + n2), n1)])
     else:
         rng = np.random.default_rng(seed)
@@ -145,5 +151,11 @@ def compare_means(base, new, *, alpha: float = DEFAULT_ALPHA) -> dict:
     new_mean = float(y.mean()) if len(y) else None
     permutation, bulk = permutation_means(x, y), bulk_noise_test(x, y)
     change = (new_mean / base_mean - 1.0) if base_mean and new_mean is not None else None
-    return {"base": base_mean, "new": new_mean, "change": change, "p_value": permutation, "bulk_p_value": bulk,
-            "significant": bool(permutation < alpha or bulk < alpha)}
+    return {
+        "base": base_mean,
+        "new": new_mean,
+        "change": change,
+        "p_value": permutation,
+        "bulk_p_value": bulk,
+        "significant": bool(permutation < alpha or bulk < alpha),
+    }

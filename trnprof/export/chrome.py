@@ -33,8 +33,17 @@ from ..schema import SCHEMA_VERSION
 
 PRODUCER = "trnprof"
 BATCH_ROWS = 1 << 18
-OPTIONAL = (("step", False), ("phase", True), ("bytes", False), ("flops", False), ("coll_op", True),
-            ("coll_group", True), ("coll_seq", False), ("coll_ranks", False), ("args", True))
+OPTIONAL = (
+    ("step", False),
+    ("phase", True),
+    ("bytes", False),
+    ("flops", False),
+    ("coll_op", True),
+    ("coll_group", True),
+    ("coll_seq", False),
+    ("coll_ranks", False),
+    ("args", True),
+)
 
 
 def _json_strings(values: pa.Array) -> pa.Array:
@@ -45,16 +54,19 @@ def _json_strings(values: pa.Array) -> pa.Array:
     quoted = pc.binary_join_element_wise('"', escaped, '"', "")
     if not pc.any(risky).as_py():
         return quoted
-    exact = [json.dumps(v, ensure_ascii=False) if r else q
-             for v, r, q in zip(values.to_pylist(), risky.to_pylist(), quoted.to_pylist())]
+    exact = [
+        json.dumps(v, ensure_ascii=False) if r else q
+        for v, r, q in zip(values.to_pylist(), risky.to_pylist(), quoted.to_pylist())
+    ]
     return pa.array(exact, pa.string())
 
 
 def _per_distinct_json(values) -> pa.Array:
     """JSON string literals of a low-cardinality column, escaped once per distinct value."""
     encoded = pc.dictionary_encode(values.cast(pa.string()))
-    texts = pa.array([None if v is None else json.dumps(v, ensure_ascii=False)
-                      for v in encoded.dictionary.to_pylist()], pa.string())
+    texts = pa.array(
+        [None if v is None else json.dumps(v, ensure_ascii=False) for v in encoded.dictionary.to_pylist()], pa.string()
+    )
     return pc.take(texts, encoded.indices)
 
 
@@ -73,17 +85,33 @@ def _event_lines(batch: pa.Table, tids: pa.Array) -> pa.Array:
         values = batch[column].combine_chunks()
         if values.null_count == len(values):
             continue
-        text = (_json_strings(values) if column == "args" else _per_distinct_json(values)) if is_text \
+        text = (
+            (_json_strings(values) if column == "args" else _per_distinct_json(values))
+            if is_text
             else values.cast(pa.string())
+        )
         parts.append(pc.binary_join_element_wise(f'"{column}":', text, ",", "").fill_null(""))
     lane = _per_distinct_json(batch["lane"].combine_chunks())
     args = pc.binary_join_element_wise("{", *parts, '"lane":', lane, "}", "")
     ts = batch["ts"].to_numpy()
     return pc.binary_join_element_wise(
-        '{"ph":"X","cat":', _per_distinct_json(batch["kind"].combine_chunks()),
-        ',"name":', _per_distinct_json(batch["name"].combine_chunks()),
-        ',"pid":', batch["rank"].combine_chunks().cast(pa.string()), ',"tid":', tids.cast(pa.string()),
-        ',"ts":', us_texts(ts), ',"dur":', us_texts(batch["dur"].to_numpy()), ',"args":', args, "}", "")
+        '{"ph":"X","cat":',
+        _per_distinct_json(batch["kind"].combine_chunks()),
+        ',"name":',
+        _per_distinct_json(batch["name"].combine_chunks()),
+        ',"pid":',
+        batch["rank"].combine_chunks().cast(pa.string()),
+        ',"tid":',
+        tids.cast(pa.string()),
+        ',"ts":',
+        us_texts(ts),
+        ',"dur":',
+        us_texts(batch["dur"].to_numpy()),
+        ',"args":',
+        args,
+        "}",
+        "",
+    )
 
 
 def _counter_lines(batch: pa.Table) -> tuple[pa.Array, int]:
@@ -94,12 +122,27 @@ def _counter_lines(batch: pa.Table) -> tuple[pa.Array, int]:
     cat = pc.binary_join_element_wise('"cat":', _per_distinct_json(unit), ",", "").fill_null("")
     numbers = pa.array([repr(float(v)) for v in batch["value"].to_pylist()], pa.string())
     args = batch["args"].combine_chunks()
-    own = pc.binary_join_element_wise(',"trnprof_args":', _json_strings(args), "").fill_null("") \
-        if args.null_count < len(args) else ""
+    own = (
+        pc.binary_join_element_wise(',"trnprof_args":', _json_strings(args), "").fill_null("")
+        if args.null_count < len(args)
+        else ""
+    )
     lines = pc.binary_join_element_wise(
-        '{"ph":"C",', cat, '"name":', _per_distinct_json(batch["name"].combine_chunks()),
-        ',"pid":', batch["rank"].combine_chunks().cast(pa.string()), ',"tid":0,"ts":', us_texts(batch["ts"].to_numpy()),
-        ',"args":{"value":', numbers, "}", own, "}", "")
+        '{"ph":"C",',
+        cat,
+        '"name":',
+        _per_distinct_json(batch["name"].combine_chunks()),
+        ',"pid":',
+        batch["rank"].combine_chunks().cast(pa.string()),
+        ',"tid":0,"ts":',
+        us_texts(batch["ts"].to_numpy()),
+        ',"args":{"value":',
+        numbers,
+        "}",
+        own,
+        "}",
+        "",
+    )
     return lines, int((~finite).sum())
 
 
@@ -109,20 +152,39 @@ class _Writer:
         self.first = True
 
     def lines(self, lines) -> None:
-        for line in (lines.to_pylist() if isinstance(lines, (pa.Array, pa.ChunkedArray)) else lines):
+        for line in lines.to_pylist() if isinstance(lines, (pa.Array, pa.ChunkedArray)) else lines:
             self.handle.write(("\n" if self.first else ",\n") + line)
             self.first = False
 
 
 def _other_data(run) -> dict:
     ranks = run.sql("SELECT * FROM ranks ORDER BY rank").astype(object)
-    rows = [{k: (None if v is None or (isinstance(v, float) and math.isnan(v)) else
-                 (int(v) if hasattr(v, "is_integer") and not isinstance(v, str) and float(v).is_integer() and k != "host"
-                  else v)) for k, v in row.items()} for row in ranks.to_dict("records")]
+    rows = [
+        {
+            k: (
+                None
+                if v is None or (isinstance(v, float) and math.isnan(v))
+                else (
+                    int(v)
+                    if hasattr(v, "is_integer") and not isinstance(v, str) and float(v).is_integer() and k != "host"
+                    else v
+                )
+            )
+            for k, v in row.items()
+        }
+        for row in ranks.to_dict("records")
+    ]
     manifest = run.manifest
-    return {"producer": PRODUCER, "trnprof_version": __version__, "schema_version": SCHEMA_VERSION,
-            "run": Path(run.path).name, "world_size": manifest.get("world_size"), "job": manifest.get("job", {}),
-            "source": manifest.get("source", {}), "ranks": rows}
+    return {
+        "producer": PRODUCER,
+        "trnprof_version": __version__,
+        "schema_version": SCHEMA_VERSION,
+        "run": Path(run.path).name,
+        "world_size": manifest.get("world_size"),
+        "job": manifest.get("job", {}),
+        "source": manifest.get("source", {}),
+        "ranks": rows,
+    }
 
 
 def export_chrome(run_path, out: str | Path, *, force: bool = False, threads: int | None = None) -> dict:
@@ -133,11 +195,15 @@ def export_chrome(run_path, out: str | Path, *, force: bool = False, threads: in
         raise TrnprofError(f"output {out}: name it .json or .json.gz")
     counts = {"events": 0, "counters": 0, "skipped_counters": 0, "ranks": 0}
     with open_run(run_path, threads=threads) as run, atomic.replacing(out, overwrite=force) as tmp:
-        opener = gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6) if out.suffix == ".gz" \
+        opener = (
+            gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6)
+            if out.suffix == ".gz"
             else tmp.open("w", encoding="utf-8")
+        )
         with opener as handle:
-            handle.write('{"otherData":' + json.dumps(_other_data(run), default=str) +
-                         ',"displayTimeUnit":"ns","traceEvents":[')
+            handle.write(
+                '{"otherData":' + json.dumps(_other_data(run), default=str) + ',"displayTimeUnit":"ns","traceEvents":['
+            )
             writer = _Writer(handle)
             _write_body(run, writer, counts)
             handle.write("\n]}\n")
@@ -145,21 +211,35 @@ def export_chrome(run_path, out: str | Path, *, force: bool = False, threads: in
 
 
 def _write_body(run, writer: _Writer, counts: dict) -> None:
-    ranks = [int(r) for r in run.sql("SELECT rank FROM ranks UNION SELECT DISTINCT rank FROM events "
-                                     "UNION SELECT DISTINCT rank FROM counters ORDER BY rank")["rank"]]
+    ranks = [
+        int(r)
+        for r in run.sql(
+            "SELECT rank FROM ranks UNION SELECT DISTINCT rank FROM events "
+            "UNION SELECT DISTINCT rank FROM counters ORDER BY rank"
+        )["rank"]
+    ]
     counts["ranks"] = len(ranks)
     for rank in ranks:
-        lanes = [lane for lane in run.sql("SELECT DISTINCT lane FROM events WHERE rank = ? ORDER BY lane",
-                                          [rank])["lane"]]
+        lanes = [
+            lane for lane in run.sql("SELECT DISTINCT lane FROM events WHERE rank = ? ORDER BY lane", [rank])["lane"]
+        ]
         tid_of = {lane: i + 1 for i, lane in enumerate(lanes)}
-        meta = [json.dumps({"ph": "M", "name": "process_name", "pid": rank, "tid": 0, "args": {"name": f"rank {rank}"}}),
-                json.dumps({"ph": "M", "name": "process_sort_index", "pid": rank, "tid": 0,
-                            "args": {"sort_index": rank}})]
+        meta = [
+            json.dumps({"ph": "M", "name": "process_name", "pid": rank, "tid": 0, "args": {"name": f"rank {rank}"}}),
+            json.dumps({"ph": "M", "name": "process_sort_index", "pid": rank, "tid": 0, "args": {"sort_index": rank}}),
+        ]
         for lane, tid in tid_of.items():
-            meta.append(json.dumps({"ph": "M", "name": "thread_name", "pid": rank, "tid": tid,
-                                    "args": {"name": lane}}, ensure_ascii=False))
-            meta.append(json.dumps({"ph": "M", "name": "thread_sort_index", "pid": rank, "tid": tid,
-                                    "args": {"sort_index": tid}}))
+            meta.append(
+                json.dumps(
+                    {"ph": "M", "name": "thread_name", "pid": rank, "tid": tid, "args": {"name": lane}},
+                    ensure_ascii=False,
+                )
+            )
+            meta.append(
+                json.dumps(
+                    {"ph": "M", "name": "thread_sort_index", "pid": rank, "tid": tid, "args": {"sort_index": tid}}
+                )
+            )
         writer.lines(meta)
         lane_ids = pa.array(list(tid_of.values()), pa.int64())
         lane_names = pa.array(list(tid_of.keys()), pa.string())
@@ -169,7 +249,9 @@ def _write_body(run, writer: _Writer, counts: dict) -> None:
             tids = pc.take(lane_ids, pc.index_in(table["lane"], lane_names))
             writer.lines(_event_lines(table, tids))
             counts["events"] += table.num_rows
-        reader = run.con.sql(f"SELECT * FROM counters WHERE rank = {rank} ORDER BY ts, name").to_arrow_reader(BATCH_ROWS)
+        reader = run.con.sql(f"SELECT * FROM counters WHERE rank = {rank} ORDER BY ts, name").to_arrow_reader(
+            BATCH_ROWS
+        )
         for batch in reader:
             lines, skipped = _counter_lines(pa.Table.from_batches([batch]))
             writer.lines(lines)

@@ -31,7 +31,7 @@ def layer_params(arch: Arch) -> int:
 
 def embedding_params(arch: Arch) -> int:
     if arch.kind == "vit":
-        return 3 * arch.patch_size ** 2 * arch.hidden + arch.seq_len * arch.hidden
+        return 3 * arch.patch_size**2 * arch.hidden + arch.seq_len * arch.hidden
     positions = 0 if arch.mlp == "swiglu" else arch.seq_len * arch.hidden  # learned positions (not RoPE)
     return arch.vocab * arch.hidden + positions
 
@@ -62,7 +62,7 @@ def model_flops_per_step(job: Job) -> float:
     head = arch.vocab * arch.hidden + (arch.hidden * arch.hidden if arch.kind == "encoder" else 0)
     flops += 6 * head * head_tokens(arch, samples)
     if arch.kind == "vit":
-        flops += 6 * 3 * arch.patch_size ** 2 * arch.hidden * samples * (arch.seq_len - 1)
+        flops += 6 * 3 * arch.patch_size**2 * arch.hidden * samples * (arch.seq_len - 1)
     return float(flops)
 
 

@@ -20,11 +20,11 @@ import math
 from .job import Job
 from .matmul import Matmul
 
-QUERY_TILE = 128     # B_P_SIZE: query rows per tile
-KEY_TILE = 512       # B_F_SIZE: keys per QK^T tile (forward) and per backward tile
+QUERY_TILE = 128  # B_P_SIZE: query rows per tile
+KEY_TILE = 512  # B_F_SIZE: keys per QK^T tile (forward) and per backward tile
 LARGE_KEY_TILE = 2048  # FlashConfig.seq_tile_size: keys per exp / PV tile in the forward
 FLASH_BACKWARD_MATMULS = 5  # QK^T (recomputed), dV, dP, dK, dQ
-SOFTMAX_FLOPS = 5    # per score: scale, max, subtract, exp, sum
+SOFTMAX_FLOPS = 5  # per score: scale, max, subtract, exp, sum
 
 
 def causal_fraction(seq: int, key_tile: int) -> float:

@@ -32,12 +32,13 @@ _BUS = {  # op -> (bus factor(n), latency phases: an all-reduce is a reduce-scat
 @dataclass(frozen=True)
 class Placement:
     """Where a replica group's members sit."""
-    size: int          # ranks in the group
-    per_node: int      # members on each node it spans
-    nodes: int         # nodes it spans
-    same_chip: bool    # every member on one chip
+
+    size: int  # ranks in the group
+    per_node: int  # members on each node it spans
+    nodes: int  # nodes it spans
+    same_chip: bool  # every member on one chip
     slow: float = 1.0  # slow_link factor on its inter-node part (1 = healthy)
-    torus_dims: int = 2      # dimensions of a node's 4x4 chip torus its chips span (1: one row or column)
+    torus_dims: int = 2  # dimensions of a node's 4x4 chip torus its chips span (1: one row or column)
     per_ultraserver: int = 1  # nodes of one UltraServer it spans (NeuronLink between them)
 
 
@@ -47,8 +48,9 @@ def _torus_dims(chips_in_node: np.ndarray, side: int = 4) -> int:
     return 1 if len(rows) == 1 or len(cols) == 1 else 2
 
 
-def placement(ranks: np.ndarray, cores_per_node: int, slow_nodes: dict[int, float] | None = None,
-              instance: Instance | None = None) -> Placement:
+def placement(
+    ranks: np.ndarray, cores_per_node: int, slow_nodes: dict[int, float] | None = None, instance: Instance | None = None
+) -> Placement:
     per_chip = instance.ranks_per_chip if instance is not None else 2
     nodes = np.unique(ranks // cores_per_node)
     chips = np.unique(ranks // per_chip)
@@ -57,9 +59,15 @@ def placement(ranks: np.ndarray, cores_per_node: int, slow_nodes: dict[int, floa
     dims = _torus_dims(np.unique((first_node % cores_per_node) // per_chip))
     group = instance.ultraserver_nodes if instance is not None else 1
     per_us = len(nodes) // len(np.unique(nodes // group))
-    return Placement(size=len(ranks), per_node=len(ranks) // len(nodes), nodes=len(nodes),
-                     same_chip=len(chips) == 1, slow=slow if len(nodes) > 1 else 1.0,
-                     torus_dims=dims, per_ultraserver=per_us)
+    return Placement(
+        size=len(ranks),
+        per_node=len(ranks) // len(nodes),
+        nodes=len(nodes),
+        same_chip=len(chips) == 1,
+        slow=slow if len(nodes) > 1 else 1.0,
+        torus_dims=dims,
+        per_ultraserver=per_us,
+    )
 
 
 def link_time(op: str, nbytes: float, n: int, busbw: float, latency: float) -> float:
@@ -93,8 +101,7 @@ def inter_bw(instance: Instance, network_efficiency: float, slow: float) -> floa
     return instance.network_bw * network_efficiency / instance.cores / slow
 
 
-def collective_time(op: str, nbytes: float, where: Placement, instance: Instance,
-                    network_efficiency: float) -> float:
+def collective_time(op: str, nbytes: float, where: Placement, instance: Instance, network_efficiency: float) -> float:
     """Seconds one collective takes once every member has arrived."""
     if where.size <= 1 or nbytes <= 0:
         return 0.0
@@ -113,7 +120,9 @@ def collective_time(op: str, nbytes: float, where: Placement, instance: Instance
     # UltraServer: the u nodes of one UltraServer combine over NeuronLink, then the UltraServers
     # over EFA on 1/(k u) of the data
     mid = link_time(op, nbytes / k, u, ultraserver_busbw(instance), COLLECTIVE_BASE_S) if u > 1 else 0.0
-    outer = mid + link_time(op, nbytes / (k * u), m // u, remote, math.ceil(math.log2(max(m // u, 1))) * INTER_NODE_HOP_S)
+    outer = mid + link_time(
+        op, nbytes / (k * u), m // u, remote, math.ceil(math.log2(max(m // u, 1))) * INTER_NODE_HOP_S
+    )
     if op == "all_reduce":
         return inner_rs + outer + inner_ag
     return (inner_rs if op == "reduce_scatter" else inner_ag) + outer

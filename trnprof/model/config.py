@@ -37,8 +37,9 @@ class _Section(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class Cluster(_Section):
-    instance: Literal["trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge",
-                      "trn2u.48xlarge"] = "trn1.32xlarge"
+    instance: Literal["trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge", "trn2u.48xlarge"] = (
+        "trn1.32xlarge"
+    )
     nodes: Annotated[int, msgspec.Meta(ge=1, le=4096)] = 1
     # Logical NeuronCore Configuration: physical NeuronCores per rank (Trn2: 1 or 2); unset: the
     # chip's default (1 on Trn1, 2 on Trn2). trn2u.48xlarge nodes form UltraServers of 4.
@@ -127,6 +128,7 @@ Fraction = Annotated[float, msgspec.Meta(ge=0.01, le=1)]
 
 class Calibration(_Section):
     """The model's free parameters for this job; unset keys take the shipped fitted values."""
+
     tensor_efficiency: Fraction | None = None
     op_overhead_us: NonNegFloat | None = None
     hbm_efficiency: Fraction | None = None
@@ -194,6 +196,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 # ---------------------------------------------------------------- presets
 
+
 def _preset_file(name: str) -> dict:
     text = (resources.files("trnprof.model") / "presets" / name).read_text(encoding="utf-8")
     return yamlio.load(text)
@@ -221,11 +224,14 @@ def preset_config(name: str) -> dict:
         config = copy.deepcopy(model_presets()[name].get("job", {}))
         config["model"] = {"preset": name}
         return config
-    raise TrnprofError(f"unknown preset {brief(name)}; job presets: {', '.join(sorted(job_presets()))}; "
-                       f"model presets: {', '.join(sorted(model_presets()))}")
+    raise TrnprofError(
+        f"unknown preset {brief(name)}; job presets: {', '.join(sorted(job_presets()))}; "
+        f"model presets: {', '.join(sorted(model_presets()))}"
+    )
 
 
 # ---------------------------------------------------------------- merging and overrides
+
 
 def _merge(base: dict, top: dict) -> dict:
     """`top` over `base`, recursively for mappings; lists and scalars replace."""
@@ -242,8 +248,9 @@ def _normalise(mapping, origin: str) -> dict:
     if mapping is None:
         return {}
     if not isinstance(mapping, dict):
-        raise TrnprofError(f"{origin}: a config is a mapping of sections (cluster, model, ...), "
-                           f"got {type(mapping).__name__}")
+        raise TrnprofError(
+            f"{origin}: a config is a mapping of sections (cluster, model, ...), got {type(mapping).__name__}"
+        )
     mapping = dict(mapping)
     if isinstance(mapping.get("model"), str):  # `model: llama2-7b` is short for a preset
         mapping["model"] = {"preset": mapping["model"]}
@@ -274,8 +281,7 @@ def read_config_file(path: str | Path) -> dict:
     return _normalise(data, str(path))
 
 
-def load_config(preset: str | None = None, path: str | Path | dict | None = None,
-                overrides=(), faults=None) -> Config:
+def load_config(preset: str | None = None, path: str | Path | dict | None = None, overrides=(), faults=None) -> Config:
     """Build and validate a config: preset, then file (or mapping), then overrides, then faults
     appended. Raises TrnprofError with one line naming the bad key and its allowed values."""
     merged: dict = {}
@@ -324,7 +330,9 @@ def _explain(message: str, mapping: dict) -> str:
         return f"config {_dotted(path + [missing.group(1)])}: required key is missing"
     key = _dotted(path) or "(top level)"
     if path and path[-1] == "kind" and len(path) >= 2 and path[0] == "faults":
-        return f"config {key}: {brief(_value_at(path, mapping))} is not a fault kind; allowed: {', '.join(_fault_kinds())}"
+        return (
+            f"config {key}: {brief(_value_at(path, mapping))} is not a fault kind; allowed: {', '.join(_fault_kinds())}"
+        )
     typ = _type_at(path[:-1], mapping)
     allowed = _describe(_field_type(typ, path[-1])) if typ is not None and path else None
     got = _value_at(path, mapping)

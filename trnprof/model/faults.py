@@ -13,29 +13,55 @@ from .config import MemoryLeak, NoOverlap, Recompile, SbufSpill, SlowHost, SlowL
 
 # kind -> (keys with defaults, what it does, an example): `trnprof simulate --help` lists these.
 FAULT_KINDS = {
-    "straggler": ("rank (required), slowdown=1.3",
-                  "The rank's device work takes `slowdown` times longer; its TP and DP peers wait for it",
-                  "faults=[{kind: straggler, rank: 5, slowdown: 1.5}]"),
-    "slow_loader": ("factor=8", "Every data-loader batch costs `factor` times the host time",
-                    "faults=[{kind: slow_loader, factor: 8}]"),
-    "slow_link": ("node (required), factor=4",
-                  "Inter-node traffic touching `node` runs at 1/factor of the bandwidth (needs >= 2 nodes)",
-                  "faults=[{kind: slow_link, node: 1, factor: 4}]"),
-    "recompile": ("every=5", "The graph compiles again every `every` steps (needs more steps than that)",
-                  "faults=[{kind: recompile, every: 2}]"),
-    "memory_leak": ("bytes_per_step=2.0e9", "Runtime device memory grows by `bytes_per_step` every step "
-                    "(needs >= 2 steps)", "faults=[{kind: memory_leak, bytes_per_step: 2.0e8}]"),
-    "no_overlap": ("(none)", "Gradient collectives start only after the backward pass (needs dp > 1)",
-                   "faults=[{kind: no_overlap}]"),
-    "slow_host": ("factor=4", "The host spends `factor` times its time per graph execution (launch, tracing, "
-                  "Python); the device waits when that outlasts the graph", "faults=[{kind: slow_host, factor: 8}]"),
-    "sbuf_spill": ("fraction=0.5", "Every tensor-engine op spills `fraction` of its HBM traffic out of SBUF and "
-                   "reloads it (save + reload through the DMA queues, which the consuming engine waits for); "
-                   "the device profile (--device-profile) shows it on spill queues",
-                   "faults=[{kind: sbuf_spill, fraction: 0.5}]"),
-    "throttle": ("utilization=0.6", "The tensor engine is throttled to `utilization` (k/n) of its issue rate on "
-                 "every op: its matmul time grows by 1/utilization; the device profile shows Throttle events",
-                 "faults=[{kind: throttle, utilization: 0.6}]"),
+    "straggler": (
+        "rank (required), slowdown=1.3",
+        "The rank's device work takes `slowdown` times longer; its TP and DP peers wait for it",
+        "faults=[{kind: straggler, rank: 5, slowdown: 1.5}]",
+    ),
+    "slow_loader": (
+        "factor=8",
+        "Every data-loader batch costs `factor` times the host time",
+        "faults=[{kind: slow_loader, factor: 8}]",
+    ),
+    "slow_link": (
+        "node (required), factor=4",
+        "Inter-node traffic touching `node` runs at 1/factor of the bandwidth (needs >= 2 nodes)",
+        "faults=[{kind: slow_link, node: 1, factor: 4}]",
+    ),
+    "recompile": (
+        "every=5",
+        "The graph compiles again every `every` steps (needs more steps than that)",
+        "faults=[{kind: recompile, every: 2}]",
+    ),
+    "memory_leak": (
+        "bytes_per_step=2.0e9",
+        "Runtime device memory grows by `bytes_per_step` every step (needs >= 2 steps)",
+        "faults=[{kind: memory_leak, bytes_per_step: 2.0e8}]",
+    ),
+    "no_overlap": (
+        "(none)",
+        "Gradient collectives start only after the backward pass (needs dp > 1)",
+        "faults=[{kind: no_overlap}]",
+    ),
+    "slow_host": (
+        "factor=4",
+        "The host spends `factor` times its time per graph execution (launch, tracing, "
+        "Python); the device waits when that outlasts the graph",
+        "faults=[{kind: slow_host, factor: 8}]",
+    ),
+    "sbuf_spill": (
+        "fraction=0.5",
+        "Every tensor-engine op spills `fraction` of its HBM traffic out of SBUF and "
+        "reloads it (save + reload through the DMA queues, which the consuming engine waits for); "
+        "the device profile (--device-profile) shows it on spill queues",
+        "faults=[{kind: sbuf_spill, fraction: 0.5}]",
+    ),
+    "throttle": (
+        "utilization=0.6",
+        "The tensor engine is throttled to `utilization` (k/n) of its issue rate on "
+        "every op: its matmul time grows by 1/utilization; the device profile shows Throttle events",
+        "faults=[{kind: throttle, utilization: 0.6}]",
+    ),
 }
 
 
@@ -50,8 +76,10 @@ def check_faults(faults, steps: int, *, nodes: int, world: int, dp: int) -> None
         elif isinstance(fault, SlowLink) and fault.node >= nodes:
             problem = f"slow_link node {fault.node} is outside the {nodes} node(s) (0-{nodes - 1})"
         elif isinstance(fault, Recompile) and fault.every >= steps:
-            problem = (f"recompile every {fault.every} steps never recompiles in a run of {steps} step(s); "
-                       f"set run.steps > {fault.every} or a smaller every")
+            problem = (
+                f"recompile every {fault.every} steps never recompiles in a run of {steps} step(s); "
+                f"set run.steps > {fault.every} or a smaller every"
+            )
         elif isinstance(fault, MemoryLeak) and (steps < 2 or fault.bytes_per_step == 0):
             problem = "memory_leak needs bytes_per_step > 0 and run.steps >= 2 to grow"
         elif isinstance(fault, NoOverlap) and dp < 2:
@@ -60,8 +88,9 @@ def check_faults(faults, steps: int, *, nodes: int, world: int, dp: int) -> None
             raise TrnprofError(f"config faults: {problem}")
 
 
-def loader_acts(slowed: np.ndarray, clean: np.ndarray, factor: float, *, workers: int, batch_s: float,
-                microbatches: int) -> None:
+def loader_acts(
+    slowed: np.ndarray, clean: np.ndarray, factor: float, *, workers: int, batch_s: float, microbatches: int
+) -> None:
     """One-line error when slow_loader changes no step's end (`slowed` and `clean`: step ends of
     the job with and without it): the loader, even slowed, stays ahead of the device."""
     if factor == 1.0 or not np.allclose(slowed, clean, rtol=0.0, atol=1e-9):
@@ -74,27 +103,28 @@ def loader_acts(slowed: np.ndarray, clean: np.ndarray, factor: float, *, workers
         f"config faults: slow_loader factor {factor:g} changes nothing in this job: slowed, the "
         f"{workers} loader worker(s) still deliver a batch every {per_batch * 1e3:.2f} ms while the device takes "
         f"{per_micro * 1e3:.2f} ms per microbatch, so the step time stays {step_s:.3f} s; set a factor above "
-        f"about {needed:.0f} or fewer input.workers")
+        f"about {needed:.0f} or fewer input.workers"
+    )
 
 
 @dataclass
 class Effects:
-    stragglers: dict[int, float] = field(default_factory=dict)   # rank -> compute slowdown
-    loader_factor: float = 1.0                                    # per-sample cost multiplier
-    slow_nodes: dict[int, float] = field(default_factory=dict)   # node -> inter-node slowdown
+    stragglers: dict[int, float] = field(default_factory=dict)  # rank -> compute slowdown
+    loader_factor: float = 1.0  # per-sample cost multiplier
+    slow_nodes: dict[int, float] = field(default_factory=dict)  # node -> inter-node slowdown
     recompile_every: int | None = None
     leak_bytes_per_step: float = 0.0
     overlap_dp: bool = True
-    host_factor: float = 1.0                                      # host time per graph execution multiplier
-    spill_fraction: float = 0.0                                   # sbuf_spill: spilled share of op HBM bytes
-    tensor_utilization: float = 1.0                               # throttle: allowed tensor-engine rate
+    host_factor: float = 1.0  # host time per graph execution multiplier
+    spill_fraction: float = 0.0  # sbuf_spill: spilled share of op HBM bytes
+    tensor_utilization: float = 1.0  # throttle: allowed tensor-engine rate
 
     def compile_steps(self, steps: int) -> np.ndarray:
         """Steps that compile: the first, and every `recompile_every`-th under the fault."""
         out = np.zeros(steps, dtype=bool)
         out[0] = True
         if self.recompile_every:
-            out[self.recompile_every::self.recompile_every] = True
+            out[self.recompile_every :: self.recompile_every] = True
         return out
 
 

@@ -40,9 +40,9 @@ DMA_ENGINE_BW = 17 * GB
 # (512 fp32 = one 2 KiB PSUM bank per partition, where results accumulate over contraction tiles).
 # Streaming takes one cycle per moving column; the cycle rate follows from the published peak
 # (2 x 128 x 128 FLOPs per cycle -> 2.9 GHz for 95 TFLOPS, against the guide's nominal 2.8 GHz).
-PE_ROWS = 128            # contraction partitions per instruction
-PE_COLS = 128            # stationary columns per instruction
-MOVING_MAX = 512         # moving columns per instruction (one PSUM bank)
+PE_ROWS = 128  # contraction partitions per instruction
+PE_COLS = 128  # stationary columns per instruction
+MOVING_MAX = 512  # moving columns per instruction (one PSUM bank)
 TENSOR_CYCLE_HZ = CORE_BF16_FLOPS / (2 * PE_ROWS * PE_COLS)
 # Passes through the array per moving column: FP32 at a quarter of the BF16 rate (47.5 vs 190
 # TFLOPS, trainium.rst); BF16, FP16, TF32 and cFP8 at the full rate (FP8 has no speed-up over
@@ -92,12 +92,12 @@ class Instance:
     name: str
     chips: int
     neuronlink_bw: float  # bytes/s per chip; 0 where there is no NeuronLink
-    network_bw: float     # bytes/s per node (EFA, or ENA on trn1.2xlarge)
+    network_bw: float  # bytes/s per node (EFA, or ENA on trn1.2xlarge)
     vcpus: int
     chip: table.Chip = table.TRAINIUM1
-    lnc: int = 1                  # physical NeuronCores per rank
-    ultraserver_nodes: int = 1    # nodes joined by NeuronLink (4 in a Trn2 UltraServer)
-    ultraserver_bw: float = 0.0   # bytes/s per chip between the nodes of an UltraServer
+    lnc: int = 1  # physical NeuronCores per rank
+    ultraserver_nodes: int = 1  # nodes joined by NeuronLink (4 in a Trn2 UltraServer)
+    ultraserver_bw: float = 0.0  # bytes/s per chip between the nodes of an UltraServer
 
     @property
     def ranks_per_chip(self) -> int:
@@ -160,9 +160,17 @@ class Instance:
 
 
 def _instance(t: table.InstanceType) -> Instance:
-    return Instance(t.name, chips=t.chips, neuronlink_bw=t.neuronlink_bytes_per_s or 0.0,
-                    network_bw=t.network_bytes_per_s, vcpus=t.vcpus, chip=t.chip, lnc=t.chip.default_lnc,
-                    ultraserver_nodes=t.ultraserver_nodes, ultraserver_bw=t.ultraserver_link_bytes_per_s or 0.0)
+    return Instance(
+        t.name,
+        chips=t.chips,
+        neuronlink_bw=t.neuronlink_bytes_per_s or 0.0,
+        network_bw=t.network_bytes_per_s,
+        vcpus=t.vcpus,
+        chip=t.chip,
+        lnc=t.chip.default_lnc,
+        ultraserver_nodes=t.ultraserver_nodes,
+        ultraserver_bw=t.ultraserver_link_bytes_per_s or 0.0,
+    )
 
 
 # The instance types of the hardware table, in the model's terms (no NeuronLink: 0 bytes/s), at

@@ -49,7 +49,7 @@ class Loader:
     samples, so one loader timeline per group), vectorised over groups."""
 
     def __init__(self, costs: np.ndarray, workers: int, prefetch: int):
-        self.cost = costs                       # (batches, groups) seconds per batch
+        self.cost = costs  # (batches, groups) seconds per batch
         self.workers, self.capacity = workers, workers * prefetch
         n, g = costs.shape
         self.ready = np.zeros((n, g))

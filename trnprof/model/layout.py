@@ -49,15 +49,24 @@ class Layout:
     def pp_link_name(self, ranks: np.ndarray, to_next: bool) -> np.ndarray:
         """Name of the link between a rank's stage and the next (or previous) one."""
         s = self.pp_rank[ranks] - (0 if to_next else 1)
-        return np.array([f"pp:dp{d}:tp{t}:s{a}-s{a + 1}" for d, t, a in zip(self.dp_rank[ranks], self.tp_rank[ranks], s)],
-                        dtype=object)
+        return np.array(
+            [f"pp:dp{d}:tp{t}:s{a}-s{a + 1}" for d, t, a in zip(self.dp_rank[ranks], self.tp_rank[ranks], s)],
+            dtype=object,
+        )
 
     def ranks_table(self) -> pd.DataFrame:
         job = self.job
-        return pd.DataFrame({
-            "rank": self.rank.astype(np.int32), "node": self.node.astype(np.int32),
-            "host": [f"node-{n}" for n in self.node], "chip": self.chip.astype(np.int32),
-            "core": self.core.astype(np.int32), "dp_rank": self.dp_rank.astype(np.int32),
-            "tp_rank": self.tp_rank.astype(np.int32), "pp_rank": self.pp_rank.astype(np.int32),
-            "instance_type": job.instance.name, "hbm_capacity_bytes": np.int64(job.instance.core_hbm_bytes),
-        })
+        return pd.DataFrame(
+            {
+                "rank": self.rank.astype(np.int32),
+                "node": self.node.astype(np.int32),
+                "host": [f"node-{n}" for n in self.node],
+                "chip": self.chip.astype(np.int32),
+                "core": self.core.astype(np.int32),
+                "dp_rank": self.dp_rank.astype(np.int32),
+                "tp_rank": self.tp_rank.astype(np.int32),
+                "pp_rank": self.pp_rank.astype(np.int32),
+                "instance_type": job.instance.name,
+                "hbm_capacity_bytes": np.int64(job.instance.core_hbm_bytes),
+            }
+        )

@@ -22,6 +22,7 @@ from .hardware import DEFAULT_INSTANCE, INSTRUCTION_CYCLES, MOVING_MAX, PE_COLS,
 @dataclass(frozen=True)
 class Matmul:
     """`count` independent products, each contracting `k` with outputs `a` x `b`."""
+
     k: float
     a: float
     b: float

@@ -26,7 +26,7 @@ class Residency:
     params: float
     grads: float
     optimizer_state: float
-    activations: float   # at the peak (end of the warm-up forwards)
+    activations: float  # at the peak (end of the warm-up forwards)
     runtime: float
 
     @property
@@ -45,9 +45,13 @@ def residency(job: Job, stage: int) -> Residency:
         acts += architecture.head_tokens(arch, job.micro) * arch.vocab / job.tp * 4  # fp32 logits for the loss
     states = 2 * params * job.state_bytes
     buffers = job.config.comm.bucket_mb * MIB + job.micro * arch.seq_len * arch.hidden * job.act_bytes
-    return Residency(params=params * job.param_bytes, grads=params * job.param_bytes,
-                     optimizer_state=states / job.dp if job.zero1 else states,
-                     activations=acts, runtime=RUNTIME_BASE_BYTES + buffers)
+    return Residency(
+        params=params * job.param_bytes,
+        grads=params * job.param_bytes,
+        optimizer_state=states / job.dp if job.zero1 else states,
+        activations=acts,
+        runtime=RUNTIME_BASE_BYTES + buffers,
+    )
 
 
 def capacity(instance: Instance = DEFAULT_INSTANCE) -> int:

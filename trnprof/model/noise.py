@@ -19,8 +19,9 @@ def _lognormal(rng: np.random.Generator, sigma: float, shape) -> np.ndarray:
     return np.exp(sigma * np.clip(rng.standard_normal(shape), -3, 3))
 
 
-def draw(job: Job, steps: int, seed: int, sigma: float, fx: Effects, data_stages, batch_cost: float,
-         dp: int | None = None):
+def draw(
+    job: Job, steps: int, seed: int, sigma: float, fx: Effects, data_stages, batch_cost: float, dp: int | None = None
+):
     """Speed factors (ranks, steps, blocks + optimizer) and loader costs {stage: (batches, dp)}.
     `dp` collapses data parallelism (predictions simulate one group per stage)."""
     dp = job.dp if dp is None else dp
@@ -34,6 +35,7 @@ def draw(job: Job, steps: int, seed: int, sigma: float, fx: Effects, data_stages
         for rank, slowdown in fx.stragglers.items():
             stage, tp = rank // (job.tp * job.dp), rank % job.tp
             f[stage * job.tp + tp] *= slowdown
-    costs = {s: batch_cost * fx.loader_factor * _lognormal(rng, sigma, (steps * job.microbatches, dp))
-             for s in data_stages}
+    costs = {
+        s: batch_cost * fx.loader_factor * _lognormal(rng, sigma, (steps * job.microbatches, dp)) for s in data_stages
+    }
     return f, costs

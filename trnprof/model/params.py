@@ -13,10 +13,10 @@ import yaml
 
 @dataclass(frozen=True)
 class Params:
-    tensor_efficiency: float    # achieved fraction of the tensor engine's streaming rate on full tiles
-    op_overhead_us: float       # fixed device time per op: instruction issue, semaphore waits, DMA setup
-    hbm_efficiency: float       # achieved fraction of HBM bandwidth on memory-bound ops
-    network_efficiency: float   # achieved fraction of EFA line rate for inter-node collectives
+    tensor_efficiency: float  # achieved fraction of the tensor engine's streaming rate on full tiles
+    op_overhead_us: float  # fixed device time per op: instruction issue, semaphore waits, DMA setup
+    hbm_efficiency: float  # achieved fraction of HBM bandwidth on memory-bound ops
+    network_efficiency: float  # achieved fraction of EFA line rate for inter-node collectives
 
     def replace(self, **changes) -> "Params":
         return dataclasses.replace(self, **changes)
@@ -38,8 +38,12 @@ DESCRIPTIONS = {
 FITTED = ("tensor_efficiency", "op_overhead_us")
 # Plausible ranges from public figures (docs/execution-model.md, "Free parameters"); the fit is
 # bounded by them.
-BOUNDS = {"tensor_efficiency": (0.5, 1.0), "op_overhead_us": (1.0, 200.0),
-          "hbm_efficiency": (0.6, 0.95), "network_efficiency": (0.5, 0.95)}
+BOUNDS = {
+    "tensor_efficiency": (0.5, 1.0),
+    "op_overhead_us": (1.0, 200.0),
+    "hbm_efficiency": (0.6, 0.95),
+    "network_efficiency": (0.5, 0.95),
+}
 
 
 @lru_cache(maxsize=1)

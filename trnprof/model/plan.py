@@ -20,25 +20,48 @@ from trnprof.units import MIB
 
 from . import architecture
 from .collectives import Placement, collective_time, placement
+from .compute import LayerCosts, Op, embedding_items, head_items, optimizer_ops, rates
 from .hardware import DMA_ENGINE_BW, GRAPH_LAUNCH_S
 from .inputs import batch_seconds
-from .compute import LayerCosts, Op, embedding_items, head_items, optimizer_ops, rates
 from .job import Job
 from .layout import Layout
 from .params import Params
 
-TEMPLATE_COLUMNS = ("name", "kind", "lane", "phase", "nbytes", "flops", "coll_op", "dtype",
-                    "start_fixed", "start_per_group", "start_per_rank", "dur_fixed", "dur_per_group", "dur_per_rank")
-_NUMERIC = {"nbytes", "flops", "start_fixed", "start_per_group", "start_per_rank", "dur_fixed", "dur_per_group",
-            "dur_per_rank"}
+TEMPLATE_COLUMNS = (
+    "name",
+    "kind",
+    "lane",
+    "phase",
+    "nbytes",
+    "flops",
+    "coll_op",
+    "dtype",
+    "start_fixed",
+    "start_per_group",
+    "start_per_rank",
+    "dur_fixed",
+    "dur_per_group",
+    "dur_per_rank",
+)
+_NUMERIC = {
+    "nbytes",
+    "flops",
+    "start_fixed",
+    "start_per_group",
+    "start_per_rank",
+    "dur_fixed",
+    "dur_per_group",
+    "dur_per_rank",
+}
 
 
 @dataclass
 class Template:
     """Events of one block, one entry per event (columns of equal length)."""
+
     cols: dict
-    compute: float     # sum of compute durations (scaled by F at group level)
-    transfer: float    # sum of TP collective transfer times
+    compute: float  # sum of compute durations (scaled by F at group level)
+    transfer: float  # sum of TP collective transfer times
     tp_colls: int
 
     def __len__(self) -> int:
@@ -47,8 +70,8 @@ class Template:
 
 @dataclass
 class Bucket:
-    ready: tuple        # (start_fixed, start_per_group, start_per_rank) of the moment its last
-                        # gradient is written, in the backward block
+    ready: tuple  # (start_fixed, start_per_group, start_per_rank) of the moment its last
+    # gradient is written, in the backward block
     nbytes: float
 
 
@@ -59,8 +82,8 @@ class StagePlan:
     bwd: Template
     buckets: list[Bucket]
     opt: list[Op]
-    p2p_bytes: float           # activation (and gradient) bytes sent between stages per microbatch
-    consumes_data: bool        # the stage reads a batch per microbatch (first and last stage)
+    p2p_bytes: float  # activation (and gradient) bytes sent between stages per microbatch
+    consumes_data: bool  # the stage reads a batch per microbatch (first and last stage)
 
 
 @dataclass
@@ -68,15 +91,15 @@ class Plan:
     job: Job
     params: Params
     stages: list[StagePlan]
-    launch: float               # host/runtime time to launch one microbatch graph, s
-    h2d_bytes: float            # batch bytes copied host-to-device per microbatch
-    h2d: float                  # its transfer time, s
-    batch_cost: float           # loader seconds to produce one microbatch (one worker)
-    dp_cost: np.ndarray         # (pp, tp, n_buckets) transfer time of each gradient bucket
-    ag_cost: np.ndarray         # (pp, tp, n_ag) ZeRO-1 parameter all-gather times (empty without)
-    ag_bytes: np.ndarray        # (pp, n_ag)
-    p2p_cost: np.ndarray        # (pp-1, dp, tp) send time stage s -> s+1
-    dp_op: str                  # all_reduce, or reduce_scatter under ZeRO-1
+    launch: float  # host/runtime time to launch one microbatch graph, s
+    h2d_bytes: float  # batch bytes copied host-to-device per microbatch
+    h2d: float  # its transfer time, s
+    batch_cost: float  # loader seconds to produce one microbatch (one worker)
+    dp_cost: np.ndarray  # (pp, tp, n_buckets) transfer time of each gradient bucket
+    ag_cost: np.ndarray  # (pp, tp, n_ag) ZeRO-1 parameter all-gather times (empty without)
+    ag_bytes: np.ndarray  # (pp, n_ag)
+    p2p_cost: np.ndarray  # (pp-1, dp, tp) send time stage s -> s+1
+    dp_op: str  # all_reduce, or reduce_scatter under ZeRO-1
     compile_s: float
     tp_place: Placement
 
@@ -93,15 +116,43 @@ def _template(items, phase: str, tp_place: Placement, job: Job, params: Params, 
     ends, n_tp = [], 0
     for item in items:
         if isinstance(item, Op):
-            vals = (item.name, "compute", item.lane, phase, item.nbytes, item.flops, None, item.dtype,
-                    transfers, synced, segment, 0.0, 0.0, item.dur)
+            vals = (
+                item.name,
+                "compute",
+                item.lane,
+                phase,
+                item.nbytes,
+                item.flops,
+                None,
+                item.dtype,
+                transfers,
+                synced,
+                segment,
+                0.0,
+                0.0,
+                item.dur,
+            )
             segment += item.dur
         else:
             op, nbytes, name = item
             transfer = collective_time(op, nbytes, tp_place, job.instance, params.network_efficiency)
             # starts when this rank arrives; ends when the slowest member arrives plus the transfer
-            vals = (name, "collective", "nc/cc/tp", phase, nbytes, 0.0, op, None,
-                    transfers, synced, segment, transfer, segment, -segment)
+            vals = (
+                name,
+                "collective",
+                "nc/cc/tp",
+                phase,
+                nbytes,
+                0.0,
+                op,
+                None,
+                transfers,
+                synced,
+                segment,
+                transfer,
+                segment,
+                -segment,
+            )
             transfers, synced, segment, n_tp = transfers + transfer, synced + segment, 0.0, n_tp + 1
         for key, value in zip(TEMPLATE_COLUMNS, vals):
             rows[key].append(value)
@@ -129,8 +180,11 @@ def _stage(job: Job, params: Params, stage: int, tp_place: Placement) -> StagePl
     first_layer = stage * job.layers_per_stage
     layers = range(first_layer, first_layer + job.layers_per_stage)
     first, last = stage == 0, stage == job.pp - 1
-    fwd_items = (embedding_items(job, r, "fwd") if first else []) + \
-        [it for i in layers for it in costs.forward(i)] + (head_items(job, r, "fwd") if last else [])
+    fwd_items = (
+        (embedding_items(job, r, "fwd") if first else [])
+        + [it for i in layers for it in costs.forward(i)]
+        + (head_items(job, r, "fwd") if last else [])
+    )
     fwd, _ = _template(fwd_items, "fwd", tp_place, job, params)
     bwd_items, chunks, marks = [], [], []
     gb = job.param_bytes
@@ -149,9 +203,15 @@ def _stage(job: Job, params: Params, stage: int, tp_place: Placement) -> StagePl
         marks.append(len(bwd_items) - 1)
     bwd, ends = _template(bwd_items, "bwd", tp_place, job, params, marks)
     buckets = _buckets(chunks, ends, job.config.comm.bucket_mb * MIB)
-    return StagePlan(stage=stage, fwd=fwd, bwd=bwd, buckets=buckets, opt=optimizer_ops(job, r, stage),
-                     p2p_bytes=job.micro * job.arch.seq_len * job.arch.hidden * job.act_bytes / job.tp,
-                     consumes_data=first or last)
+    return StagePlan(
+        stage=stage,
+        fwd=fwd,
+        bwd=bwd,
+        buckets=buckets,
+        opt=optimizer_ops(job, r, stage),
+        p2p_bytes=job.micro * job.arch.seq_len * job.arch.hidden * job.act_bytes / job.tp,
+        consumes_data=first or last,
+    )
 
 
 def critical_compute_seconds(job: Job, params: Params) -> float:
@@ -170,7 +230,7 @@ def h2d_bytes(job: Job) -> float:
     attention mask for encoders), or fp32 pixels and labels for ViT."""
     arch, b = job.arch, job.micro
     if arch.kind == "vit":
-        return b * 3 * arch.image_size ** 2 * 4 + b * 8
+        return b * 3 * arch.image_size**2 * 4 + b * 8
     return b * arch.seq_len * 8 * (3 if arch.kind == "encoder" else 2)
 
 
@@ -181,8 +241,9 @@ def compile_seconds(job: Job) -> float:
     return 10.0 + 20.0 * job.layers_per_stage
 
 
-def build_plan(job: Job, params: Params, layout: Layout, slow_nodes: dict[int, float],
-               host_factor: float = 1.0) -> Plan:
+def build_plan(
+    job: Job, params: Params, layout: Layout, slow_nodes: dict[int, float], host_factor: float = 1.0
+) -> Plan:
     """The job's costs; `slow_nodes` (node -> factor) slow inter-node links, `host_factor`
     multiplies the host time per graph execution (faults)."""
     cpn = job.cores_per_node
@@ -211,7 +272,7 @@ def build_plan(job: Job, params: Params, layout: Layout, slow_nodes: dict[int, f
                     ag_bytes[s, j] = nbytes
     p2p_cost = np.zeros((max(job.pp - 1, 0), job.dp, job.tp))
     for s in range(job.pp - 1):
-        send = layout.rank_grid()[s] // cpn          # (dp, tp) node of each sender
+        send = layout.rank_grid()[s] // cpn  # (dp, tp) node of each sender
         recv = layout.rank_grid()[s + 1] // cpn
         for same, pair_nodes in ((True, 1), (False, 2)):
             where = Placement(size=2, per_node=2 if same else 1, nodes=pair_nodes, same_chip=False)
@@ -222,8 +283,19 @@ def build_plan(job: Job, params: Params, layout: Layout, slow_nodes: dict[int, f
             where = Placement(size=2, per_node=1, nodes=2, same_chip=False, slow=factor)
             p2p_cost[s][hit] = collective_time("send", stages[s].p2p_bytes, where, job.instance, net)
     nbytes = h2d_bytes(job)
-    return Plan(job=job, params=params, stages=stages, launch=GRAPH_LAUNCH_S * host_factor,
-                h2d_bytes=nbytes, h2d=nbytes / DMA_ENGINE_BW,
-                batch_cost=batch_seconds(job),
-                dp_cost=dp_cost, ag_cost=ag_cost, ag_bytes=ag_bytes, p2p_cost=p2p_cost, dp_op=dp_op,
-                compile_s=compile_seconds(job), tp_place=tp_place)
+    return Plan(
+        job=job,
+        params=params,
+        stages=stages,
+        launch=GRAPH_LAUNCH_S * host_factor,
+        h2d_bytes=nbytes,
+        h2d=nbytes / DMA_ENGINE_BW,
+        batch_cost=batch_seconds(job),
+        dp_cost=dp_cost,
+        ag_cost=ag_cost,
+        ag_bytes=ag_bytes,
+        p2p_cost=p2p_cost,
+        dp_op=dp_op,
+        compile_s=compile_seconds(job),
+        tp_place=tp_place,
+    )

@@ -29,9 +29,9 @@ from .hardware import DTYPE_BYTES
 
 @dataclass(frozen=True)
 class Compiled:
-    matmul: str      # dtype the tensor engine multiplies in
-    vector: str      # dtype of elementwise work and stored activations
-    master: str      # dtype of stored parameters and gradients
+    matmul: str  # dtype the tensor engine multiplies in
+    vector: str  # dtype of elementwise work and stored activations
+    master: str  # dtype of stored parameters and gradients
 
     @property
     def act_bytes(self) -> int:
@@ -68,9 +68,11 @@ def resolve_stack(prec: Precision, chip: str) -> Precision:
     sdk = prec.neuron_sdk or DEFAULT_SDK[chip]
     framework = prec.framework or default_framework(sdk)
     if framework == "torch-xla" and sdk_version(sdk) >= TORCH_XLA_UNTIL:
-        raise TrnprofError(f"config precision.framework: torch-xla does not train on Neuron {sdk} (Neuron 2.30 "
-                           "ended PyTorch/XLA support for training); use torchneuron or torchtitan, or "
-                           "precision.neuron_sdk before 2.30")
+        raise TrnprofError(
+            f"config precision.framework: torch-xla does not train on Neuron {sdk} (Neuron 2.30 "
+            "ended PyTorch/XLA support for training); use torchneuron or torchtitan, or "
+            "precision.neuron_sdk before 2.30"
+        )
     return msgspec.structs.replace(prec, neuron_sdk=sdk, framework=framework)
 
 
@@ -97,7 +99,15 @@ def compiled(prec: Precision) -> Compiled:
 def manifest_precision(prec: Precision) -> dict:
     """What the manifest records: the settings and the dtypes the compiler runs them in."""
     c = compiled(prec)
-    return {"compute": prec.compute, "auto_cast": auto_cast(prec), "auto_cast_type": prec.auto_cast_type,
-            "neuron_sdk": prec.neuron_sdk, "framework": prec.framework,
-            "matmul_dtype": c.matmul, "vector_dtype": c.vector, "master_weights": c.master,
-            "optimizer_state": prec.optimizer_state, "stochastic_rounding": prec.stochastic_rounding}
+    return {
+        "compute": prec.compute,
+        "auto_cast": auto_cast(prec),
+        "auto_cast_type": prec.auto_cast_type,
+        "neuron_sdk": prec.neuron_sdk,
+        "framework": prec.framework,
+        "matmul_dtype": c.matmul,
+        "vector_dtype": c.vector,
+        "master_weights": c.master,
+        "optimizer_state": prec.optimizer_state,
+        "stochastic_rounding": prec.stochastic_rounding,
+    }

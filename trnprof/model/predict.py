@@ -13,7 +13,8 @@ from dataclasses import replace
 import numpy as np
 
 from . import architecture
-from .faults import Effects, effects as fault_effects
+from .faults import Effects
+from .faults import effects as fault_effects
 from .job import Job
 from .layout import Layout
 from .memory import capacity, residency
@@ -89,8 +90,9 @@ def steady_timeline(plan: Plan, fx: Effects, extra_steps: int = 0):
 
 def step_time(tl, first: int, last: int) -> float:
     """The mean step over steps first..last (one loader cycle)."""
-    return max(float((st.step_end[last] - st.step_start[first][:, None]).max()) for st in tl.stages) \
-        / (last - first + 1)
+    return max(float((st.step_end[last] - st.step_start[first][:, None]).max()) for st in tl.stages) / (
+        last - first + 1
+    )
 
 
 def device_idle(tl, first: int, last: int) -> float:
@@ -99,8 +101,8 @@ def device_idle(tl, first: int, last: int) -> float:
     the batch or its copy); the worst stage."""
     idle = []
     for st in tl.stages:
-        waited_for = np.maximum(st.ready[first:last + 1], st.recv_end[first:last + 1].max(axis=-1))
-        idle.append(float(np.clip(st.body[first:last + 1] - waited_for, 0, None).sum(axis=(0, 1)).max()))
+        waited_for = np.maximum(st.ready[first : last + 1], st.recv_end[first : last + 1].max(axis=-1))
+        idle.append(float(np.clip(st.body[first : last + 1] - waited_for, 0, None).sum(axis=(0, 1)).max()))
     return max(idle) / (last - first + 1)
 
 
@@ -125,7 +127,7 @@ def predictions(job: Job, plan: Plan, fx: Effects) -> dict:
         "hbm_capacity_bytes": capacity(job.instance),
         "fits": bool(peak <= capacity(job.instance)),
         "device_idle_share": device_idle(tl, first, last) / seconds,
-        "calibration": plan.params.as_dict(),   # the free parameters these numbers rest on
+        "calibration": plan.params.as_dict(),  # the free parameters these numbers rest on
     }
 
 

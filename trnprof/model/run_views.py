@@ -21,17 +21,17 @@ from .faults import Effects
 from .plan import Plan
 from .predict import noise_free_timeline
 
-MAX_WARMUP = 2       # step_phases: at most the two leading compiling steps are warm-up
-MAX_MODELLED = 256   # steps simulated at most; a longer run's later steps are extrapolated
+MAX_WARMUP = 2  # step_phases: at most the two leading compiling steps are warm-up
+MAX_MODELLED = 256  # steps simulated at most; a longer run's later steps are extrapolated
 WAIT_FLOOR_S = 1e-9  # a shorter wait is none: the simulator writes input waits from 1 ns
 
 
 @dataclass(frozen=True)
 class RunViews:
-    typical_s: float     # median steady step, s
-    effective_s: float   # wall time per steady step, s
-    unwaited_s: float    # median steady step in which no rank waited for input (`unwaited`), s
-    steady: int          # steady steps of the run
+    typical_s: float  # median steady step, s
+    effective_s: float  # wall time per steady step, s
+    unwaited_s: float  # median steady step in which no rank waited for input (`unwaited`), s
+    steady: int  # steady steps of the run
 
 
 def warmup_steps(compiles: np.ndarray) -> int:

@@ -42,7 +42,9 @@ def processing_order(pp: int, microbatches: int) -> list[tuple[int, int]]:
         for s in range(pp):
             while ptr[s] < len(seqs[s]):
                 typ, m = seqs[s][ptr[s]]
-                dep = ("F", s - 1, m) if typ == "F" and s > 0 else ("B", s + 1, m) if typ == "B" and s < pp - 1 else None
+                dep = (
+                    ("F", s - 1, m) if typ == "F" and s > 0 else ("B", s + 1, m) if typ == "B" and s < pp - 1 else None
+                )
                 if dep is not None and dep not in done:
                     break
                 done.add((typ, s, m))
@@ -57,77 +59,107 @@ def processing_order(pp: int, microbatches: int) -> list[tuple[int, int]]:
 @dataclass
 class StageTimes:
     """Times of one stage; g = data-parallel index, t = tensor-parallel rank, k = block."""
-    step_start: np.ndarray     # (S, dp)
-    step_end: np.ndarray       # (S, dp, tp)
-    ready: np.ndarray          # (S, K, dp)  device free for the block
-    got: np.ndarray            # (S, K, dp)  batch in hand (F blocks of data stages), else ready
-    launch: np.ndarray         # (S, K, dp)  host starts launching the block's graph (F blocks)
-    body: np.ndarray           # (S, K, dp)  block compute starts
-    recv_end: np.ndarray       # (S, K, dp, tp) data from the neighbour stage arrived
-    dp_arrive: np.ndarray      # (S, dp, tp, n_buckets)
-    dp_end: np.ndarray         # (S, dp, tp, n_buckets)
-    opt_start: np.ndarray      # (S, dp, tp)
-    ag_arrive: np.ndarray      # (S, dp, tp, n_ag)
-    ag_end: np.ndarray         # (S, dp, tp, n_ag)
+
+    step_start: np.ndarray  # (S, dp)
+    step_end: np.ndarray  # (S, dp, tp)
+    ready: np.ndarray  # (S, K, dp)  device free for the block
+    got: np.ndarray  # (S, K, dp)  batch in hand (F blocks of data stages), else ready
+    launch: np.ndarray  # (S, K, dp)  host starts launching the block's graph (F blocks)
+    body: np.ndarray  # (S, K, dp)  block compute starts
+    recv_end: np.ndarray  # (S, K, dp, tp) data from the neighbour stage arrived
+    dp_arrive: np.ndarray  # (S, dp, tp, n_buckets)
+    dp_end: np.ndarray  # (S, dp, tp, n_buckets)
+    opt_start: np.ndarray  # (S, dp, tp)
+    ag_arrive: np.ndarray  # (S, dp, tp, n_ag)
+    ag_end: np.ndarray  # (S, dp, tp, n_ag)
     compile_start: np.ndarray  # (S, dp)
 
 
 def _stage_times(steps: int, blocks: int, dp: int, tp: int, n_buckets: int, n_ag: int) -> StageTimes:
     z = np.zeros
-    return StageTimes(step_start=z((steps, dp)), step_end=z((steps, dp, tp)), ready=z((steps, blocks, dp)),
-                      got=z((steps, blocks, dp)), launch=z((steps, blocks, dp)), body=z((steps, blocks, dp)),
-                      recv_end=z((steps, blocks, dp, tp)), dp_arrive=z((steps, dp, tp, n_buckets)),
-                      dp_end=z((steps, dp, tp, n_buckets)), opt_start=z((steps, dp, tp)),
-                      ag_arrive=z((steps, dp, tp, n_ag)), ag_end=z((steps, dp, tp, n_ag)),
-                      compile_start=z((steps, dp)))
+    return StageTimes(
+        step_start=z((steps, dp)),
+        step_end=z((steps, dp, tp)),
+        ready=z((steps, blocks, dp)),
+        got=z((steps, blocks, dp)),
+        launch=z((steps, blocks, dp)),
+        body=z((steps, blocks, dp)),
+        recv_end=z((steps, blocks, dp, tp)),
+        dp_arrive=z((steps, dp, tp, n_buckets)),
+        dp_end=z((steps, dp, tp, n_buckets)),
+        opt_start=z((steps, dp, tp)),
+        ag_arrive=z((steps, dp, tp, n_ag)),
+        ag_end=z((steps, dp, tp, n_ag)),
+        compile_start=z((steps, dp)),
+    )
 
 
 @dataclass
 class Timeline:
     plan: Plan
     steps: int
-    f: np.ndarray              # (world, S, K + 1) per-rank speed factors (1 = nominal)
-    group: np.ndarray          # (pp, dp, S, K + 1) factor of each TP group: its slowest member
+    f: np.ndarray  # (world, S, K + 1) per-rank speed factors (1 = nominal)
+    group: np.ndarray  # (pp, dp, S, K + 1) factor of each TP group: its slowest member
     stages: list[StageTimes]
     compile_steps: np.ndarray  # (S,) bool
-    loaders: dict = field(default_factory=dict)   # stage -> Loader
-    seqs: list = field(default_factory=list)      # per stage: 1F1B block list
+    loaders: dict = field(default_factory=dict)  # stage -> Loader
+    seqs: list = field(default_factory=list)  # per stage: 1F1B block list
 
 
 @dataclass
 class _Clocks:
     """Per stage and data-parallel group: when the device and the host are next free, and when
     the device started its latest block (the runtime queues one graph behind the running one)."""
-    device_free: np.ndarray    # (pp, dp)
-    host_free: np.ndarray      # (pp, dp)
-    last_body: np.ndarray      # (pp, dp)
+
+    device_free: np.ndarray  # (pp, dp)
+    host_free: np.ndarray  # (pp, dp)
+    last_body: np.ndarray  # (pp, dp)
 
 
 @dataclass
 class _Step:
     """What one step's blocks hand to each other: block ends per (stage, microbatch)."""
+
     index: int
     fwd_end: dict = field(default_factory=dict)
     bwd_end: dict = field(default_factory=dict)
 
 
-def simulate_timeline(plan: Plan, steps: int, f: np.ndarray, loader_costs: dict,
-                      compile_steps: np.ndarray, overlap_dp: bool, dp: int | None = None) -> Timeline:
+def simulate_timeline(
+    plan: Plan,
+    steps: int,
+    f: np.ndarray,
+    loader_costs: dict,
+    compile_steps: np.ndarray,
+    overlap_dp: bool,
+    dp: int | None = None,
+) -> Timeline:
     """Times of every rank (dp collapses data parallelism to that many groups per stage)."""
     job = plan.job
     pp, tp, microbatches = job.pp, job.tp, job.microbatches
     dp = job.dp if dp is None else dp
     blocks = 2 * microbatches
     rank_speed = f.reshape(pp, dp, tp, steps, blocks + 1)
-    group_speed = rank_speed.max(axis=2)                     # a TP group runs at its slowest member's pace
+    group_speed = rank_speed.max(axis=2)  # a TP group runs at its slowest member's pace
     seqs = [schedule(pp, s, microbatches) for s in range(pp)]
     inputs = job.config.input
-    loaders = {s: Loader(loader_costs[s], inputs.workers, inputs.prefetch)
-               for s, st in enumerate(plan.stages) if st.consumes_data}
+    loaders = {
+        s: Loader(loader_costs[s], inputs.workers, inputs.prefetch)
+        for s, st in enumerate(plan.stages)
+        if st.consumes_data
+    }
     stages = [_stage_times(steps, blocks, dp, tp, plan.dp_cost.shape[2], plan.ag_cost.shape[2]) for _ in range(pp)]
     clocks = _Clocks(np.zeros((pp, dp)), np.zeros((pp, dp)), np.zeros((pp, dp)))
-    tl = Timeline(plan=plan, steps=steps, f=f, group=group_speed, stages=stages, compile_steps=compile_steps,
-                  loaders=loaders, seqs=seqs)
+    tl = Timeline(
+        plan=plan,
+        steps=steps,
+        f=f,
+        group=group_speed,
+        stages=stages,
+        compile_steps=compile_steps,
+        loaders=loaders,
+        seqs=seqs,
+    )
     order = processing_order(pp, microbatches)
     for i in range(steps):
         _start_step(tl, clocks, i)
@@ -136,8 +168,18 @@ def simulate_timeline(plan: Plan, steps: int, f: np.ndarray, loader_costs: dict,
             _run_block(tl, clocks, step, s, k)
             if k == blocks - 1:
                 body = stages[s].body[i, k]
-                _finish_step(plan, s, i, stages[s], body, group_speed[s, :, i, k], rank_speed[s, :, :, i, k],
-                             rank_speed[s, :, :, i, blocks], clocks.device_free[s], overlap_dp)
+                _finish_step(
+                    plan,
+                    s,
+                    i,
+                    stages[s],
+                    body,
+                    group_speed[s, :, i, k],
+                    rank_speed[s, :, :, i, k],
+                    rank_speed[s, :, :, i, blocks],
+                    clocks.device_free[s],
+                    overlap_dp,
+                )
         for s in range(pp):
             clocks.device_free[s] = stages[s].step_end[i].max(axis=1)
     return tl
@@ -213,8 +255,9 @@ def _chain(ready: np.ndarray, cost: np.ndarray):
     return arrive, end
 
 
-def _finish_step(plan: Plan, s: int, i: int, times: StageTimes, body, group_speed, rank_speed, opt_speed,
-                 backward_end, overlap_dp):
+def _finish_step(
+    plan: Plan, s: int, i: int, times: StageTimes, body, group_speed, rank_speed, opt_speed, backward_end, overlap_dp
+):
     """Gradient reduction, optimizer and ZeRO-1 all-gather after the stage's last backward
     (`body`: its start per group; speeds: its TP groups', its ranks' and the optimizer's)."""
     st = plan.stages[s]
@@ -222,11 +265,14 @@ def _finish_step(plan: Plan, s: int, i: int, times: StageTimes, body, group_spee
     n = len(st.buckets)
     ready = np.empty((dp, tp, plan.dp_cost.shape[2]))
     if n:
-        offset = np.array([b.ready for b in st.buckets])   # (n, 3): fixed, per group, per rank
+        offset = np.array([b.ready for b in st.buckets])  # (n, 3): fixed, per group, per rank
         if overlap_dp:
-            ready[:, :, :n] = (body[:, None, None] + offset[None, None, :, 0]
-                               + offset[None, None, :, 1] * group_speed[:, None, None]
-                               + offset[None, None, :, 2] * rank_speed[:, :, None])
+            ready[:, :, :n] = (
+                body[:, None, None]
+                + offset[None, None, :, 0]
+                + offset[None, None, :, 1] * group_speed[:, None, None]
+                + offset[None, None, :, 2] * rank_speed[:, :, None]
+            )
         else:
             ready[:, :, :n] = backward_end[:, None, None]
     ready[:, :, n:] = -np.inf  # stages with fewer buckets than the widest: empty slots

@@ -31,6 +31,7 @@ def _runtime():
     if booted is not None:
         return booted
     from . import runtime
+
     return runtime
 
 
@@ -49,9 +50,18 @@ class Profile:
 
 
 @contextmanager
-def profile(output: str | Path | None = None, *, capture: str | Path | None = None, wait: int = 1,
-            warmup: int = 1, active: int = 5, shapes: bool = False, memory: bool = False, stack: bool = False,
-            force: bool = False):
+def profile(
+    output: str | Path | None = None,
+    *,
+    capture: str | Path | None = None,
+    wait: int = 1,
+    warmup: int = 1,
+    active: int = 5,
+    shapes: bool = False,
+    memory: bool = False,
+    stack: bool = False,
+    force: bool = False,
+):
     """Profile this process's steps (mark each with `trnprof.step()`): `wait` steps skipped,
     `warmup` recorded and dropped, `active` kept. The trace goes to `capture` (a folder; by
     default a temporary one beside `output`, removed after the ingest) and, with `output`, is
@@ -63,18 +73,28 @@ def profile(output: str | Path | None = None, *, capture: str | Path | None = No
     if capture is None and recording is not None:
         capture, output = recording.capture, None  # `trnprof record` ingests it
     if output is not None and runtime.rank_identity()["world_size"] > 1:
-        raise TrnprofError("profile(output=...) ingests one process's trace; in a multi-rank job pass "
-                           "capture=FOLDER and run `trnprof ingest FOLDER -o RUN` after the job")
+        raise TrnprofError(
+            "profile(output=...) ingests one process's trace; in a multi-rank job pass "
+            "capture=FOLDER and run `trnprof ingest FOLDER -o RUN` after the job"
+        )
     if output is not None:
         from ..record.recorder import check_output
+
         check_output(Path(output), force)
     if capture is None:
         if output is None:
             raise TrnprofError("profile() needs an output run or a capture folder")
         made = capture = Path(output).parent / f".{Path(output).name}.capture-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     Path(capture).mkdir(parents=True, exist_ok=True)
-    settings = runtime.Settings(capture=str(Path(capture).resolve()), wait=wait, warmup=warmup, active=active,
-                                shapes=shapes, memory=memory, stack=stack)
+    settings = runtime.Settings(
+        capture=str(Path(capture).resolve()),
+        wait=wait,
+        warmup=warmup,
+        active=active,
+        shapes=shapes,
+        memory=memory,
+        stack=stack,
+    )
     result = Profile(runtime.begin(settings, manual=True), Path(output) if output is not None else None)
     try:
         yield result
@@ -83,6 +103,7 @@ def profile(output: str | Path | None = None, *, capture: str | Path | None = No
         try:
             if output is not None and result.trace is not None:
                 from trnprof.collectors.ingest import ingest
+
                 result.summary = ingest([result.trace], output, force=force)
         finally:
             if made is not None:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from ..errors import TrnprofError
 from . import neuron
-from .hostmetrics import FILE_NAME as HOST_FILE, Sampler
+from .hostmetrics import FILE_NAME as HOST_FILE
+from .hostmetrics import Sampler
 from .preflight import check_explorer
 from .runtime import ENV, Settings, folder_bytes
 
@@ -29,22 +30,22 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 @dataclass
 class Capture:
     folder: Path
-    returncode: int                      # the child's, as a shell reports it (128 + N when killed by signal N)
-    stopped_by: str | None = None        # the signal trnprof forwarded, if any
+    returncode: int  # the child's, as a shell reports it (128 + N when killed by signal N)
+    stopped_by: str | None = None  # the signal trnprof forwarded, if any
     host_samples: int = 0
     monitor_reports: int = 0
-    traces: list[Path] = field(default_factory=list)   # one per rank that wrote its window
-    inputs: list[Path] = field(default_factory=list)   # what the ingest reads: traces, job logs, host
-                                                       # metrics, neuron-monitor
-    bytes: int = 0                                     # size of the capture folder
-    apart: list[Path] = field(default_factory=list)    # a second process's files of an already-seen
-                                                       # RANK, not ingested
-    steps_seen: int = 0                                # steps the job logs counted, all ranks together
-    lingering: bool = False                            # processes of the command still ran after it ended
+    traces: list[Path] = field(default_factory=list)  # one per rank that wrote its window
+    inputs: list[Path] = field(default_factory=list)  # what the ingest reads: traces, job logs, host
+    # metrics, neuron-monitor
+    bytes: int = 0  # size of the capture folder
+    apart: list[Path] = field(default_factory=list)  # a second process's files of an already-seen
+    # RANK, not ingested
+    steps_seen: int = 0  # steps the job logs counted, all ranks together
+    lingering: bool = False  # processes of the command still ran after it ended
     dropped: list[Path] = field(default_factory=list)  # inputs that could not be read (cut short), left out
     unfinished: list[Path] = field(default_factory=list)  # traces whose writer was killed before it finished
     device_profiles: list[Path] = field(default_factory=list)  # Neuron Explorer's Parquet folders
-    refused: dict[Path, str] = field(default_factory=dict)     # inputs the ingest refused: its error line
+    refused: dict[Path, str] = field(default_factory=dict)  # inputs the ingest refused: its error line
 
 
 _PER_RANK = re.compile(r"(trace|job)_rank(\d+)(\.pid\d+)?\.(json\.gz|jsonl)$")
@@ -74,6 +75,7 @@ def _found(folder: Path) -> tuple[list[Path], list[Path], list[Path]]:
 def _steps_seen(inputs: list[Path]) -> int:
     """Steps counted by the job logs (their last `job.step` per rank, summed)."""
     import json
+
     total = 0
     for path in inputs:
         if not path.name.startswith("job_rank"):
@@ -112,8 +114,10 @@ def _explorer(with_neuron: bool, note) -> bool:
         return False
     version = check_explorer()
     if version is None:
-        note(f"{neuron.EXPLORER} is not on PATH: no device profile (it comes with aws-neuronx-tools); "
-             "the runtime's system profile is still captured")
+        note(
+            f"{neuron.EXPLORER} is not on PATH: no device profile (it comes with aws-neuronx-tools); "
+            "the runtime's system profile is still captured"
+        )
         return False
     note(f"Neuron Explorer ({version}): device profile on, processed into Parquet after the command")
     return True
@@ -163,8 +167,15 @@ class _Forwarder:
             signal.signal(sig, handler)
 
 
-def run_captured(command: list[str], settings: Settings, *, neuron_mode: str = "auto",
-                 interval: float = 0.5, max_bytes: int | None = None, note=lambda text: None) -> Capture:
+def run_captured(
+    command: list[str],
+    settings: Settings,
+    *,
+    neuron_mode: str = "auto",
+    interval: float = 0.5,
+    max_bytes: int | None = None,
+    note=lambda text: None,
+) -> Capture:
     """Run `command` to its end, capturing into `settings.capture`; `note` hears one line per
     part that is on or missing."""
     folder = Path(settings.capture)
@@ -174,7 +185,9 @@ def run_captured(command: list[str], settings: Settings, *, neuron_mode: str = "
     elif neuron_mode == "auto":
         note("no Neuron device (/dev/neuron0): no Neuron runtime system profile")
     explorer = _explorer(with_neuron, note)
-    monitor = neuron.Monitor(folder, interval, max_bytes) if neuron_mode != "off" and neuron.Monitor.available() else None
+    monitor = (
+        neuron.Monitor(folder, interval, max_bytes) if neuron_mode != "off" and neuron.Monitor.available() else None
+    )
     if monitor is not None:
         note("neuron-monitor: running beside the command")
     elif neuron_mode != "off":
@@ -209,8 +222,18 @@ def run_captured(command: list[str], settings: Settings, *, neuron_mode: str = "
     if not sampler.samples:  # a header alone: nothing to ingest
         inputs = [p for p in inputs if p.name != HOST_FILE]
     inputs += profiles
-    return Capture(folder=folder, returncode=128 - code if code < 0 else code, stopped_by=stopped,
-                   host_samples=sampler.samples, monitor_reports=monitor.reports if monitor else 0,
-                   traces=traces, inputs=inputs, bytes=folder_bytes(folder), apart=apart,
-                   steps_seen=_steps_seen(inputs), lingering=_lingering(child.pid),
-                   unfinished=sorted(folder.glob(".trace_rank*.partial.json.gz")), device_profiles=profiles)
+    return Capture(
+        folder=folder,
+        returncode=128 - code if code < 0 else code,
+        stopped_by=stopped,
+        host_samples=sampler.samples,
+        monitor_reports=monitor.reports if monitor else 0,
+        traces=traces,
+        inputs=inputs,
+        bytes=folder_bytes(folder),
+        apart=apart,
+        steps_seen=_steps_seen(inputs),
+        lingering=_lingering(child.pid),
+        unfinished=sorted(folder.glob(".trace_rank*.partial.json.gz")),
+        device_profiles=profiles,
+    )

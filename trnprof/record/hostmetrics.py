@@ -35,7 +35,7 @@ from trnprof.collectors.host.format import FILE_NAME, HEADER_KEY
 
 TREE_EVERY = 5.0  # seconds between two listings of the command's processes
 SEARCH_S = 120.0  # how long the listing is redone at every sample while no process has a RANK:
-                  # torchrun imports torch and meets its peers before it starts the ranks
+# torchrun imports torch and meets its peers before it starts the ranks
 
 
 def _rank_of(process: psutil.Process) -> tuple[int, int] | None:
@@ -57,8 +57,9 @@ def _is_python(process: psutil.Process) -> bool:
         return False
 
 
-def rank_processes(root: psutil.Process, known: dict[int, tuple[int, int]] | None = None
-                   ) -> dict[int, tuple[psutil.Process, list[psutil.Process]]]:
+def rank_processes(
+    root: psutil.Process, known: dict[int, tuple[int, int]] | None = None
+) -> dict[int, tuple[psutil.Process, list[psutil.Process]]]:
     """rank -> (main process, its data-loader workers). Processes carrying torchrun's RANK are
     the ranks' (the topmost of each RANK is its main process); without any RANK, the first
     Python process of the tree is rank 0's main process. `known` caches each pid's
@@ -111,13 +112,12 @@ class Sampler:
         self._thread = threading.Thread(target=self._run, name="trnprof-host-metrics", daemon=True)
         self._cpu: dict[int, psutil.Process] = {}  # pid -> Process, kept so cpu_percent has a previous sample
         self._ranks: dict[int, tuple[int, int]] = {}  # pid -> (RANK, LOCAL_WORLD_SIZE), read once found
-        self._tree = None                          # rank_processes(), refreshed every TREE_EVERY s
+        self._tree = None  # rank_processes(), refreshed every TREE_EVERY s
         self._last = None  # (ts, disk counters, net counters)
         self._started = time.monotonic()
 
     def start(self) -> None:
-        header = {HEADER_KEY: 1, "interval_s": self.interval, "host": socket.gethostname(),
-                  "cpus": psutil.cpu_count()}
+        header = {HEADER_KEY: 1, "interval_s": self.interval, "host": socket.gethostname(), "cpus": psutil.cpu_count()}
         with self.path.open("w") as out:
             out.write(json.dumps(header) + "\n")
         psutil.cpu_percent(percpu=True)  # the first call only sets the baseline
@@ -149,8 +149,11 @@ class Sampler:
             rss, cpu = self._usage([main])
             rows += [[rank, "host.process.rss", rss, "bytes"], [rank, "host.process.cpu", cpu, "percent"]]
             rss, cpu = self._usage(workers)
-            rows += [[rank, "host.loader_workers.rss", rss, "bytes"], [rank, "host.loader_workers.cpu", cpu, "percent"],
-                     [rank, "host.loader_workers.count", float(len(workers)), "count"]]
+            rows += [
+                [rank, "host.loader_workers.rss", rss, "bytes"],
+                [rank, "host.loader_workers.cpu", cpu, "percent"],
+                [rank, "host.loader_workers.count", float(len(workers)), "count"],
+            ]
         return rows
 
     def _per_rank(self):
@@ -160,10 +163,15 @@ class Sampler:
         them one by one), or none found yet in the job's first SEARCH_S seconds."""
         if self.root is None:
             return {}
-        starting = (len(self._tree or ()) < self._ranks_expected()
-                    or (not self._ranks and time.monotonic() - self._started < SEARCH_S))
-        stale = (starting or self._tree is None or self.samples % max(1, round(TREE_EVERY / self.interval)) == 0
-                 or not all(p.is_running() for main, workers in self._tree.values() for p in [main, *workers]))
+        starting = len(self._tree or ()) < self._ranks_expected() or (
+            not self._ranks and time.monotonic() - self._started < SEARCH_S
+        )
+        stale = (
+            starting
+            or self._tree is None
+            or self.samples % max(1, round(TREE_EVERY / self.interval)) == 0
+            or not all(p.is_running() for main, workers in self._tree.values() for p in [main, *workers])
+        )
         if stale:
             self._tree = rank_processes(self.root, self._ranks)
         return self._tree
@@ -189,9 +197,18 @@ class Sampler:
         seconds = max((now - then) / 1e9, 1e-9)
         rows = []
         if disk is not None and disk0 is not None:
-            rows += [[rank, "host.disk.read_bytes_per_s", max(disk.read_bytes - disk0.read_bytes, 0) / seconds, "bytes/s"],
-                     [rank, "host.disk.write_bytes_per_s", max(disk.write_bytes - disk0.write_bytes, 0) / seconds, "bytes/s"]]
+            rows += [
+                [rank, "host.disk.read_bytes_per_s", max(disk.read_bytes - disk0.read_bytes, 0) / seconds, "bytes/s"],
+                [
+                    rank,
+                    "host.disk.write_bytes_per_s",
+                    max(disk.write_bytes - disk0.write_bytes, 0) / seconds,
+                    "bytes/s",
+                ],
+            ]
         if net is not None and net0 is not None:
-            rows += [[rank, "host.net.recv_bytes_per_s", max(net.bytes_recv - net0.bytes_recv, 0) / seconds, "bytes/s"],
-                     [rank, "host.net.sent_bytes_per_s", max(net.bytes_sent - net0.bytes_sent, 0) / seconds, "bytes/s"]]
+            rows += [
+                [rank, "host.net.recv_bytes_per_s", max(net.bytes_recv - net0.bytes_recv, 0) / seconds, "bytes/s"],
+                [rank, "host.net.sent_bytes_per_s", max(net.bytes_sent - net0.bytes_sent, 0) / seconds, "bytes/s"],
+            ]
         return rows

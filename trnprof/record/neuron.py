@@ -35,9 +35,9 @@ from trnprof.errors import TrnprofError
 
 MONITOR = "neuron-monitor"
 EXPLORER = "neuron-explorer"
-EXPLORER_FOLDER = "neuron-explorer"          # its Parquet output, in the capture
-EXPLORER_LOG = "neuron_explorer.log"         # its stdout and stderr (not a .json: ingest skips it)
-EXPLORER_TIMEOUT_S = 1800                    # processing a large profile takes minutes; never forever
+EXPLORER_FOLDER = "neuron-explorer"  # its Parquet output, in the capture
+EXPLORER_LOG = "neuron_explorer.log"  # its stdout and stderr (not a .json: ingest skips it)
+EXPLORER_TIMEOUT_S = 1800  # processing a large profile takes minutes; never forever
 VERSION_TIMEOUT_S = 30
 INSPECT_FOLDER = "neuron-inspect"
 MONITOR_FILE = "neuron_monitor.jsonl"
@@ -49,8 +49,11 @@ def neuron_host() -> bool:
 
 
 def runtime_env(capture: Path, device_profile: bool = False) -> dict[str, str]:
-    env = {"NEURON_RT_INSPECT_ENABLE": "1", "NEURON_RT_INSPECT_SYSTEM_PROFILE": "1",
-           "NEURON_RT_INSPECT_OUTPUT_DIR": str(Path(capture).resolve() / INSPECT_FOLDER)}
+    env = {
+        "NEURON_RT_INSPECT_ENABLE": "1",
+        "NEURON_RT_INSPECT_SYSTEM_PROFILE": "1",
+        "NEURON_RT_INSPECT_OUTPUT_DIR": str(Path(capture).resolve() / INSPECT_FOLDER),
+    }
     if device_profile:  # mode 1 (`model`): the first execution of each NEFF per core
         env["NEURON_RT_INSPECT_DEVICE_PROFILE"] = "1"
     return env
@@ -75,13 +78,20 @@ def explorer_version() -> str | None:
     if path is None:
         return None
     try:
-        done = subprocess.run([path, "--version"], capture_output=True, text=True, errors="replace",
-                              stdin=subprocess.DEVNULL, timeout=VERSION_TIMEOUT_S)
+        done = subprocess.run(
+            [path, "--version"],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            stdin=subprocess.DEVNULL,
+            timeout=VERSION_TIMEOUT_S,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise TrnprofError(f"{EXPLORER} --version did not answer ({exc})") from None
     if done.returncode != 0:
-        raise TrnprofError(f"{EXPLORER} --version failed (exit {done.returncode}): "
-                           f"{_last_line(done.stderr + done.stdout)}")
+        raise TrnprofError(
+            f"{EXPLORER} --version failed (exit {done.returncode}): {_last_line(done.stderr + done.stdout)}"
+        )
     return _last_line(done.stdout or done.stderr)
 
 
@@ -103,22 +113,33 @@ def process_device_profile(capture: Path, timeout_s: float = EXPLORER_TIMEOUT_S)
     inspect, out = Path(capture) / INSPECT_FOLDER, Path(capture) / EXPLORER_FOLDER
     if not inspect.is_dir() or not any(inspect.iterdir()):
         return [], f"the Neuron runtime wrote no profile in {inspect}: nothing for {EXPLORER} to process"
-    command = [EXPLORER, "view", "-d", str(inspect), "--ingest-only", "--output-format", "parquet",
-               "--output-file", str(out)]
+    command = [
+        EXPLORER,
+        "view",
+        "-d",
+        str(inspect),
+        "--ingest-only",
+        "--output-format",
+        "parquet",
+        "--output-file",
+        str(out),
+    ]
     retry = f"the raw profile is kept in {inspect} (`{' '.join(command)}` processes it again)"
     log = Path(capture) / EXPLORER_LOG
     try:
         with log.open("w") as handle:
-            done = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                  timeout=timeout_s)
+            done = subprocess.run(
+                command, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=timeout_s
+            )
     except subprocess.TimeoutExpired:
         return [], f"{EXPLORER} did not finish within {timeout_s:g} s: no device profile in the run; {retry}"
     except OSError as exc:
         return [], f"cannot start {EXPLORER}: {exc.strerror or exc}; {retry}"
     if done.returncode != 0:
         text = log.read_text(errors="replace")
-        return [], (f"{EXPLORER} failed (exit {done.returncode}: {_last_line(text)}): no device profile in "
-                      f"the run; {retry}")
+        return [], (
+            f"{EXPLORER} failed (exit {done.returncode}: {_last_line(text)}): no device profile in the run; {retry}"
+        )
     folders = explorer_folders(out)
     if not folders:
         return [], f"{EXPLORER} wrote no Parquet profile in {out}: no device profile in the run; {retry}"
@@ -129,9 +150,11 @@ def monitor_config(period_s: float) -> dict:
     """The metric groups trnprof ingests (collectors/neuron/monitor.py)."""
     runtime = ["neuroncore_counters", "memory_used", "neuron_runtime_vcpu_usage", "execution_stats"]
     system = ["vcpu_usage", "memory_info", "neuron_hw_counters"]
-    return {"period": f"{max(1, round(period_s))}s",  # whole seconds, as the guide's examples (1s at least)
-            "neuron_runtimes": [{"tag_filter": ".*", "metrics": [{"type": t} for t in runtime]}],
-            "system_metrics": [{"type": t} for t in system]}
+    return {
+        "period": f"{max(1, round(period_s))}s",  # whole seconds, as the guide's examples (1s at least)
+        "neuron_runtimes": [{"tag_filter": ".*", "metrics": [{"type": t} for t in runtime]}],
+        "system_metrics": [{"type": t} for t in system],
+    }
 
 
 def stamp(line: str, now_ns: int) -> str:
@@ -165,11 +188,18 @@ class Monitor:
         config = self.capture / "neuron_monitor.config"  # not a .json: `trnprof ingest CAPTURE` skips it
         config.write_text(json.dumps(monitor_config(self.period_s)))
         try:
-            self.process = subprocess.Popen([MONITOR, "-c", str(config)], stdout=subprocess.PIPE,
-                                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
-                                            process_group=0)  # Ctrl-C reaches trnprof, which stops it last
+            self.process = subprocess.Popen(
+                [MONITOR, "-c", str(config)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                process_group=0,
+            )  # Ctrl-C reaches trnprof, which stops it last
         except OSError as exc:
-            raise TrnprofError(f"cannot start {MONITOR}: {exc.strerror or exc} (pass --neuron off to skip it)") from None
+            raise TrnprofError(
+                f"cannot start {MONITOR}: {exc.strerror or exc} (pass --neuron off to skip it)"
+            ) from None
         self._thread = threading.Thread(target=self._copy, name="trnprof-neuron-monitor", daemon=True)
         self._thread.start()
 

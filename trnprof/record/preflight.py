@@ -56,8 +56,10 @@ def check_capture(capture: Path, out: Path) -> None:
     """A new or empty folder, apart from the run (replacing the run must not delete it)."""
     a, b = capture.resolve(), out.resolve()
     if _inside(a, b) or _inside(b, a):
-        raise TrnprofError(f"--capture {capture} and the run {out} overlap: give them separate folders "
-                           f"(replacing the run would delete the capture)")
+        raise TrnprofError(
+            f"--capture {capture} and the run {out} overlap: give them separate folders "
+            f"(replacing the run would delete the capture)"
+        )
     if capture.exists() and not capture.is_dir():
         raise TrnprofError(f"--capture {capture}: not a folder")
     if capture.is_dir() and any(capture.iterdir()):
@@ -107,8 +109,9 @@ def check_explorer() -> str | None:
     try:
         return neuron.explorer_version()
     except TrnprofError as exc:
-        raise TrnprofError(f"{exc} (fix the aws-neuronx-tools install, or pass --neuron off to record without "
-                           f"the Neuron side)") from None
+        raise TrnprofError(
+            f"{exc} (fix the aws-neuronx-tools install, or pass --neuron off to record without the Neuron side)"
+        ) from None
 
 
 def check_all(out: Path, force: bool, capture: Path | None, report: Path | None, neuron_mode: str = "off") -> None:

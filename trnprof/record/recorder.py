@@ -21,9 +21,9 @@ from .runtime import Settings
 @dataclass
 class Recorded:
     capture: Capture
-    summary: dict | None       # the ingest's, None when nothing was captured
-    error: str | None          # why no run was written
-    kept: Path | None          # the capture folder, when it stays
+    summary: dict | None  # the ingest's, None when nothing was captured
+    error: str | None  # why no run was written
+    kept: Path | None  # the capture folder, when it stays
 
 
 def check_output(out: Path, force: bool) -> None:
@@ -41,17 +41,27 @@ def new_capture_folder(out: Path, given: Path | None) -> Path:
     return folder
 
 
-def record(command: list[str], out: str | Path, settings: Settings, *, force: bool = False,
-           capture: str | Path | None = None, keep: bool = False, neuron_mode: str = "auto",
-           interval: float = 0.5, note=lambda text: None) -> Recorded:
+def record(
+    command: list[str],
+    out: str | Path,
+    settings: Settings,
+    *,
+    force: bool = False,
+    capture: str | Path | None = None,
+    keep: bool = False,
+    neuron_mode: str = "auto",
+    interval: float = 0.5,
+    note=lambda text: None,
+) -> Recorded:
     out = Path(out)
     given = Path(capture) if capture is not None else None
     check_output(out, force)
     folder = new_capture_folder(out, given)
     settings.capture = str(folder.resolve())
     try:
-        captured = run_captured(command, settings, neuron_mode=neuron_mode, interval=interval,
-                                max_bytes=settings.max_bytes, note=note)
+        captured = run_captured(
+            command, settings, neuron_mode=neuron_mode, interval=interval, max_bytes=settings.max_bytes, note=note
+        )
     except BaseException:
         if given is None:
             shutil.rmtree(folder, ignore_errors=True)
@@ -60,13 +70,20 @@ def record(command: list[str], out: str | Path, settings: Settings, *, force: bo
         with _stops_interrupt():
             summary, error, dropped = _ingest(captured, out, force)
     except KeyboardInterrupt:
-        note(f"stopped while ingesting: no run written; the capture is kept in {folder} "
-             f"(`trnprof ingest {folder} -o {out}` ingests it)")
+        note(
+            f"stopped while ingesting: no run written; the capture is kept in {folder} "
+            f"(`trnprof ingest {folder} -o {out}` ingests it)"
+        )
         raise
     captured.dropped = dropped
     inspect = folder / neuron.INSPECT_FOLDER
-    worth_keeping = (error is not None and captured.inputs) or dropped or captured.apart or captured.unfinished or (
-        inspect.is_dir() and any(inspect.iterdir()))
+    worth_keeping = (
+        (error is not None and captured.inputs)
+        or dropped
+        or captured.apart
+        or captured.unfinished
+        or (inspect.is_dir() and any(inspect.iterdir()))
+    )
     keep = keep or given is not None or bool(worth_keeping)
     if not keep:
         shutil.rmtree(folder)  # ours, and nothing in it the run lacks
@@ -76,8 +93,10 @@ def record(command: list[str], out: str | Path, settings: Settings, *, force: bo
 @contextmanager
 def _stops_interrupt():
     """SIGTERM and SIGHUP stop the ingest as Ctrl-C does (with what was kept said), not silently."""
+
     def interrupt(signum, frame):
         raise KeyboardInterrupt
+
     previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         yield

@@ -28,31 +28,35 @@ ENV = "TRNPROF_RECORD"  # JSON settings for the launcher; its presence turns aut
 
 @dataclass
 class Settings:
-    capture: str                 # folder the traces go to
-    wait: int = 1                # steps skipped after the first one
-    warmup: int = 1              # steps recorded and thrown away (profiler start-up cost)
-    active: int = 5              # steps kept
-    shapes: bool = False         # record_shapes
-    memory: bool = False         # profile_memory: allocator events, counters hbm.* / host.*
-    stack: bool = False          # with_stack
+    capture: str  # folder the traces go to
+    wait: int = 1  # steps skipped after the first one
+    warmup: int = 1  # steps recorded and thrown away (profiler start-up cost)
+    active: int = 5  # steps kept
+    shapes: bool = False  # record_shapes
+    memory: bool = False  # profile_memory: allocator events, counters hbm.* / host.*
+    stack: bool = False  # with_stack
     max_bytes: int | None = None  # no trace is started once the capture folder holds this much
 
     def to_env(self) -> str:
         import json
+
         return json.dumps(asdict(self))
 
     @classmethod
     def from_env(cls, environ=os.environ) -> "Settings | None":
         import json
+
         text = environ.get(ENV)
         return cls(**json.loads(text)) if text else None
 
 
 def rank_identity(environ=os.environ) -> dict:
     """torchrun's RANK, LOCAL_RANK and WORLD_SIZE (0, 0, 1 for a single process)."""
+
     def number(name, default):
         value = environ.get(name, "")
         return int(value) if value.isdigit() else default
+
     return {"rank": number("RANK", 0), "local_rank": number("LOCAL_RANK", 0), "world_size": number("WORLD_SIZE", 1)}
 
 
@@ -92,6 +96,7 @@ def _rss_reader():
     def read() -> int:
         handle.seek(0)
         return int(handle.read(64).split()[1]) * page
+
     try:
         read()
     except (OSError, ValueError, IndexError):
@@ -116,7 +121,7 @@ class JobLog:
         self.gap = self.MARK_GAP_NS
         self.last = 0
         self.marks: list[tuple[int, int, int]] = []
-        self.window: list[tuple[int, int]] = []   # (time, 1 profiling / 0 done)
+        self.window: list[tuple[int, int]] = []  # (time, 1 profiling / 0 done)
         self.written = False
 
     def step(self) -> None:
@@ -141,15 +146,28 @@ class JobLog:
         self.written = True
         import json
         import socket
+
         rank = rank_identity()["rank"]
-        lines = [{"trnprof_host_metrics": 1, "source": "trnprof record runtime", "pid": os.getpid(),
-                  "host": socket.gethostname(), "job": stack_facts()}]
-        rows = [(ts, [[rank, "job.step", float(n), "count"], [rank, "job.rss", float(rss), "bytes"]])
-                for ts, n, rss in self.marks]
+        lines = [
+            {
+                "trnprof_host_metrics": 1,
+                "source": "trnprof record runtime",
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "job": stack_facts(),
+            }
+        ]
+        rows = [
+            (ts, [[rank, "job.step", float(n), "count"], [rank, "job.rss", float(rss), "bytes"]])
+            for ts, n, rss in self.marks
+        ]
         rows += [(ts, [[rank, "job.profiler", float(on), "state"]]) for ts, on in self.window]
         lines += [{"ts": ts, "samples": samples} for ts, samples in sorted(rows, key=lambda r: r[0])]
-        path = claim(trace.with_name(trace.name.replace("trace_rank", "job_rank", 1).replace(".json.gz", ".jsonl"))
-                     if trace is not None else job_log_path(self.capture, rank))
+        path = claim(
+            trace.with_name(trace.name.replace("trace_rank", "job_rank", 1).replace(".json.gz", ".jsonl"))
+            if trace is not None
+            else job_log_path(self.capture, rank)
+        )
         path.write_text("".join(json.dumps(line) + "\n" for line in lines))
         return path
 
@@ -160,6 +178,7 @@ def stack_facts() -> dict:
     so the modules the job imported are known."""
     try:
         import importlib.util
+
         spec = importlib.util.spec_from_file_location("_trnprof_record_stack", Path(__file__).with_name("stack.py"))
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
@@ -179,13 +198,13 @@ class Session:
     def __init__(self, settings: Settings, *, manual: bool, log: JobLog | None = None):
         self.settings = settings
         self.manual = manual
-        self.log = log            # the job's memory over the whole job (under `trnprof record`)
+        self.log = log  # the job's memory over the whole job (under `trnprof record`)
         self.pid = os.getpid()
         self.profiler = None
-        self.stepper = None       # id of the optimizer whose steps count (automatic mode)
-        self.started = False      # counting steps
+        self.stepper = None  # id of the optimizer whose steps count (automatic mode)
+        self.started = False  # counting steps
         self.to_wait = settings.wait
-        self.steps = 0            # steps the profiler has seen
+        self.steps = 0  # steps the profiler has seen
         self.closed = False
         self.written: Path | None = None
 
@@ -203,6 +222,7 @@ class Session:
             return
         import torch
         from torch.profiler import ProfilerActivity, profile, schedule
+
         if _profiler_running(torch):
             self.closed = True  # the program runs its own torch.profiler: one profiler at a time
             print("trnprof: this process runs its own torch.profiler; trnprof records nothing here", file=sys.stderr)
@@ -211,11 +231,17 @@ class Session:
         if torch.cuda.is_available():
             activities.append(ProfilerActivity.CUDA)
         import warnings
+
         with warnings.catch_warnings():  # warmup=0 is the user's choice, not a mistake
             warnings.simplefilter("ignore", UserWarning)
-            self.profiler = profile(activities=activities, record_shapes=s.shapes, profile_memory=s.memory,
-                                    with_stack=s.stack, on_trace_ready=self._write,
-                                    schedule=schedule(wait=0, warmup=s.warmup, active=s.active, repeat=1))
+            self.profiler = profile(
+                activities=activities,
+                record_shapes=s.shapes,
+                profile_memory=s.memory,
+                with_stack=s.stack,
+                on_trace_ready=self._write,
+                schedule=schedule(wait=0, warmup=s.warmup, active=s.active, repeat=1),
+            )
         self.profiler.start()
         if self.log is not None:
             self.log.profiling(True)
@@ -224,7 +250,7 @@ class Session:
 
     def step(self) -> None:
         if self.log is not None and self.started and _current is self:  # a replaced session's steps
-            self.log.step()                                               # are not counted twice
+            self.log.step()  # are not counted twice
         if self.closed:
             return
         if not self.started:
@@ -296,6 +322,7 @@ _current: Session | None = None
 
 def _main_thread() -> bool:
     import threading
+
     return threading.current_thread() is threading.main_thread()
 
 
@@ -340,14 +367,17 @@ def current() -> Session | None:
 def begin(settings: Settings, *, manual: bool) -> Session:
     """Make the process's session (one per process); manual sessions start at once."""
     global _current
-    busy = _current is not None and not _current.closed and (
-        _current.profiler is not None or (_current.manual and _current.started))
+    busy = (
+        _current is not None
+        and not _current.closed
+        and (_current.profiler is not None or (_current.manual and _current.started))
+    )
     if busy:
         raise RuntimeError("trnprof: a profile is already being recorded in this process")
     log = None
     if _current is not None:
         _current.closed = True  # an automatic session that had not started yet stands down
-        log = _current.log      # the job's memory log goes on
+        log = _current.log  # the job's memory log goes on
     _current = Session(settings, manual=manual, log=log)
     if manual:
         _current.start()
@@ -368,6 +398,7 @@ def step() -> None:
 def install_auto(settings: Settings) -> None:
     """Automatic mode: count the steps of the first optimizer that steps."""
     from torch.optim.optimizer import register_optimizer_step_post_hook
+
     session = begin(settings, manual=False)
     session.log = JobLog(settings.capture)
     atexit.register(lambda: _current is not None and _current.finish())

@@ -23,17 +23,28 @@ from __future__ import annotations
 import sys
 
 # distributions kept as evidence (name as pip spells it)
-DISTRIBUTIONS = ("torch", "torch-neuronx", "torch-xla", "torchtitan", "neuronx-distributed",
-                 "neuronx-distributed-training", "jax", "jax-neuronx", "libneuronxla", "neuronx-cc",
-                 "nki-library")
+DISTRIBUTIONS = (
+    "torch",
+    "torch-neuronx",
+    "torch-xla",
+    "torchtitan",
+    "neuronx-distributed",
+    "neuronx-distributed-training",
+    "jax",
+    "jax-neuronx",
+    "libneuronxla",
+    "neuronx-cc",
+    "nki-library",
+)
 NEURON_MODULES = ("torch_neuronx", "libneuronxla", "jax_neuronx", "neuronx_distributed")
 RELEASE_DISTRIBUTION = "nki-library"
-RELEASE_SINCE = (2, 28)   # the first release whose notes list the NKI Library at the SDK's number
+RELEASE_SINCE = (2, 28)  # the first release whose notes list the NKI Library at the SDK's number
 
 
 def installed(names=DISTRIBUTIONS) -> dict[str, str]:
     """{distribution: version} of those installed in this interpreter."""
     from importlib import metadata
+
     found = {}
     for name in names:
         try:
@@ -76,7 +87,10 @@ def detect(modules=None, packages: dict[str, str] | None = None) -> dict:
     modules = set(sys.modules) if modules is None else set(modules)
     packages = installed() if packages is None else packages
     on_neuron = any(name in modules for name in NEURON_MODULES)
-    facts = {"framework": framework(modules), "neuron_sdk": sdk_release(packages),
-             "device_kind": "trainium" if on_neuron else None,
-             "stack_packages": dict(sorted(packages.items()))}
+    facts = {
+        "framework": framework(modules),
+        "neuron_sdk": sdk_release(packages),
+        "device_kind": "trainium" if on_neuron else None,
+        "stack_packages": dict(sorted(packages.items())),
+    }
     return {key: value for key, value in facts.items() if value}

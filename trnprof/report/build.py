@@ -15,8 +15,18 @@ from ..errors import TrnprofError
 from ..rules_engine.document import Document
 from . import export, vega
 from .page import render
-from .sections import (breakdown, collectives, critical_path, findings_table, fixes_worth, header, input_pipeline,
-                       memory, stragglers, timeline)
+from .sections import (
+    breakdown,
+    collectives,
+    critical_path,
+    findings_table,
+    fixes_worth,
+    header,
+    input_pipeline,
+    memory,
+    stragglers,
+    timeline,
+)
 from .sections import comparison as comparison_section
 from .sections import device as device_section
 
@@ -36,8 +46,16 @@ def check_destination(path: Path) -> None:
     vega.javascript_bundle()
 
 
-def build_report(run, out, *, findings: Document | None, origin: str = "", comparison: dict | None = None,
-                 png_dir=None, overwrite: bool = True) -> dict:
+def build_report(
+    run,
+    out,
+    *,
+    findings: Document | None,
+    origin: str = "",
+    comparison: dict | None = None,
+    png_dir=None,
+    overwrite: bool = True,
+) -> dict:
     """Write the HTML report of the open `run` to `out` (overwrite=False: never over a file there).
 
     findings: its findings document (None: the page says findings were not computed), origin: a
@@ -58,14 +76,22 @@ def build_report(run, out, *, findings: Document | None, origin: str = "", compa
     specs = {s.id: _spec(s.chart) for s in sections if s.chart is not None}
     job = manifest.get("job") or {}
     title = f"trnprof report: {Path(run.path).resolve().name}" + (f" ({job['model']})" if job.get("model") else "")
-    subtitle = (f"run {Path(run.path).resolve()} · source {manifest.get('source', {}).get('collector', 'unknown')} · "
-                f"written {dt.datetime.now().astimezone().isoformat(timespec='seconds')} by trnprof {__version__}")
-    footer = ("Self-contained page: the Vega, Vega-Lite and Vega-Embed libraries are inlined and it makes no "
-              "network request. Charts: hover for details; the … menu exports PNG/SVG.")
+    subtitle = (
+        f"run {Path(run.path).resolve()} · source {manifest.get('source', {}).get('collector', 'unknown')} · "
+        f"written {dt.datetime.now().astimezone().isoformat(timespec='seconds')} by trnprof {__version__}"
+    )
+    footer = (
+        "Self-contained page: the Vega, Vega-Lite and Vega-Embed libraries are inlined and it makes no "
+        "network request. Charts: hover for details; the … menu exports PNG/SVG."
+    )
     page = render(title, subtitle, sections, specs, footer)
     atomic.write_text(out, page, overwrite=overwrite)
     exported = export.export_charts(specs, png_dir) if png_dir is not None else []
-    return {"path": str(out), "bytes": len(page.encode()), "charts": list(specs),
-            "empty": {s.id: s.empty for s in sections if s.empty},
-            "findings": None if findings is None else len(findings.findings),
-            "exports": [str(p) for p in exported]}
+    return {
+        "path": str(out),
+        "bytes": len(page.encode()),
+        "charts": list(specs),
+        "empty": {s.id: s.empty for s in sections if s.empty},
+        "findings": None if findings is None else len(findings.findings),
+        "exports": [str(p) for p in exported],
+    }

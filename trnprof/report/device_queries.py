@@ -13,8 +13,10 @@ MAX_QUEUES = 12  # DMA queues listed, the busiest first
 
 def has_profile(run) -> bool:
     """Whether the run holds a device profile (the session's device tables are empty otherwise)."""
-    frame = run.sql("SELECT (SELECT COUNT(*) FROM device_instructions) + (SELECT COUNT(*) FROM device_dma) "
-                    "+ (SELECT COUNT(*) FROM device_cc_ops) + (SELECT COUNT(*) FROM device_throttle) AS n")
+    frame = run.sql(
+        "SELECT (SELECT COUNT(*) FROM device_instructions) + (SELECT COUNT(*) FROM device_dma) "
+        "+ (SELECT COUNT(*) FROM device_cc_ops) + (SELECT COUNT(*) FROM device_throttle) AS n"
+    )
     return int(frame["n"][0]) > 0
 
 

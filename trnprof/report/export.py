@@ -24,7 +24,9 @@ def _render(specs: dict[str, dict]) -> dict[str, bytes]:
             files[f"{name}.png"] = vl_convert.vegalite_to_png(spec, vl_version=version, scale=PNG_SCALE)
             files[f"{name}.svg"] = vl_convert.vegalite_to_svg(spec, vl_version=version).encode()
         except (ValueError, RuntimeError) as exc:
-            raise TrnprofError(f"cannot render chart {name}: {str(exc).splitlines()[0]}; no chart was written") from None
+            raise TrnprofError(
+                f"cannot render chart {name}: {str(exc).splitlines()[0]}; no chart was written"
+            ) from None
     return files
 
 

@@ -37,6 +37,7 @@ EMBED_SCRIPT = """
 })();
 """
 
+
 def _csp_hash(script: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode() + "'"
 
@@ -46,11 +47,24 @@ def render(title: str, subtitle: str, sections: list[Section], specs: dict[str, 
     bundle = vega.javascript_bundle()
     embed = EMBED_SCRIPT % json_for_script(EMBED_OPTIONS)
     # 'unsafe-eval': Vega compiles its expressions with Function(); nothing else may run or load
-    csp = (f"default-src 'none'; script-src {_csp_hash(bundle)} {_csp_hash(embed)} 'unsafe-eval'; "
-           "style-src 'unsafe-inline'; img-src data: blob:; base-uri 'none'; form-action 'none'")
+    csp = (
+        f"default-src 'none'; script-src {_csp_hash(bundle)} {_csp_hash(embed)} 'unsafe-eval'; "
+        "style-src 'unsafe-inline'; img-src data: blob:; base-uri 'none'; form-action 'none'"
+    )
     # the scripts are trusted as they are (their hashes are in the CSP); chart specs are JSON
     # made inert for <script> by json_for_script; everything else the template escapes
-    return templates.render("page.html.j2", title=title, subtitle=subtitle, footer=footer, csp=csp,
-                            style=templates.style(), bundle=Markup(bundle), embed=Markup(embed),
-                            sections=sections,
-                            specs={k: Markup(json_for_script(v)) for k, v in specs.items()}) + "\n"
+    return (
+        templates.render(
+            "page.html.j2",
+            title=title,
+            subtitle=subtitle,
+            footer=footer,
+            csp=csp,
+            style=templates.style(),
+            bundle=Markup(bundle),
+            embed=Markup(embed),
+            sections=sections,
+            specs={k: Markup(json_for_script(v)) for k, v in specs.items()},
+        )
+        + "\n"
+    )

@@ -28,6 +28,7 @@ def _ranges(lo: int, hi: int, size: int, what: str, how: str) -> str:
 
 # -- header ------------------------------------------------------------------------------------
 
+
 def instance_type(run) -> str | None:
     """The run's instance type (view `run_hardware`)."""
     value = run.sql("SELECT instance_type FROM run_hardware").iloc[0, 0]
@@ -35,6 +36,7 @@ def instance_type(run) -> str | None:
 
 
 # -- step breakdown ----------------------------------------------------------------------------
+
 
 def breakdown_by_rank(run) -> tuple[pd.DataFrame, list[str]]:
     """Mean time per steady-state step of each bucket of `steady_breakdown`, per rank (or group
@@ -55,15 +57,17 @@ def breakdown_by_rank(run) -> tuple[pd.DataFrame, list[str]]:
         FROM steady_breakdown GROUP BY rank // {size} ORDER BY rank_lo""")
     notes = []
     if warmup:
-        notes.append(f"mean over the steady-state steps ({warmup:,} warm-up "
-                     f"step{'s' if warmup > 1 else ''} left out: view step_phases)")
+        notes.append(
+            f"mean over the steady-state steps ({warmup:,} warm-up "
+            f"step{'s' if warmup > 1 else ''} left out: view step_phases)"
+        )
     if size > 1:
-        notes.append(_ranges(int(frame.rank_lo.min()), int(frame.rank_hi.max()), size, "ranks",
-                             "mean over the group"))
+        notes.append(_ranges(int(frame.rank_lo.min()), int(frame.rank_hi.max()), size, "ranks", "mean over the group"))
     return frame.round(4), notes
 
 
 # -- timeline ----------------------------------------------------------------------------------
+
 
 def representative_step(run) -> dict | None:
     """The step whose time is nearest the median step time (lowest step on ties)."""
@@ -79,15 +83,17 @@ def representative_step(run) -> dict | None:
 def timeline_ranks(run, step: int) -> list[tuple[int, str]]:
     """(rank, role) of the ranks drawn: the slowest in the step, the fastest, the median one and
     rank 0, without repeats."""
-    frame = run.sql("""
+    frame = run.sql(
+        """
         SELECT s.rank, s.dur, COALESCE(b.compute, 0) AS compute FROM steps s
         LEFT JOIN step_breakdown b ON b.rank = s.rank AND b.step = s.step
-        WHERE s.step = ? ORDER BY s.dur, compute, s.rank""", [step])
+        WHERE s.step = ? ORDER BY s.dur, compute, s.rank""",
+        [step],
+    )
     if frame.empty:
         return []
     ranks = [int(r) for r in frame["rank"]]
-    picks = [(ranks[-1], "slowest"), (ranks[0], "fastest"), (ranks[len(ranks) // 2], "median"),
-             (min(ranks), "first")]
+    picks = [(ranks[-1], "slowest"), (ranks[0], "fastest"), (ranks[len(ranks) // 2], "median"), (min(ranks), "first")]
     chosen, seen = [], set()
     for rank, role in picks:
         if rank not in seen:
@@ -118,12 +124,15 @@ def timeline_events(run, step: int, ranks: list[int]) -> tuple[pd.DataFrame, lis
     notes = []
     if total > len(frame):
         lanes = frame.groupby(["rank", "lane"]).size()
-        notes.append(f"{len(frame):,} of {total:,} events drawn, the longest of each of the {len(lanes):,} lanes "
-                     f"in turn (at least {int(lanes.min()):,} per lane); {total - len(frame):,} shorter events left out")
+        notes.append(
+            f"{len(frame):,} of {total:,} events drawn, the longest of each of the {len(lanes):,} lanes "
+            f"in turn (at least {int(lanes.min()):,} per lane); {total - len(frame):,} shorter events left out"
+        )
     return frame.round(5), notes
 
 
 # -- collectives -------------------------------------------------------------------------------
+
 
 def collective_counts(run) -> dict:
     row = run.sql("""SELECT COUNT(*) AS instances, COUNT(bytes) AS with_bytes,
@@ -165,16 +174,19 @@ def collective_reference_peaks(run) -> pd.DataFrame:
 
 # -- memory ------------------------------------------------------------------------------------
 
+
 def memory_rank(run) -> dict | None:
     """The rank with the highest device-memory peak, with its capacity."""
-    frame = run.sql("SELECT rank, peak_bytes, capacity_bytes FROM memory_peak "
-                    "ORDER BY peak_bytes DESC, rank LIMIT 1")
+    frame = run.sql("SELECT rank, peak_bytes, capacity_bytes FROM memory_peak ORDER BY peak_bytes DESC, rank LIMIT 1")
     if frame.empty:
         return None
     row = frame.iloc[0]
     capacity = row["capacity_bytes"]
-    return {"rank": int(row["rank"]), "peak_gib": float(row["peak_bytes"]) / GIB,
-            "capacity_gib": None if pd.isna(capacity) else float(capacity) / GIB}
+    return {
+        "rank": int(row["rank"]),
+        "peak_gib": float(row["peak_bytes"]) / GIB,
+        "capacity_gib": None if pd.isna(capacity) else float(capacity) / GIB,
+    }
 
 
 def memory_series(run, rank: int) -> tuple[pd.DataFrame, list[str]]:
@@ -198,19 +210,24 @@ def memory_series(run, rank: int) -> tuple[pd.DataFrame, list[str]]:
         samples = int(frame["samples"].iloc[0])
         drawn = frame["time_s"].nunique()
         if samples > drawn:
-            notes.append(f"{drawn:,} of {samples:,} samples drawn (the highest total in each of "
-                         f"{bins:,} time bins, so peaks stay visible)")
+            notes.append(
+                f"{drawn:,} of {samples:,} samples drawn (the highest total in each of "
+                f"{bins:,} time bins, so peaks stay visible)"
+            )
     return frame.drop(columns="samples").round(6), notes
 
 
 # -- stragglers --------------------------------------------------------------------------------
 
+
 def straggler_cells(run) -> tuple[pd.DataFrame, list[str]]:
     """Per rank and steady step, how far step time and compute time sit from the median of the
     rank's peers (view `rank_deviation`: same stage, same step; +0.1 = 10 % slower); past the
     budget ranks and steps are grouped and each cell shows the group's largest deviation."""
-    shape = run.sql("SELECT COUNT(DISTINCT rank) AS ranks, MIN(rank) AS r0, MAX(rank) AS r1, "
-                    "MIN(step) AS s0, MAX(step) AS s1 FROM rank_deviation").iloc[0]
+    shape = run.sql(
+        "SELECT COUNT(DISTINCT rank) AS ranks, MIN(rank) AS r0, MAX(rank) AS r1, "
+        "MIN(step) AS s0, MAX(step) AS s1 FROM rank_deviation"
+    ).iloc[0]
     if int(shape["ranks"]) == 0:
         return pd.DataFrame(), []
     r0, r1, s0, s1 = (int(shape[k]) for k in ("r0", "r1", "s0", "s1"))
@@ -232,6 +249,7 @@ def straggler_cells(run) -> tuple[pd.DataFrame, list[str]]:
 
 
 # -- input pipeline ----------------------------------------------------------------------------
+
 
 def input_presence(run) -> dict:
     """What the input section can draw from: input events (counted from the stored per-kind
@@ -271,7 +289,8 @@ def queue_depth(run) -> tuple[pd.DataFrame, list[str]]:
         FROM b GROUP BY t ORDER BY t""")
     notes = []
     if not frame.empty and int(frame["n"].iloc[0]) > len(frame):
-        notes.append(f"queue depth in {len(frame):,} time bins (of {int(frame['n'].iloc[0]):,} sample times): "
-                     "mean and lowest over ranks and the bin")
+        notes.append(
+            f"queue depth in {len(frame):,} time bins (of {int(frame['n'].iloc[0]):,} sample times): "
+            "mean and lowest over ranks and the bin"
+        )
     return frame.drop(columns="n").round(6), notes
-

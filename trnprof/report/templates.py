@@ -19,10 +19,20 @@ def _evidence_columns(rows: list[dict]) -> list[str]:
 
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("trnprof.report", "templates"),
-                             autoescape=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    env.filters.update(cost=cost, duration=duration, share=share, job_value=job_value, index_list=index_list,
-                       evidence_columns=_evidence_columns)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("trnprof.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(
+        cost=cost,
+        duration=duration,
+        share=share,
+        job_value=job_value,
+        index_list=index_list,
+        evidence_columns=_evidence_columns,
+    )
     return env
 
 

@@ -17,8 +17,7 @@ from pathlib import Path
 import altair as alt
 import vl_convert
 
-from .. import atomic
-from .. import cachedir
+from .. import atomic, cachedir
 from ..errors import TrnprofError
 
 
@@ -27,8 +26,10 @@ def vegalite_version() -> str:
     """The Vega-Lite version Altair writes specs for, as vl-convert names it ('6.4')."""
     wanted = ".".join(alt.VEGALITE_VERSION.split(".")[:2])
     if wanted not in vl_convert.get_vegalite_versions():
-        raise TrnprofError(f"vl-convert-python {vl_convert.__version__} cannot render Vega-Lite {wanted} "
-                           f"(Altair {alt.__version__}): upgrade vl-convert-python")
+        raise TrnprofError(
+            f"vl-convert-python {vl_convert.__version__} cannot render Vega-Lite {wanted} "
+            f"(Altair {alt.__version__}): upgrade vl-convert-python"
+        )
     return wanted
 
 

@@ -14,8 +14,8 @@ import duckdb
 
 from trnprof import device_tables, session_tables
 from trnprof.schema import TABLE_COLUMNS
-from trnprof.tableread import empty_select
 from trnprof.stdlib import load_views
+from trnprof.tableread import empty_select
 
 _LOCK = threading.Lock()
 

@@ -31,6 +31,7 @@ _EPS_S = 1e-9
 @dataclass
 class Claim:
     """One finding's request: what its rows measured, where it draws from, how specific it is."""
+
     name: str
     seconds: float
     draws_from: str | None
@@ -66,8 +67,11 @@ def grant(claims: list[Claim], budget: dict[str, float], mean_step_s: float | No
         pool = sum(left.get(c, 0.0) for c in categories) if categories else float("inf")
         claim.granted = max(min(claim.seconds, pool, step_left), 0.0)
         if claim.granted < claim.seconds - _EPS_S:
-            before = [n for c in categories for n in takers.get(c, [])] if categories and pool <= step_left \
+            before = (
+                [n for c in categories for n in takers.get(c, [])]
+                if categories and pool <= step_left
                 else [n for names in takers.values() for n in names]
+            )
             claim.related = sorted(set(before) - {claim.name})
         step_left -= claim.granted
         unpaid = claim.granted
@@ -97,5 +101,7 @@ def claim_sentence(claimed_s: float, measured_s: float, related: list[str]) -> s
     others = ", ".join(related) or "more specific findings"
     if claimed_s <= _EPS_S:
         return f"All of it ({duration(measured_s)} per step) is explained by {others}, which claimed it first."
-    return (f"{duration(claimed_s)} per step of it ({claimed_s / measured_s:.0%}) is not explained by {others}, "
-            "which claimed the rest first.")
+    return (
+        f"{duration(claimed_s)} per step of it ({claimed_s / measured_s:.0%}) is not explained by {others}, "
+        "which claimed the rest first."
+    )

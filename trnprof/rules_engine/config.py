@@ -29,8 +29,10 @@ def read_config(path: str | Path | ConfigFile) -> ConfigFile:
         config = msgspec.convert(raw, ConfigFile)
     except msgspec.ValidationError as exc:
         where, problem = explain(exc)
-        raise TrnprofError(f"config {path}: {dotted(where) or 'file'}: {problem} "
-                           "(keys: rules, select, ignore, set, timeout, memory_limit, fail_on, engine, spark_master, spark)") from None
+        raise TrnprofError(
+            f"config {path}: {dotted(where) or 'file'}: {problem} "
+            "(keys: rules, select, ignore, set, timeout, memory_limit, fail_on, engine, spark_master, spark)"
+        ) from None
     if config.timeout is not None:
         config.timeout = TIMEOUT_S.check(config.timeout, f"config {path}: timeout")
     if config.memory_limit is not None:

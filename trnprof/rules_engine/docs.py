@@ -7,10 +7,10 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
+from trnprof import atomic, yamlio
 from trnprof.breakdown import CATEGORIES
 from trnprof.schema import TABLE_COLUMNS
 from trnprof.session_tables import RUN_JOB_COLUMNS, RUN_JOB_DOC
-from trnprof import atomic, yamlio
 from trnprof.textfmt import markdown_table
 
 from .catalog import signal_names, stdlib_views
@@ -40,15 +40,20 @@ def _bands(rule: Rule) -> list[str]:
     bands = rule.spec.severity_bands
     if bands is None:
         return []
-    levels = [f"{level} from `{getattr(bands, level)}`" for level in ("high", "medium", "low")
-              if getattr(bands, level) is not None]
+    levels = [
+        f"{level} from `{getattr(bands, level)}`"
+        for level in ("high", "medium", "low")
+        if getattr(bands, level) is not None
+    ]
     return [f"Severity of a row by its `{bands.by}`: {', '.join(levels)}, else {bands.otherwise}.", ""]
 
 
 def _edit_text(edit) -> str:
     parts = [f"`{k}` = `{v}`" for k, v in edit.set.items()]
-    parts += [f"`{k}` x {v:g}" + (f" (at most `{edit.at_most[k]}`)" if k in edit.at_most else "")
-              for k, v in edit.multiply.items()]
+    parts += [
+        f"`{k}` x {v:g}" + (f" (at most `{edit.at_most[k]}`)" if k in edit.at_most else "")
+        for k, v in edit.multiply.items()
+    ]
     parts += [f"remove the `{kind}` fault" for kind in edit.remove_faults]
     return ", ".join(parts)
 
@@ -57,16 +62,22 @@ def _fix(rule: Rule) -> list[str]:
     """How the rule's recommended fix is priced: its `fix:` block, in words."""
     fix = rule.spec.fix
     if fix is None:
-        return ["**How the fix is priced.** Not declared: the finding's number is a bound, the time it "
-                "measured (its exclusive claim), assuming all of it goes with the fix.", ""]
+        return [
+            "**How the fix is priced.** Not declared: the finding's number is a bound, the time it "
+            "measured (its exclusive claim), assuming all of it goes with the fix.",
+            "",
+        ]
     lines = ["**How the fix is priced** (its `fix:`; the finding's one number, [docs/whatif.md](../whatif.md)):", ""]
     if fix.model:
         edits = "; else ".join(_edit_text(e) for e in fix.model.edits)
         lines.append(f"- on a Trn1 job, by the execution model: {edits} (none applies: {fix.model.unchanged})")
     if fix.replay:
         capped = ", capped at the measured time" if fix.at_most_measured else ""
-        lines.append("- on any run with steps, by replay of its dependency graph: "
-                     + ", ".join(f"`--scale {spec}`" for spec in fix.replay) + capped)
+        lines.append(
+            "- on any run with steps, by replay of its dependency graph: "
+            + ", ".join(f"`--scale {spec}`" for spec in fix.replay)
+            + capped
+        )
     lines.append(f"- otherwise a bound, the measured time, assuming {fix.bound or BOUND_ASSUMES}")
     bars = [f"{level} from `{getattr(fix, level)}`" for level in ("high", "medium") if getattr(fix, level)]
     if bars:
@@ -76,26 +87,52 @@ def _fix(rule: Rule) -> list[str]:
 
 def rule_section(rule: Rule) -> list[str]:
     spec = rule.spec
-    lines = [f"## {spec.code} `{spec.name}`", "", f"**{spec.title}.** Severity up to **{spec.severity}**; "
-             f"needs {_requires(rule)}; reads {', '.join(f'`{t}`' for t in sorted(rule.tables))}; "
-             f"{_claims(rule)}.", "",
-             f"**What it detects.** {spec.doc.what}", "", f"**Why it matters.** {spec.doc.why}", "",
-             f"**How to fix.** {spec.doc.fix}", ""]
+    lines = [
+        f"## {spec.code} `{spec.name}`",
+        "",
+        f"**{spec.title}.** Severity up to **{spec.severity}**; "
+        f"needs {_requires(rule)}; reads {', '.join(f'`{t}`' for t in sorted(rule.tables))}; "
+        f"{_claims(rule)}.",
+        "",
+        f"**What it detects.** {spec.doc.what}",
+        "",
+        f"**Why it matters.** {spec.doc.why}",
+        "",
+        f"**How to fix.** {spec.doc.fix}",
+        "",
+    ]
     if spec.params:
         lines += ["Parameters (`--set " + spec.name + ".NAME=VALUE`):", ""]
-        lines += _table([(f"`{n}`", f"`{p.default}`", p.doc, p.source) for n, p in spec.params.items()],
-                        ("parameter", "default", "meaning", "source of the default"))
+        lines += _table(
+            [(f"`{n}`", f"`{p.default}`", p.doc, p.source) for n, p in spec.params.items()],
+            ("parameter", "default", "meaning", "source of the default"),
+        )
         lines.append("")
     lines += _bands(rule)
     lines += _fix(rule)
-    lines += ["<details><summary>SQL</summary>", "", "```sql", spec.sql.rstrip(), "```", "", "</details>", "",
-              f"Test cases: {', '.join(case.name for case in spec.tests)}.", ""]
+    lines += [
+        "<details><summary>SQL</summary>",
+        "",
+        "```sql",
+        spec.sql.rstrip(),
+        "```",
+        "",
+        "</details>",
+        "",
+        f"Test cases: {', '.join(case.name for case in spec.tests)}.",
+        "",
+    ]
     return lines
 
 
 def pack_md(pack: str, rules: list[Rule]) -> str:
-    lines = [HEADER, f"# Rule pack `{pack}`", "", f"Rules in `rules/{pack}/`; see [the rule reference](index.md) "
-             "for how rules run and how findings are ranked.", ""]
+    lines = [
+        HEADER,
+        f"# Rule pack `{pack}`",
+        "",
+        f"Rules in `rules/{pack}/`; see [the rule reference](index.md) for how rules run and how findings are ranked.",
+        "",
+    ]
     for rule in rules:
         lines += rule_section(rule)
     return "\n".join(lines).rstrip() + "\n"
@@ -104,9 +141,16 @@ def pack_md(pack: str, rules: list[Rule]) -> str:
 def _detection_lines() -> list[str]:
     path = builtin_dir() / DETECTION_FILE
     data = yamlio.load(path.read_text(encoding="utf-8"))
-    lines = ["## Detection quality", "", data["intro"].strip(), "",
-             "Simulated runs of the Trn1 execution model, one fault each (`tests/rules/test_rules_detection.py` "
-             "checks the top finding and its price):", ""]
+    lines = [
+        "## Detection quality",
+        "",
+        data["intro"].strip(),
+        "",
+        "Simulated runs of the Trn1 execution model, one fault each (`tests/rules/test_rules_detection.py` "
+        "checks the top finding and its price):",
+        "",
+    ]
+
     def fault(spec):
         return spec["kind"] + "".join(f" {k}={v}" for k, v in spec.items() if k != "kind")
 
@@ -116,172 +160,256 @@ def _detection_lines() -> list[str]:
     def share(value):
         return f"{value:.0%}" if value else "not reported"
 
-    lines += _table([(f"`{fault(c['fault'])}`", job(c), f"`{c['top']}`", share(c["share"]), share(c["baseline_share"]),
-                      f"{share(c['price'])}: {c['price_note']}", c["note"]) for c in data["faults"]],
-                    ("fault", "preset and overrides", "top finding", "its share of the step",
-                     "same rule without the fault", "its fix worth (derived from the job run fixed)", "why"))
+    lines += _table(
+        [
+            (
+                f"`{fault(c['fault'])}`",
+                job(c),
+                f"`{c['top']}`",
+                share(c["share"]),
+                share(c["baseline_share"]),
+                f"{share(c['price'])}: {c['price_note']}",
+                c["note"],
+            )
+            for c in data["faults"]
+        ],
+        (
+            "fault",
+            "preset and overrides",
+            "top finding",
+            "its share of the step",
+            "same rule without the fault",
+            "its fix worth (derived from the job run fixed)",
+            "why",
+        ),
+    )
     lines += ["", "Clean jobs, no fault injected (no finding of low or above: at most `info`):", ""]
     lines += _table([(job(c), c.get("note", "")) for c in data["clean"]], ("preset and overrides", "job"))
     lines += ["", "Real Kineto traces (`tests/data/kineto`), ingested and analyzed:", ""]
-    lines += _table([(f"`{t['trace']}`", ", ".join(f"`{f}`" for f in t["fired"]) or "none", t["note"])
-                     for t in data["kineto"]], ("trace", "findings", "why they make sense"))
-    lines += ["", "The verdict corpus (`tests/rules/test_verdicts.py`): each case derives its verdict in the test, "
-              "from the raw events or from the same job without the fault, and trnprof must agree (the top "
-              "finding, its price within 20 % of the measured fault-versus-clean difference, nothing above "
-              "info the derivation does not support):", ""]
-    lines += _table([(f"`{v['test']}`", v["source"], v["verdict"], v["derivation"]) for v in data["verdicts"]],
-                    ("test", "trace or job", "verdict", "derivation"))
+    lines += _table(
+        [(f"`{t['trace']}`", ", ".join(f"`{f}`" for f in t["fired"]) or "none", t["note"]) for t in data["kineto"]],
+        ("trace", "findings", "why they make sense"),
+    )
+    lines += [
+        "",
+        "The verdict corpus (`tests/rules/test_verdicts.py`): each case derives its verdict in the test, "
+        "from the raw events or from the same job without the fault, and trnprof must agree (the top "
+        "finding, its price within 20 % of the measured fault-versus-clean difference, nothing above "
+        "info the derivation does not support):",
+        "",
+    ]
+    lines += _table(
+        [(f"`{v['test']}`", v["source"], v["verdict"], v["derivation"]) for v in data["verdicts"]],
+        ("test", "trace or job", "verdict", "derivation"),
+    )
     return lines + [""]
 
 
 def _readable_lines() -> list[str]:
     """The `What rule SQL can read` part of the index: tables, views, run_job, signals."""
-    lines = ["## What rule SQL can read", "",
-             "The run's tables (" + ", ".join(f"`{t}`" for t in TABLE_COLUMNS) + "), every view of the "
-             "[SQL stdlib](../stdlib.md) (" + ", ".join(f"`{v}`" for v in stdlib_views()) + "), the `hardware` "
-             "table (one row per Trainium instance type: cores, HBM, engine peaks per precision, link peaks "
-             "per class) and `run_job`.", "",
-             f"`run_job`: {RUN_JOB_DOC}", ""]
-    lines += _table([(f"`{name}`", str(typ), doc) for name, typ, _, doc in RUN_JOB_COLUMNS], ("column", "type", "meaning"))
+    lines = [
+        "## What rule SQL can read",
+        "",
+        "The run's tables (" + ", ".join(f"`{t}`" for t in TABLE_COLUMNS) + "), every view of the "
+        "[SQL stdlib](../stdlib.md) (" + ", ".join(f"`{v}`" for v in stdlib_views()) + "), the `hardware` "
+        "table (one row per Trainium instance type: cores, HBM, engine peaks per precision, link peaks "
+        "per class) and `run_job`.",
+        "",
+        f"`run_job`: {RUN_JOB_DOC}",
+        "",
+    ]
+    lines += _table(
+        [(f"`{name}`", str(typ), doc) for name, typ, _, doc in RUN_JOB_COLUMNS], ("column", "type", "meaning")
+    )
     lines += ["", "Flags of the `signals` view a rule can require:", ""]
     return lines + _table([(f"`{name}`", doc) for name, doc in signal_names().items()], ("signal", "true when"))
 
 
 def index_md(rules: list[Rule]) -> str:
-    lines = [HEADER, "# Rule reference", "",
-             "`trnprof analyze RUN` runs the rules below over a run and prints a short list of findings, "
-             "most severe first, then by what fixing them is worth (one number per finding: the price of its "
-             "recommended fix, see **One number** below). Each rule is one YAML file in `rules/<pack>/`: metadata, parameters with the "
-             "source of each default, one SQL query over the stdlib views, a message template, a "
-             "recommendation, docs and test cases. Add your own packs with `--rules DIR` "
-             "([tutorial](../tutorial-first-rule.md)). Every rule is read from its file on every load; what "
-             "the check of its SQL found (the tables it reads) is kept in the user's cache folder (`rules/` "
-             "under `$TRNPROF_CACHE_DIR`, else `~/.cache/trnprof`), so the SQL is parsed once. The cache holds "
-             "no rule, so whoever can write that folder cannot change or silence one (docs/design-notes.md, "
-             "\"Caches\"); a broken rule is reported from its file every time, and a cache that cannot be "
-             "written is skipped.", "",
-             "## Rules", ""]
-    lines += _table([(r.code, f"[`{r.name}`]({r.pack}.md#{r.code.lower()}-{r.name.replace('.', '')})",
-                      r.severity, r.spec.title) for r in rules], ("code", "name", "max severity", "detects"))
-    lines += ["", "## How a rule runs", "",
-              "1. **Requirements.** Each name under `requires` is a flag of the `signals` view; a probe is a "
-              "`{sql, reason}` pair whose SELECT returns true when the run has what the rule needs. When one is "
-              "false the rule is listed under `not_evaluated` with the reason, instead of guessing.",
-              "2. **Query.** The SQL runs in a sandbox: an in-memory DuckDB holding only the tables the rules "
-              "read, materialised from the run, with external access off, extension loading off and the "
-              "configuration locked; only a single SELECT is accepted, inside a rolled-back transaction, "
-              "and a per-rule time limit (`--timeout`) interrupts it. Each rule query also has a memory limit "
-              "(`--memory-limit`, default 2GB, on top of the tables copied in), spills only into the sandbox's "
-              "own temporary folder and may return at most 1,000,000 rows. Rule files are checked when loaded "
-              "on a connection locked the same way, so no rule can make trnprof install or load an extension, "
-              "read a file or reach the network. A failing, slow or oversized rule is reported under "
-              "`errors`; the others still run, and `trnprof analyze --fail-on` exits 2 (the run was not fully judged). Parameters are bound as `$name`. "
-              "`trnprof query` runs in the same sandbox (below).",
-              "3. **Findings.** Rows become one finding per rule and `pattern`, listing the ranks and steps "
-              f"affected and the {EVIDENCE_ROWS} worst rows as evidence.", ""]
-    lines += ["### `trnprof query` in the sandbox", "",
-              "`trnprof query RUN SQL` (and `api.query`) runs its SQL under the rules' sandbox rules, on the run's "
-              "own session instead of a copy: the views it names are computed first, then the session is "
-              "locked. It may run one SELECT over the run's tables, session tables, stdlib views and the "
-              "`critical_path` tables; DuckDB may read only the run's table files and stored views (what the "
-              "views read), so `read_text`, `read_csv`, `glob` or `read_parquet` of any other file, `COPY`, "
-              "`ATTACH`, `EXPORT`, `INSTALL`/`LOAD`, `SET`/`PRAGMA`, DDL and a second statement are refused in "
-              "one line. It returns at most 1,000,000 rows, stops at `--timeout` (default 60 s, the views it "
-              "computes first included) and on Ctrl-C (exit 130). `trnprof query --unsafe` lifts all of this: "
-              "any SQL DuckDB runs, with the files, settings and extensions of the user, no time limit unless "
-              "`--timeout` is given (Ctrl-C still stops it). On `--engine spark` the query is checked as a "
-              "rule's is (`rules_engine/spark_sandbox.py`).", ""]
-    lines += _table([
-        ("`rank`, `step`", "where the row happened; a row without a step holds for every step"),
-        ("`lost_ns`", "time the row costs in its step, ns"),
-        ("`one_time_ns`", "time the row costs once per job (a compile, a slow first step), ns; the largest counts"),
-        ("`lost_bytes`", "memory the row puts at stake, bytes; the largest counts"),
-        ("`severity`", "`info`, `low`, `medium` or `high` for the row; from `severity_bands` when the rule "
-                       "declares them (then the query returns no `severity`); the rule's `severity` when absent"),
-        ("`pattern`", "rows with different patterns are different findings (e.g. one per straggler)"),
-        ("any other", "evidence, and a field for the message templates"),
-    ], ("row column", "meaning"))
-    lines += ["", "**Impact.** Steps are synchronous, so per step the worst row counts: `seconds_per_step` is "
-              "the sum over the run's steady steps of each step's largest `lost_ns` (a step-less row counts in "
-              "every step) divided by the number of steady steps; `fraction_of_step` divides it by their mean "
-              "step time. Warm-up steps (the leading steps that compile, at most two: view `step_phases`) are "
-              "evidence but not impact, and rules judge the steady state through `steady_breakdown`. "
-              "Findings are listed most severe first, then by time per step (`seconds_per_step`: once "
-              "`analyze` priced the findings, what their fixes are worth, see **One number**), one-time "
-              "time (`one_time_seconds`) and memory (`bytes`); a finding's severity is the highest of its rows.", "",
-              "**Exclusive impacts.** Every lost second of a step is claimed by one finding. A rule declares "
-              "`impact: {draws_from: CATEGORY, specificity: N}`: the `step_breakdown` category its time comes "
-              f"from ({', '.join(f'`{c}`' for c in CATEGORIES)}; "
-              "these partition the step) and how specific a cause it names (3 a named culprit such as a "
-              "straggler, a slow link, FP32 matmuls or recompiles; 2 a mechanism such as poor overlap or a "
-              "host-bound step; 1 a symptom such as low MFU or exposed communication). After every rule ran, "
-              "the engine grants the claims most specific first (then the larger first): a finding keeps at "
-              "most what is left of its category's time per step (per step the largest value over ranks, "
-              "averaged over the steady steps) and of the mean steady step, so the findings' "
-              "`seconds_per_step` sum to no more than the mean step. A finding cut short lists the findings "
-              "that claimed first under `related`, and its severity is capped by the share it kept (high from "
-              "20 %, medium from 5 %, else low). A finding with no cost of any kind (no time per step, no "
-              "one-time time, no bytes) is `info`; `info` never fails `--fail-on low`. Messages state the "
-              "measurement and the claim apart: `seconds_per_step`, `ms_per_step` and `fraction_of_step` in "
-              "a template are what the rows measured (`impact.measured_seconds_per_step`), and the engine "
-              "appends to a finding cut short how much of it is left to it (\"6.71 ms per step of it (28%) is "
-              "not explained by collectives.low_bus_bandwidth, which claimed the rest first.\"), the granted "
-              "`impact.seconds_per_step`. Where the time at stake lies in another category on another platform, "
-              "the rows may give a `draws_from` column that overrides the rule's for the finding: categories "
-              "joined by `+`, taken from in turn (`compute.small_ops` on a CPU: `idle+compute`, the gaps "
-              "between the tiny ops, then the ops), or null (the step alone caps it). A positive figure never prints as zero: a format that would show "
-              "`0%` or `0.00` gets the decimals it needs.", "",
-              "**One number.** `trnprof analyze` (not the rule engine alone) then prices each finding's "
-              "recommended fix as its rule declares it (`fix:`, below): by the execution model on a Trn1 job "
-              "the rule gives a model edit for, else by replaying the run's own dependency graph with the "
-              "fix's scale specs, else as a bound, the measured claim, with what that assumes. The price "
-              "becomes the finding's headline: `impact.seconds_per_step` and `fraction_of_step` are what the "
-              "fix is worth per step and `impact.basis` how it was priced (`execution model`, `replay`, "
-              "`bound`); the exclusive claim moves to `impact.claimed_seconds_per_step` and "
-              "`claimed_fraction_of_step`, and the message states the measurement as a measurement, never as a "
-              "saving. The severity is graded on the price (high from 20 %, medium from 5 % of the step, or "
-              "the parameters `fix.high` and `fix.medium` name), never above the most severe the rule "
-              "reports, and a rule's own `info` stays info: a finding whose fix is priced near zero is low, "
-              "whatever it measured. Findings without step time (memory, one-time costs) keep their cost and "
-              "severity. See [docs/whatif.md](../whatif.md) for the methods.", "",
-              "**Templates.** `message` and `recommendation` are Python format strings over the worst row's "
-              "columns, the rule's parameters and `ranks`, `n_ranks`, `steps`, `n_steps` (compact ranges "
-              "like `0-7, 9`), `seconds_per_step`, `ms_per_step`, `fraction_of_step` (the time measured), "
-              "`claimed_seconds_per_step`, `claimed_ms_per_step`, `claimed_fraction_of_step` (the time granted), "
-              "`one_time_s`, `lost_gib`, `related`, `pattern`, `severity`; "
-              "attribute and index access are refused, nulls print as `n/a`.", ""]
+    lines = [
+        HEADER,
+        "# Rule reference",
+        "",
+        "`trnprof analyze RUN` runs the rules below over a run and prints a short list of findings, "
+        "most severe first, then by what fixing them is worth (one number per finding: the price of its "
+        "recommended fix, see **One number** below). Each rule is one YAML file in `rules/<pack>/`: metadata, parameters with the "
+        "source of each default, one SQL query over the stdlib views, a message template, a "
+        "recommendation, docs and test cases. Add your own packs with `--rules DIR` "
+        "([tutorial](../tutorial-first-rule.md)). Every rule is read from its file on every load; what "
+        "the check of its SQL found (the tables it reads) is kept in the user's cache folder (`rules/` "
+        "under `$TRNPROF_CACHE_DIR`, else `~/.cache/trnprof`), so the SQL is parsed once. The cache holds "
+        "no rule, so whoever can write that folder cannot change or silence one (docs/design-notes.md, "
+        '"Caches"); a broken rule is reported from its file every time, and a cache that cannot be '
+        "written is skipped.",
+        "",
+        "## Rules",
+        "",
+    ]
+    lines += _table(
+        [
+            (r.code, f"[`{r.name}`]({r.pack}.md#{r.code.lower()}-{r.name.replace('.', '')})", r.severity, r.spec.title)
+            for r in rules
+        ],
+        ("code", "name", "max severity", "detects"),
+    )
+    lines += [
+        "",
+        "## How a rule runs",
+        "",
+        "1. **Requirements.** Each name under `requires` is a flag of the `signals` view; a probe is a "
+        "`{sql, reason}` pair whose SELECT returns true when the run has what the rule needs. When one is "
+        "false the rule is listed under `not_evaluated` with the reason, instead of guessing.",
+        "2. **Query.** The SQL runs in a sandbox: an in-memory DuckDB holding only the tables the rules "
+        "read, materialised from the run, with external access off, extension loading off and the "
+        "configuration locked; only a single SELECT is accepted, inside a rolled-back transaction, "
+        "and a per-rule time limit (`--timeout`) interrupts it. Each rule query also has a memory limit "
+        "(`--memory-limit`, default 2GB, on top of the tables copied in), spills only into the sandbox's "
+        "own temporary folder and may return at most 1,000,000 rows. Rule files are checked when loaded "
+        "on a connection locked the same way, so no rule can make trnprof install or load an extension, "
+        "read a file or reach the network. A failing, slow or oversized rule is reported under "
+        "`errors`; the others still run, and `trnprof analyze --fail-on` exits 2 (the run was not fully judged). Parameters are bound as `$name`. "
+        "`trnprof query` runs in the same sandbox (below).",
+        "3. **Findings.** Rows become one finding per rule and `pattern`, listing the ranks and steps "
+        f"affected and the {EVIDENCE_ROWS} worst rows as evidence.",
+        "",
+    ]
+    lines += [
+        "### `trnprof query` in the sandbox",
+        "",
+        "`trnprof query RUN SQL` (and `api.query`) runs its SQL under the rules' sandbox rules, on the run's "
+        "own session instead of a copy: the views it names are computed first, then the session is "
+        "locked. It may run one SELECT over the run's tables, session tables, stdlib views and the "
+        "`critical_path` tables; DuckDB may read only the run's table files and stored views (what the "
+        "views read), so `read_text`, `read_csv`, `glob` or `read_parquet` of any other file, `COPY`, "
+        "`ATTACH`, `EXPORT`, `INSTALL`/`LOAD`, `SET`/`PRAGMA`, DDL and a second statement are refused in "
+        "one line. It returns at most 1,000,000 rows, stops at `--timeout` (default 60 s, the views it "
+        "computes first included) and on Ctrl-C (exit 130). `trnprof query --unsafe` lifts all of this: "
+        "any SQL DuckDB runs, with the files, settings and extensions of the user, no time limit unless "
+        "`--timeout` is given (Ctrl-C still stops it). On `--engine spark` the query is checked as a "
+        "rule's is (`rules_engine/spark_sandbox.py`).",
+        "",
+    ]
+    lines += _table(
+        [
+            ("`rank`, `step`", "where the row happened; a row without a step holds for every step"),
+            ("`lost_ns`", "time the row costs in its step, ns"),
+            ("`one_time_ns`", "time the row costs once per job (a compile, a slow first step), ns; the largest counts"),
+            ("`lost_bytes`", "memory the row puts at stake, bytes; the largest counts"),
+            (
+                "`severity`",
+                "`info`, `low`, `medium` or `high` for the row; from `severity_bands` when the rule "
+                "declares them (then the query returns no `severity`); the rule's `severity` when absent",
+            ),
+            ("`pattern`", "rows with different patterns are different findings (e.g. one per straggler)"),
+            ("any other", "evidence, and a field for the message templates"),
+        ],
+        ("row column", "meaning"),
+    )
+    lines += [
+        "",
+        "**Impact.** Steps are synchronous, so per step the worst row counts: `seconds_per_step` is "
+        "the sum over the run's steady steps of each step's largest `lost_ns` (a step-less row counts in "
+        "every step) divided by the number of steady steps; `fraction_of_step` divides it by their mean "
+        "step time. Warm-up steps (the leading steps that compile, at most two: view `step_phases`) are "
+        "evidence but not impact, and rules judge the steady state through `steady_breakdown`. "
+        "Findings are listed most severe first, then by time per step (`seconds_per_step`: once "
+        "`analyze` priced the findings, what their fixes are worth, see **One number**), one-time "
+        "time (`one_time_seconds`) and memory (`bytes`); a finding's severity is the highest of its rows.",
+        "",
+        "**Exclusive impacts.** Every lost second of a step is claimed by one finding. A rule declares "
+        "`impact: {draws_from: CATEGORY, specificity: N}`: the `step_breakdown` category its time comes "
+        f"from ({', '.join(f'`{c}`' for c in CATEGORIES)}; "
+        "these partition the step) and how specific a cause it names (3 a named culprit such as a "
+        "straggler, a slow link, FP32 matmuls or recompiles; 2 a mechanism such as poor overlap or a "
+        "host-bound step; 1 a symptom such as low MFU or exposed communication). After every rule ran, "
+        "the engine grants the claims most specific first (then the larger first): a finding keeps at "
+        "most what is left of its category's time per step (per step the largest value over ranks, "
+        "averaged over the steady steps) and of the mean steady step, so the findings' "
+        "`seconds_per_step` sum to no more than the mean step. A finding cut short lists the findings "
+        "that claimed first under `related`, and its severity is capped by the share it kept (high from "
+        "20 %, medium from 5 %, else low). A finding with no cost of any kind (no time per step, no "
+        "one-time time, no bytes) is `info`; `info` never fails `--fail-on low`. Messages state the "
+        "measurement and the claim apart: `seconds_per_step`, `ms_per_step` and `fraction_of_step` in "
+        "a template are what the rows measured (`impact.measured_seconds_per_step`), and the engine "
+        'appends to a finding cut short how much of it is left to it ("6.71 ms per step of it (28%) is '
+        'not explained by collectives.low_bus_bandwidth, which claimed the rest first."), the granted '
+        "`impact.seconds_per_step`. Where the time at stake lies in another category on another platform, "
+        "the rows may give a `draws_from` column that overrides the rule's for the finding: categories "
+        "joined by `+`, taken from in turn (`compute.small_ops` on a CPU: `idle+compute`, the gaps "
+        "between the tiny ops, then the ops), or null (the step alone caps it). A positive figure never prints as zero: a format that would show "
+        "`0%` or `0.00` gets the decimals it needs.",
+        "",
+        "**One number.** `trnprof analyze` (not the rule engine alone) then prices each finding's "
+        "recommended fix as its rule declares it (`fix:`, below): by the execution model on a Trn1 job "
+        "the rule gives a model edit for, else by replaying the run's own dependency graph with the "
+        "fix's scale specs, else as a bound, the measured claim, with what that assumes. The price "
+        "becomes the finding's headline: `impact.seconds_per_step` and `fraction_of_step` are what the "
+        "fix is worth per step and `impact.basis` how it was priced (`execution model`, `replay`, "
+        "`bound`); the exclusive claim moves to `impact.claimed_seconds_per_step` and "
+        "`claimed_fraction_of_step`, and the message states the measurement as a measurement, never as a "
+        "saving. The severity is graded on the price (high from 20 %, medium from 5 % of the step, or "
+        "the parameters `fix.high` and `fix.medium` name), never above the most severe the rule "
+        "reports, and a rule's own `info` stays info: a finding whose fix is priced near zero is low, "
+        "whatever it measured. Findings without step time (memory, one-time costs) keep their cost and "
+        "severity. See [docs/whatif.md](../whatif.md) for the methods.",
+        "",
+        "**Templates.** `message` and `recommendation` are Python format strings over the worst row's "
+        "columns, the rule's parameters and `ranks`, `n_ranks`, `steps`, `n_steps` (compact ranges "
+        "like `0-7, 9`), `seconds_per_step`, `ms_per_step`, `fraction_of_step` (the time measured), "
+        "`claimed_seconds_per_step`, `claimed_ms_per_step`, `claimed_fraction_of_step` (the time granted), "
+        "`one_time_s`, `lost_gib`, `related`, `pattern`, `severity`; "
+        "attribute and index access are refused, nulls print as `n/a`.",
+        "",
+    ]
     lines += _readable_lines()
-    lines += ["", "## Rule file", "", "```yaml",
-              "code: IN001                  # 2-3 capitals + 3 digits, unique", "name: input.starvation       # pack.rule, the file is rules/input/starvation.yaml",
-              "pack: input", "title: One-line headline", "severity: high               # info | low | medium | high",
-              "impact: {draws_from: input_wait, specificity: 2}   # exclusive impacts (above)",
-              "severity_bands: {by: run_share, high: high_share, otherwise: medium}   # a row's severity: the "
-              "highest band whose parameter its column reaches (>=); also medium: and low:",
-              "fix:                         # how the recommended fix is priced (docs/whatif.md)",
-              "  replay: [input=0]          # scale specs of the run's graph; {rank}: once per finding rank, "
-              "{column}: the worst row's",
-              "  model:                     # the same fix on a Trn1 job: the first edit that changes it",
-              "    edits: [{multiply: {input.workers: 2}, at_most: {input.workers: spare_vcpus_per_rank}}]",
-              "    unchanged: why no config change fixes it   # one line",
-              "  bound: what the measured time assumes   # when neither prices it",
-              "  high: high_share           # the price's severity bars (parameters); also medium:",
-              "requires: [steps, input]     # signals, or {sql: SELECT ..., reason: ...}",
-              "params:                      # each: default, doc, source", "  high_share: {default: 0.2, doc: ..., source: ...}",
-              "sql: SELECT rank, step, input_wait AS lost_ns FROM steady_breakdown WHERE ...",
-              "message: ... {fraction_of_step:.0%} ... {ranks}", "recommendation: ...", "doc: {what: ..., why: ..., fix: ...}",
-              "tests:                       # at least one case expecting a finding",
-              "  - name: ...", "    run: {inline: {events: {columns: [...], rows: [...]}, tile: {ranks: 2, steps: 3, period_ns: 1000000}}}",
-              "    expect: [{severity: high, ranks: [0, 1], min_fraction: 0.29, priced_by: replay}]   # or [] or "
-              "not_evaluated; fractions bound the fix's price",
-              "  - name: ...", "    run: {simulate: {preset: tiny, steps: 4, overrides: [cluster.nodes=2], faults: [{kind: straggler, rank: 3}]}}",
-              "    expect: [...]",
-              "  - name: ...", "    run: {factory: {name: my.collector, args: {...}}}   # a run factory another package registers",
-              "    expect: [...]", "```", "",
-              "Inline runs: `ranks` is a count (laid out 32 per node, data parallel) or a table; with `tile`, "
-              "rows without a rank (step) are copied to every rank (step), shifted by `period_ns` per step, "
-              "and `coll_seq` is offset per step. Lanes default by kind, names to the kind. "
-              "`trnprof analyze --config FILE` reads `rules`, `select`, `ignore`, `set`, `timeout` and `fail_on` "
-              "from a YAML file.", ""]
+    lines += [
+        "",
+        "## Rule file",
+        "",
+        "```yaml",
+        "code: IN001                  # 2-3 capitals + 3 digits, unique",
+        "name: input.starvation       # pack.rule, the file is rules/input/starvation.yaml",
+        "pack: input",
+        "title: One-line headline",
+        "severity: high               # info | low | medium | high",
+        "impact: {draws_from: input_wait, specificity: 2}   # exclusive impacts (above)",
+        "severity_bands: {by: run_share, high: high_share, otherwise: medium}   # a row's severity: the "
+        "highest band whose parameter its column reaches (>=); also medium: and low:",
+        "fix:                         # how the recommended fix is priced (docs/whatif.md)",
+        "  replay: [input=0]          # scale specs of the run's graph; {rank}: once per finding rank, "
+        "{column}: the worst row's",
+        "  model:                     # the same fix on a Trn1 job: the first edit that changes it",
+        "    edits: [{multiply: {input.workers: 2}, at_most: {input.workers: spare_vcpus_per_rank}}]",
+        "    unchanged: why no config change fixes it   # one line",
+        "  bound: what the measured time assumes   # when neither prices it",
+        "  high: high_share           # the price's severity bars (parameters); also medium:",
+        "requires: [steps, input]     # signals, or {sql: SELECT ..., reason: ...}",
+        "params:                      # each: default, doc, source",
+        "  high_share: {default: 0.2, doc: ..., source: ...}",
+        "sql: SELECT rank, step, input_wait AS lost_ns FROM steady_breakdown WHERE ...",
+        "message: ... {fraction_of_step:.0%} ... {ranks}",
+        "recommendation: ...",
+        "doc: {what: ..., why: ..., fix: ...}",
+        "tests:                       # at least one case expecting a finding",
+        "  - name: ...",
+        "    run: {inline: {events: {columns: [...], rows: [...]}, tile: {ranks: 2, steps: 3, period_ns: 1000000}}}",
+        "    expect: [{severity: high, ranks: [0, 1], min_fraction: 0.29, priced_by: replay}]   # or [] or "
+        "not_evaluated; fractions bound the fix's price",
+        "  - name: ...",
+        "    run: {simulate: {preset: tiny, steps: 4, overrides: [cluster.nodes=2], faults: [{kind: straggler, rank: 3}]}}",
+        "    expect: [...]",
+        "  - name: ...",
+        "    run: {factory: {name: my.collector, args: {...}}}   # a run factory another package registers",
+        "    expect: [...]",
+        "```",
+        "",
+        "Inline runs: `ranks` is a count (laid out 32 per node, data parallel) or a table; with `tile`, "
+        "rows without a rank (step) are copied to every rank (step), shifted by `period_ns` per step, "
+        "and `coll_seq` is offset per step. Lanes default by kind, names to the kind. "
+        "`trnprof analyze --config FILE` reads `rules`, `select`, `ignore`, `set`, `timeout` and `fail_on` "
+        "from a YAML file.",
+        "",
+    ]
     lines += _detection_lines()
     return "\n".join(lines).rstrip() + "\n"
 
@@ -317,7 +445,10 @@ def write(folder: Path, rules: list[Rule], *, force: bool = False) -> list[Path]
 def drifted(folder: Path, rules: list[Rule]) -> list[str]:
     """Generated pages missing or different in `folder`, and stale .md pages."""
     pages = render_all(rules)
-    problems = [name for name, text in pages.items()
-                if not (folder / name).is_file() or (folder / name).read_text(encoding="utf-8") != text]
+    problems = [
+        name
+        for name, text in pages.items()
+        if not (folder / name).is_file() or (folder / name).read_text(encoding="utf-8") != text
+    ]
     stale = sorted(p.name for p in folder.glob("*.md") if p.name not in pages) if folder.is_dir() else []
     return problems + stale

@@ -7,11 +7,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from trnprof import stdlib
 from trnprof.derived import data_files
 from trnprof.engines import open_run
 from trnprof.heap import trim
 from trnprof.run import Run
-from trnprof import stdlib
 from trnprof.validation import TIMEOUT_S
 
 from . import claims
@@ -72,6 +72,7 @@ def open_sandbox(run: Run, names: set[str], *, threads: int | None, memory_limit
     """Where the rules run: DuckDB's sandbox holding `names`, or the run's own Spark session."""
     if run.engine == "spark":
         from .spark_sandbox import SparkSandbox  # the optional extra: sqlglot and pyspark load only here
+
         return SparkSandbox(run, names, cache=_to_materialise(names))
     return Sandbox(collect_tables(run, names), threads=threads, memory_limit=memory_limit, in_memory=_small(run))
 
@@ -143,8 +144,15 @@ def _bind(rule: Rule, params: dict) -> dict:
     return {name: params[name] for name in rule.sql_params}
 
 
-def evaluate(run: Run, rules: list[Rule], params: dict[str, dict], *, timeout: float = DEFAULT_TIMEOUT_S,
-             threads: int | None = None, memory_limit: str | int = DEFAULT_MEMORY_LIMIT) -> Document:
+def evaluate(
+    run: Run,
+    rules: list[Rule],
+    params: dict[str, dict],
+    *,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    threads: int | None = None,
+    memory_limit: str | int = DEFAULT_MEMORY_LIMIT,
+) -> Document:
     """Run `rules` (already chosen) with their `params` over an open run."""
     started = time.perf_counter()
     sandbox = open_sandbox(run, _needed_tables(rules), threads=threads, memory_limit=memory_limit)
@@ -175,23 +183,42 @@ def evaluate(run: Run, rules: list[Rule], params: dict[str, dict], *, timeout: f
         trim()  # the sandbox's pages back to the system before the fixes are priced
     found = _settle(found, budget, mean_step_ns, errors)
     found.sort(key=findings_mod.sort_key)
-    return Document(schema=SCHEMA, run=str(run.path), findings=found, not_evaluated=not_evaluated,
-                    errors=errors, rules=[rule.name for rule in rules], steps=n_steps,
-                    warmup_steps=sorted(warmup), mean_step_s=mean_step_ns / 1e9 if mean_step_ns else None,
-                    seconds=round(time.perf_counter() - started, 6), rule_seconds=timings)
+    return Document(
+        schema=SCHEMA,
+        run=str(run.path),
+        findings=found,
+        not_evaluated=not_evaluated,
+        errors=errors,
+        rules=[rule.name for rule in rules],
+        steps=n_steps,
+        warmup_steps=sorted(warmup),
+        mean_step_s=mean_step_ns / 1e9 if mean_step_ns else None,
+        seconds=round(time.perf_counter() - started, 6),
+        rule_seconds=timings,
+    )
 
 
 @dataclass
 class Plan:
     """What an analysis runs: the chosen rules, every rule's parameters, the time and memory limits."""
+
     rules: list[Rule]
     params: dict[str, dict]
     timeout: float
     memory_limit: str | int = DEFAULT_MEMORY_LIMIT
 
 
-def plan(*, select=(), ignore=(), set=None, rules=(), config: str | Path | ConfigFile | None = None,
-         timeout: float | None = None, builtin: bool = True, memory_limit: str | int | None = None) -> Plan:
+def plan(
+    *,
+    select=(),
+    ignore=(),
+    set=None,
+    rules=(),
+    config: str | Path | ConfigFile | None = None,
+    timeout: float | None = None,
+    builtin: bool = True,
+    memory_limit: str | int | None = None,
+) -> Plan:
     """Load and choose the rules and resolve their parameters; `config` (a YAML file, or one
     already read with `read_config`) gives options the arguments extend."""
     assignments = {}
@@ -214,22 +241,47 @@ def plan(*, select=(), ignore=(), set=None, rules=(), config: str | Path | Confi
 def run_plan(run: str | Path | Run, chosen: Plan, *, threads: int | None = None) -> Document:
     """The findings document of `chosen` over a run (a path or an open `Run`)."""
     if isinstance(run, Run):
-        return evaluate(run, chosen.rules, chosen.params, timeout=chosen.timeout, threads=threads,
-                        memory_limit=chosen.memory_limit)
+        return evaluate(
+            run, chosen.rules, chosen.params, timeout=chosen.timeout, threads=threads, memory_limit=chosen.memory_limit
+        )
     with open_run(run, threads=threads) as opened:
-        return evaluate(opened, chosen.rules, chosen.params, timeout=chosen.timeout, threads=threads,
-                        memory_limit=chosen.memory_limit)
+        return evaluate(
+            opened,
+            chosen.rules,
+            chosen.params,
+            timeout=chosen.timeout,
+            threads=threads,
+            memory_limit=chosen.memory_limit,
+        )
 
 
-def analyze(run: str | Path | Run, *, select=(), ignore=(), set=None, rules=(), config=None,
-            timeout: float | None = None, threads: int | None = None, builtin: bool = True,
-            memory_limit: str | int | None = None) -> Document:
+def analyze(
+    run: str | Path | Run,
+    *,
+    select=(),
+    ignore=(),
+    set=None,
+    rules=(),
+    config=None,
+    timeout: float | None = None,
+    threads: int | None = None,
+    builtin: bool = True,
+    memory_limit: str | int | None = None,
+) -> Document:
     """Analyze a run (a path or an open `Run`) and return the findings document.
 
     select / ignore: codes, code prefixes, names or packs; set: {"rule.param": value} or
     ["rule.param=value", ...]; rules: extra rule folders; config: a YAML config file whose
     options the arguments extend. Given an open `Run`, the stdlib views the rules need are
     materialised in its session (later queries on it reuse them)."""
-    chosen = plan(select=select, ignore=ignore, set=set, rules=rules, config=config, timeout=timeout,
-                  builtin=builtin, memory_limit=memory_limit)
+    chosen = plan(
+        select=select,
+        ignore=ignore,
+        set=set,
+        rules=rules,
+        config=config,
+        timeout=timeout,
+        builtin=builtin,
+        memory_limit=memory_limit,
+    )
     return run_plan(run, chosen, threads=threads)

@@ -18,7 +18,7 @@ import pyarrow as pa
 from trnprof.errors import first_line
 
 MAX_RESULT_ROWS = 1_000_000
-RESULT_SHARE = 4   # a rule's result may hold a quarter of its memory limit (500 MB at the default 2 GB)
+RESULT_SHARE = 4  # a rule's result may hold a quarter of its memory limit (500 MB at the default 2 GB)
 BATCH_ROWS = 256
 
 
@@ -36,13 +36,16 @@ def result_bytes(memory_limit: int) -> int:
 
 
 def too_many_rows() -> ResultTooLarge:
-    return ResultTooLarge(f"returned more than {MAX_RESULT_ROWS:,} rows (a rule returns findings, not data: "
-                          "aggregate in SQL)")
+    return ResultTooLarge(
+        f"returned more than {MAX_RESULT_ROWS:,} rows (a rule returns findings, not data: aggregate in SQL)"
+    )
 
 
 def too_many_bytes(budget: int) -> ResultTooLarge:
-    return ResultTooLarge(f"returned more than {budget / 2**20:,.0f} MiB of rows, a quarter of its memory limit "
-                          "(a rule returns findings, not data: aggregate in SQL, or shorten its strings)")
+    return ResultTooLarge(
+        f"returned more than {budget / 2**20:,.0f} MiB of rows, a quarter of its memory limit "
+        "(a rule returns findings, not data: aggregate in SQL, or shorten its strings)"
+    )
 
 
 def bounded(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None, budget: int) -> pd.DataFrame:
@@ -59,11 +62,11 @@ def bounded(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None, budge
                 raise too_many_bytes(budget)
             batches.append(batch)
         kept = pa.Table.from_batches(batches, schema=reader.schema)
-    except MemoryError:   # pyarrow's ArrowMemoryError included
+    except MemoryError:  # pyarrow's ArrowMemoryError included
         raise too_many_bytes(budget) from None
-    except OSError as exc:   # DuckDB's error while it streams, raised through Arrow's stream
+    except OSError as exc:  # DuckDB's error while it streams, raised through Arrow's stream
         raise ResultError(first_line(exc)) from None
     finally:
-        reader.close()   # an unfinished stream blocks the connection (the rollback)
+        reader.close()  # an unfinished stream blocks the connection (the rollback)
     del batches
     return con.from_arrow(kept).df()

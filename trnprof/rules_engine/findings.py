@@ -51,8 +51,9 @@ class _Formatter(string.Formatter):
         if not field_name.isidentifier():
             raise FindingError(f"template field {{{field_name}}} is not a plain name")
         if field_name not in kwargs:
-            raise FindingError(f"template field {{{field_name}}} is not a column of the query, "
-                               "a parameter or a finding field")
+            raise FindingError(
+                f"template field {{{field_name}}} is not a column of the query, a parameter or a finding field"
+            )
         return kwargs[field_name], field_name
 
     def format_field(self, value, format_spec):
@@ -71,8 +72,13 @@ def _nonzero(value, spec: str, text: str) -> str:
     """A positive number never prints as zero: '{:.0%}' of 0.003 is '0.3%', '{:.2f}' of 0.0004
     is '0.0004' (more decimals until a digit shows, at most 9)."""
     match = _FIXED.match(spec)
-    if not match or isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 \
-            or any(c in "123456789" for c in text):
+    if (
+        not match
+        or isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or value <= 0
+        or any(c in "123456789" for c in text)
+    ):
         return text
     head, digits, kind = match.groups()
     for more in range(int(digits) + 1, 10):
@@ -160,8 +166,9 @@ def impact(rows: pd.DataFrame, n_steps: int, mean_step_ns: float | None) -> Impa
 
 def _other_costs(rows: pd.DataFrame, cost: Impact) -> Impact:
     """`cost` with the one-time seconds and bytes of the rows (warm-up rows included)."""
-    return msgspec.structs.replace(cost, one_time_seconds=round(float(rows["_once"].max()) / 1e9, 9),
-                                   bytes=int(rows["_bytes"].max()))
+    return msgspec.structs.replace(
+        cost, one_time_seconds=round(float(rows["_once"].max()) / 1e9, 9), bytes=int(rows["_bytes"].max())
+    )
 
 
 def _evidence(rows: pd.DataFrame) -> list[dict]:
@@ -191,13 +198,19 @@ def _sortable(value) -> tuple:
 @dataclass
 class Draft:
     """A finding before its time claim is granted: the rule, its template fields, the finding."""
+
     rule: Rule
     fields: dict
     finding: Finding
 
     def claim(self) -> claims.Claim:
-        return claims.Claim(self.finding.name, self.finding.impact.seconds_per_step, self.draws_from(),
-                            self.rule.spec.impact.specificity, self.finding.severity)
+        return claims.Claim(
+            self.finding.name,
+            self.finding.impact.seconds_per_step,
+            self.draws_from(),
+            self.rule.spec.impact.specificity,
+            self.finding.severity,
+        )
 
     def draws_from(self) -> str | None:
         """The step_breakdown category the claim draws from: the rule's (`impact.draws_from`), or
@@ -207,20 +220,22 @@ class Draft:
             return self.rule.spec.impact.draws_from
         value = self.fields["draws_from"]
         if value is not None and not (isinstance(value, str) and set(value.split("+")) <= set(CATEGORIES)):
-            raise TrnprofError(f"rule {self.rule.name}: column draws_from is {str(value)[:40]!r}, not "
-                               f"step_breakdown categories ({', '.join(CATEGORIES)}) joined by '+', or null")
+            raise TrnprofError(
+                f"rule {self.rule.name}: column draws_from is {str(value)[:40]!r}, not "
+                f"step_breakdown categories ({', '.join(CATEGORIES)}) joined by '+', or null"
+            )
         return value
 
 
-def build(rule: Rule, params: dict, frame: pd.DataFrame, n_steps: int, mean_step_ns: float | None,
-          warmup=frozenset()) -> list[Draft]:
+def build(
+    rule: Rule, params: dict, frame: pd.DataFrame, n_steps: int, mean_step_ns: float | None, warmup=frozenset()
+) -> list[Draft]:
     """The drafts of one rule's findings from its rows; rows of warm-up steps count as evidence,
     not in the per-step impact (which is measured over the `n_steps` steady steps)."""
     if frame.empty:
         return []
     frame = _checked(frame, rule, params)
-    groups = frame.groupby(frame["pattern"].fillna("").astype(str), sort=True) if "pattern" in frame \
-        else [("", frame)]
+    groups = frame.groupby(frame["pattern"].fillna("").astype(str), sort=True) if "pattern" in frame else [("", frame)]
     drafts = []
     for pattern, rows in groups:
         ranks = _int_list(rows["rank"], "rank") if "rank" in rows else []
@@ -229,13 +244,35 @@ def build(rule: Rule, params: dict, frame: pd.DataFrame, n_steps: int, mean_step
         steady = rows[~rows["step"].isin(warmup)] if "step" in rows and warmup else rows
         cost = _other_costs(rows, impact(steady, n_steps, mean_step_ns) if len(steady) else Impact(0.0, 0.0))
         evidence = _evidence(rows)
-        fields = {**params, **(evidence[0] if evidence else {}),
-                  "pattern": pattern, "ranks": compact(ranks), "n_ranks": len(ranks),
-                  "steps": compact(steps), "n_steps": len(steps)}
-        drafts.append(Draft(rule, fields, Finding(
-            code=rule.code, name=rule.name, pack=rule.pack, severity=severity, title=rule.spec.title,
-            message="", recommendation="", ranks=ranks, steps=steps, impact=cost, evidence=evidence,
-            pattern=pattern or None)))
+        fields = {
+            **params,
+            **(evidence[0] if evidence else {}),
+            "pattern": pattern,
+            "ranks": compact(ranks),
+            "n_ranks": len(ranks),
+            "steps": compact(steps),
+            "n_steps": len(steps),
+        }
+        drafts.append(
+            Draft(
+                rule,
+                fields,
+                Finding(
+                    code=rule.code,
+                    name=rule.name,
+                    pack=rule.pack,
+                    severity=severity,
+                    title=rule.spec.title,
+                    message="",
+                    recommendation="",
+                    ranks=ranks,
+                    steps=steps,
+                    impact=cost,
+                    evidence=evidence,
+                    pattern=pattern or None,
+                ),
+            )
+        )
     return drafts
 
 
@@ -248,20 +285,39 @@ def finish(draft: Draft, granted: claims.Claim, mean_step_ns: float | None) -> F
     measured = found.impact.seconds_per_step
     seconds = round(granted.granted, 9)
     fraction = round(seconds / (mean_step_ns / 1e9), 6) if mean_step_ns else 0.0
-    cost = msgspec.structs.replace(found.impact, seconds_per_step=seconds, fraction_of_step=fraction,
-                                   measured_seconds_per_step=measured, draws_from=draft.draws_from())
+    cost = msgspec.structs.replace(
+        found.impact,
+        seconds_per_step=seconds,
+        fraction_of_step=fraction,
+        measured_seconds_per_step=measured,
+        draws_from=draft.draws_from(),
+    )
     cut_short = seconds < measured - 1e-9
     severity = claims.graded(found.severity, cut_short, fraction, cost.costless())
-    fields = {**draft.fields, "severity": severity, "seconds_per_step": measured, "ms_per_step": measured * 1e3,
-              "fraction_of_step": found.impact.fraction_of_step, "claimed_seconds_per_step": seconds,
-              "claimed_ms_per_step": seconds * 1e3, "claimed_fraction_of_step": fraction,
-              "one_time_s": cost.one_time_seconds, "lost_gib": cost.bytes / GIB,
-              "related": ", ".join(granted.related) or "none"}
+    fields = {
+        **draft.fields,
+        "severity": severity,
+        "seconds_per_step": measured,
+        "ms_per_step": measured * 1e3,
+        "fraction_of_step": found.impact.fraction_of_step,
+        "claimed_seconds_per_step": seconds,
+        "claimed_ms_per_step": seconds * 1e3,
+        "claimed_fraction_of_step": fraction,
+        "one_time_s": cost.one_time_seconds,
+        "lost_gib": cost.bytes / GIB,
+        "related": ", ".join(granted.related) or "none",
+    }
     message = render(draft.rule.spec.message, fields)
     if cut_short:
         message += " " + claims.claim_sentence(seconds, measured, granted.related)
-    return msgspec.structs.replace(found, severity=severity, impact=cost, related=granted.related, message=message,
-                                   recommendation=render(draft.rule.spec.recommendation, fields))
+    return msgspec.structs.replace(
+        found,
+        severity=severity,
+        impact=cost,
+        related=granted.related,
+        message=message,
+        recommendation=render(draft.rule.spec.recommendation, fields),
+    )
 
 
 def sort_key(finding: Finding):
@@ -269,5 +325,11 @@ def sort_key(finding: Finding):
     rules_engine/pricing.py; the claim before), one-time time and memory (severity grades a
     finding's cost over the run, and some findings, e.g. memory, cost no step time)."""
     cost = finding.impact
-    return (-severity_rank(finding.severity), -cost.seconds_per_step, -cost.one_time_seconds, -cost.bytes,
-            finding.code, finding.pattern or "")
+    return (
+        -severity_rank(finding.severity),
+        -cost.seconds_per_step,
+        -cost.one_time_seconds,
+        -cost.bytes,
+        finding.code,
+        finding.pattern or "",
+    )

@@ -33,8 +33,9 @@ def band(fraction: float, medium: float, high: float) -> str:
     return "medium" if fraction >= medium else "low"
 
 
-def headline(finding: Finding, fix: FixSpec | None, params: dict, mean_step_s: float | None,
-             ceiling: str = "high") -> Finding:
+def headline(
+    finding: Finding, fix: FixSpec | None, params: dict, mean_step_s: float | None, ceiling: str = "high"
+) -> Finding:
     """`finding` with its price as the headline impact and the severity the price earns, at most
     the rule's own `ceiling` (its `severity`) or the finding's severity, whichever is higher: the
     most severe the rule reports."""
@@ -44,11 +45,21 @@ def headline(finding: Finding, fix: FixSpec | None, params: dict, mean_step_s: f
     fraction = round(max(float(projected["gain_fraction"]), 0.0), 6)  # as stored: 1 - 0.8 is 20 %, not below
     seconds = fraction * mean_step_s if mean_step_s else 0.0
     impact = msgspec.structs.replace(
-        finding.impact, seconds_per_step=round(seconds, 9), fraction_of_step=round(fraction, 6),
+        finding.impact,
+        seconds_per_step=round(seconds, 9),
+        fraction_of_step=round(fraction, 6),
         claimed_seconds_per_step=finding.impact.seconds_per_step,
-        claimed_fraction_of_step=finding.impact.fraction_of_step, basis=projected["method"])
-    severity = finding.severity if finding.severity == "info" else \
-        SEVERITIES[min(severity_rank(band(fraction, *bars(fix, params))),
-                       max(severity_rank(ceiling), severity_rank(finding.severity)))]
+        claimed_fraction_of_step=finding.impact.fraction_of_step,
+        basis=projected["method"],
+    )
+    severity = (
+        finding.severity
+        if finding.severity == "info"
+        else SEVERITIES[
+            min(
+                severity_rank(band(fraction, *bars(fix, params))),
+                max(severity_rank(ceiling), severity_rank(finding.severity)),
+            )
+        ]
+    )
     return msgspec.structs.replace(finding, impact=impact, severity=severity)
-

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import textwrap
 
-from trnprof.textfmt import compact, cost, duration, gain_line, markdown_table, markdown_text as md, terminal
+from trnprof.textfmt import compact, cost, duration, gain_line, markdown_table, terminal
+from trnprof.textfmt import markdown_text as md
 
 from .document import Document, Finding
 from .spec import SEVERITIES
 
-
-NOT_JUDGED = ("not judged: the run has no whole step (no step events, or only steps the trace cut at its "
-              "start or end; `trnprof info` lists them): profile at least one whole training step")
+NOT_JUDGED = (
+    "not judged: the run has no whole step (no step events, or only steps the trace cut at its "
+    "start or end; `trnprof info` lists them): profile at least one whole training step"
+)
 
 
 def _cost(finding: Finding) -> str:
@@ -50,8 +52,11 @@ def to_text(document: Document, *, width: int = 100) -> str:
     lines = [_header(document)] + (["", NOT_JUDGED] if not document.steps else [])
     wrap = lambda text: textwrap.fill(text, width, initial_indent=" " * 8, subsequent_indent=" " * 8)  # noqa: E731
     for finding in document.findings:
-        lines += ["", f"{finding.severity.upper():<7} {_label(finding)}  ({_cost(finding)})",
-                  wrap(finding.title + ". " + finding.message)]
+        lines += [
+            "",
+            f"{finding.severity.upper():<7} {_label(finding)}  ({_cost(finding)})",
+            wrap(finding.title + ". " + finding.message),
+        ]
         if _where(finding):
             lines.append(" " * 8 + _where(finding))
         if finding.related:
@@ -83,15 +88,33 @@ def to_markdown(document: Document) -> str:
     if not document.steps:
         lines += [md(NOT_JUDGED), ""]
     if document.findings:
-        lines += markdown_table([[f.severity, f"{f.code} {f.name}", _cost(f), compact(f.ranks) if f.ranks else "",
-                                  compact(f.steps) if f.steps else ""] for f in document.findings],
-                                ["severity", "rule", "impact", "ranks", "steps"])
+        lines += markdown_table(
+            [
+                [
+                    f.severity,
+                    f"{f.code} {f.name}",
+                    _cost(f),
+                    compact(f.ranks) if f.ranks else "",
+                    compact(f.steps) if f.steps else "",
+                ]
+                for f in document.findings
+            ],
+            ["severity", "rule", "impact", "ranks", "steps"],
+        )
     for finding in document.findings:
         suffix = f" [{finding.pattern}]" if finding.pattern else ""
-        lines += ["", f"## {md(f'{finding.code} {finding.name}{suffix}: {finding.title}')}", "",
-                  f"**{md(finding.severity)}**, {md(_cost(finding))}.", "", md(finding.message), "",
-                  *([f"Related: {md(_related(finding))}.", ""] if finding.related else []),
-                  f"**How to fix:** {md(finding.recommendation)}", ""]
+        lines += [
+            "",
+            f"## {md(f'{finding.code} {finding.name}{suffix}: {finding.title}')}",
+            "",
+            f"**{md(finding.severity)}**, {md(_cost(finding))}.",
+            "",
+            md(finding.message),
+            "",
+            *([f"Related: {md(_related(finding))}.", ""] if finding.related else []),
+            f"**How to fix:** {md(finding.recommendation)}",
+            "",
+        ]
         if gain_line(finding):
             lines += [f"**How the fix is priced:** {gain_line(finding)}", ""]  # trnprof's numbers and config keys
         if finding.evidence:

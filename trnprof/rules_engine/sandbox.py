@@ -50,8 +50,12 @@ from .fetch import MAX_RESULT_ROWS  # noqa: F401  (the row cap, read by the Spar
 
 DEFAULT_MEMORY_LIMIT = "2GB"
 # set when a connection is made, before anything runs on it
-NO_EXTENSIONS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
-                 "allow_community_extensions": False, "python_enable_replacements": False}
+NO_EXTENSIONS = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "allow_community_extensions": False,
+    "python_enable_replacements": False,
+}
 LOCKDOWN = (
     "SET enable_progress_bar = false",  # a slow rule must not draw on the user's terminal
     "SET enable_external_access = false",
@@ -62,8 +66,18 @@ LOCKDOWN = (
 )
 
 
-_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+_UNITS = {
+    "": 1,
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KIB": 2**10,
+    "MIB": 2**20,
+    "GIB": 2**30,
+    "TIB": 2**40,
+}
 
 
 def parse_size(text: str | int) -> int:
@@ -95,8 +109,7 @@ def too_many_rows() -> SandboxError:
 def parser() -> duckdb.DuckDBPyConnection:
     """An empty, locked connection for load-time checks (`extract_statements`, `get_table_names`),
     instead of DuckDB's default connection (which may auto-install extensions)."""
-    con = duckdb.connect(":memory:", config=dict(NO_EXTENSIONS, enable_external_access=False,
-                                                 lock_configuration=True))
+    con = duckdb.connect(":memory:", config=dict(NO_EXTENSIONS, enable_external_access=False, lock_configuration=True))
     return con
 
 
@@ -163,8 +176,14 @@ def _stop(con: duckdb.DuckDBPyConnection, done: threading.Event) -> None:
         done.wait(0.05)
 
 
-def select(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None = None, *,
-           timeout: float | None = None, budget: int | None = None) -> pd.DataFrame:
+def select(
+    con: duckdb.DuckDBPyConnection,
+    sql: str,
+    params: dict | None = None,
+    *,
+    timeout: float | None = None,
+    budget: int | None = None,
+) -> pd.DataFrame:
     """One SELECT on a locked connection, in a transaction rolled back after, with a time limit;
     its result within `budget` bytes (default: a quarter of the default memory limit) and
     MAX_RESULT_ROWS rows (`fetch.bounded`)."""
@@ -193,6 +212,7 @@ def query_run(run, sql: str, *, timeout: float | None = None) -> pd.DataFrame:
     first, within the time limit), no file, setting or extension. Locks the run's session for
     good: open a run for this query alone. DuckDB runs only (Spark's: `spark_sandbox`)."""
     from trnprof import session
+
     check_select(sql, "the query")
     interruptible(run.con, lambda: session.prepare(run.con, sql), timeout)
     lock_down(run.con, session.readable_files(run.con))
@@ -207,8 +227,14 @@ def _first_line(exc: Exception) -> str:
 class Sandbox:
     """Tables copied in, then locked; `query()` runs one SELECT with a time limit."""
 
-    def __init__(self, tables: dict[str, pa.Table], *, threads: int | None = None,
-                 memory_limit: str | int = DEFAULT_MEMORY_LIMIT, in_memory: bool = False):
+    def __init__(
+        self,
+        tables: dict[str, pa.Table],
+        *,
+        threads: int | None = None,
+        memory_limit: str | int = DEFAULT_MEMORY_LIMIT,
+        in_memory: bool = False,
+    ):
         """in_memory: hold the tables in memory instead of a database file (small tables: no
         file to write, sync and remove; DuckDB still spills to the private folder)."""
         budget = parse_size(memory_limit)
@@ -230,7 +256,6 @@ class Sandbox:
 
     def query(self, sql: str, params: dict | None = None, *, timeout: float | None = None) -> pd.DataFrame:
         return select(self.con, sql, params, timeout=timeout, budget=self.result_bytes)
-
 
     def close(self) -> None:
         self.con.close()

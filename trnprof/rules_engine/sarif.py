@@ -11,7 +11,6 @@ import msgspec
 
 from trnprof._version import __version__
 from trnprof.schema import MANIFEST_FILE
-
 from trnprof.textfmt import compact, cost
 
 from .document import Document, Finding
@@ -38,14 +37,20 @@ def _uri(run: str) -> str:
 def _descriptor(rule: Rule) -> dict:
     doc = rule.spec.doc
     return {
-        "id": rule.code, "name": rule.name,
+        "id": rule.code,
+        "name": rule.name,
         "shortDescription": {"text": rule.spec.title},
         "fullDescription": {"text": doc.what},
-        "help": {"text": f"{doc.what}\n\nWhy it matters: {doc.why}\n\nHow to fix: {doc.fix}",
-                 "markdown": f"{doc.what}\n\n**Why it matters:** {doc.why}\n\n**How to fix:** {doc.fix}"},
+        "help": {
+            "text": f"{doc.what}\n\nWhy it matters: {doc.why}\n\nHow to fix: {doc.fix}",
+            "markdown": f"{doc.what}\n\n**Why it matters:** {doc.why}\n\n**How to fix:** {doc.fix}",
+        },
         "defaultConfiguration": {"level": LEVELS[rule.severity]},
-        "properties": {"tags": ["performance", rule.pack], "precision": "medium",
-                       "problem.severity": PROBLEM_SEVERITY[rule.severity]},
+        "properties": {
+            "tags": ["performance", rule.pack],
+            "precision": "medium",
+            "problem.severity": PROBLEM_SEVERITY[rule.severity],
+        },
     }
 
 
@@ -57,18 +62,34 @@ def _result(finding: Finding, index: int, uri: str) -> dict:
         scope.append(f"steps[{compact(finding.steps)}]")
     identity = f"{finding.code}:{finding.pattern or ''}"
     return {
-        "ruleId": finding.code, "ruleIndex": index, "level": LEVELS[finding.severity],
-        "message": {"text": f"{finding.title} ({cost(finding.impact, finding.projected)}). {finding.message} "
-                            f"Fix: {finding.recommendation}"},
-        "locations": [{
-            "physicalLocation": {"artifactLocation": {"uri": uri}, "region": {"startLine": 1}},
-            "logicalLocations": [{"name": finding.pattern or finding.name, "kind": "resource",
-                                  "fullyQualifiedName": "/".join(["run"] + scope) if scope else "run"}],
-        }],
+        "ruleId": finding.code,
+        "ruleIndex": index,
+        "level": LEVELS[finding.severity],
+        "message": {
+            "text": f"{finding.title} ({cost(finding.impact, finding.projected)}). {finding.message} "
+            f"Fix: {finding.recommendation}"
+        },
+        "locations": [
+            {
+                "physicalLocation": {"artifactLocation": {"uri": uri}, "region": {"startLine": 1}},
+                "logicalLocations": [
+                    {
+                        "name": finding.pattern or finding.name,
+                        "kind": "resource",
+                        "fullyQualifiedName": "/".join(["run"] + scope) if scope else "run",
+                    }
+                ],
+            }
+        ],
         "partialFingerprints": {"trnprofFinding/v1": hashlib.sha256(identity.encode()).hexdigest()[:32]},
-        "properties": {"impact": msgspec.to_builtins(finding.impact), "ranks": finding.ranks,
-                       "steps": finding.steps, "name": finding.name, "severity": finding.severity,
-                       "related": finding.related},
+        "properties": {
+            "impact": msgspec.to_builtins(finding.impact),
+            "ranks": finding.ranks,
+            "steps": finding.steps,
+            "name": finding.name,
+            "severity": finding.severity,
+            "related": finding.related,
+        },
     }
 
 
@@ -78,15 +99,28 @@ def to_sarif(document: Document, rules: list[Rule]) -> dict:
     index = {rule.code: i for i, rule in enumerate(selected)}
     uri = _uri(document.run)
     return {
-        "$schema": SARIF_SCHEMA, "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "trnprof", "version": __version__, "semanticVersion": __version__,
-                                "rules": [_descriptor(r) for r in selected]}},
-            "results": [_result(f, index[f.code], uri) for f in document.findings],
-            "invocations": [{"executionSuccessful": not document.errors,
-                             "toolExecutionNotifications": [
-                                 {"level": "error", "message": {"text": f"{e.name}: {e.error}"}}
-                                 for e in document.errors]}],
-            "properties": {"not_evaluated": msgspec.to_builtins(document.not_evaluated)},
-        }],
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "trnprof",
+                        "version": __version__,
+                        "semanticVersion": __version__,
+                        "rules": [_descriptor(r) for r in selected],
+                    }
+                },
+                "results": [_result(f, index[f.code], uri) for f in document.findings],
+                "invocations": [
+                    {
+                        "executionSuccessful": not document.errors,
+                        "toolExecutionNotifications": [
+                            {"level": "error", "message": {"text": f"{e.name}: {e.error}"}} for e in document.errors
+                        ],
+                    }
+                ],
+                "properties": {"not_evaluated": msgspec.to_builtins(document.not_evaluated)},
+            }
+        ],
     }

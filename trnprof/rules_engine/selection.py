@@ -26,8 +26,10 @@ def matches(rule: Rule, selector: str) -> bool:
 def _matching(rules: list[Rule], selector: str, option: str) -> set[str]:
     hit = {rule.name for rule in rules if matches(rule, selector)}
     if not hit:
-        raise TrnprofError(f"{option} {selector!r} matches no rule (give a code like IN001, a code prefix "
-                           "like IN, a name like input.starvation or a pack like input; see `trnprof rules list`)")
+        raise TrnprofError(
+            f"{option} {selector!r} matches no rule (give a code like IN001, a code prefix "
+            "like IN, a name like input.starvation or a pack like input; see `trnprof rules list`)"
+        )
     return hit
 
 

@@ -83,6 +83,7 @@ class SparkSandbox:
     def _run(self, text: str, timeout: float | None) -> pd.DataFrame:
         done, expired = threading.Event(), threading.Event()
         with _cancellable(self.run.spark) as cancel:
+
             def watchdog():  # past the limit, cancel until the query ends: a job not yet started
                 if done.wait(timeout):  # when first cancelled would run on otherwise
                     return

@@ -29,6 +29,7 @@ class _Strict(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 
 class Param(_Strict):
     """A tunable threshold: its default, what it means, and where the default comes from."""
+
     default: ParamValue
     doc: str
     source: str
@@ -37,6 +38,7 @@ class Param(_Strict):
 class Probe(_Strict):
     """A custom precondition: a SELECT returning one row whose first value is true when the
     run has what the rule needs; `reason` is reported when it is not."""
+
     sql: str
     reason: str
 
@@ -46,18 +48,20 @@ class ImpactSpec(_Strict):
     engine grants per-step claims category by category, most specific rule first, so that no
     second of a step is claimed twice; a rule claiming what a more specific one already took
     keeps what is left and names it in `related`."""
-    draws_from: Category | None = None   # step_breakdown category; None: only the step itself caps it
-    specificity: Annotated[int, msgspec.Meta(ge=1, le=3)] = 1   # 3 a named culprit, 2 a mechanism, 1 a symptom
+
+    draws_from: Category | None = None  # step_breakdown category; None: only the step itself caps it
+    specificity: Annotated[int, msgspec.Meta(ge=1, le=3)] = 1  # 3 a named culprit, 2 a mechanism, 1 a symptom
 
 
 class SeverityBands(_Strict):
     """Each row's severity from one of its result columns against the rule's parameters: the
     highest band whose threshold the value reaches (`>=`), else `otherwise`. The 5 % / 20 % bars
     of most rules live here, not in their SQL."""
-    by: str                     # the result column measured, e.g. run_share
-    high: str | None = None     # the parameter from whose value on a row is high
-    medium: str | None = None   # ... medium
-    low: str | None = None      # ... low
+
+    by: str  # the result column measured, e.g. run_share
+    high: str | None = None  # the parameter from whose value on a row is high
+    medium: str | None = None  # ... medium
+    low: str | None = None  # ... low
     otherwise: Severity = "low"
 
 
@@ -72,6 +76,7 @@ class ModelEdit(_Strict):
     """One change of the Trn1 job description (docs/whatif.md): dotted config keys set to a value,
     multiplied by a factor (an integer key stays an integer, rounded down), capped by a number or
     a named job quantity (JOB_LIMITS), and fault kinds removed."""
+
     set: dict[str, ParamValue] = {}
     multiply: dict[str, Annotated[float, msgspec.Meta(gt=0)]] = {}
     at_most: dict[str, Union[float, str]] = {}
@@ -81,6 +86,7 @@ class ModelEdit(_Strict):
 class ModelFix(_Strict):
     """The fix as the execution model prices it: the first edit that changes the job is the fix;
     when none does, `unchanged` says why there is no such fix (one line)."""
+
     edits: list[ModelEdit]
     unchanged: str
 
@@ -93,6 +99,7 @@ class FixSpec(_Strict):
     says what the finding's measured time assumes when neither prices the fix. `medium` and `high`
     name the parameters whose values are the price's severity bars (5 % and 20 % of the step
     otherwise)."""
+
     replay: list[str] = []
     # the replay does more than the fix can (removes all communication, where overlap hides only
     # what compute covers): its price is capped by the time the finding measured
@@ -104,18 +111,19 @@ class FixSpec(_Strict):
 
 
 class Doc(_Strict):
-    what: str   # What it detects
-    why: str    # Why it matters
-    fix: str    # How to fix
+    what: str  # What it detects
+    why: str  # Why it matters
+    fix: str  # How to fix
 
 
 class Expect(_Strict):
     """One expected finding of a test case; every field given must match."""
+
     severity: Severity | None = None
     pattern: str | None = None
     ranks: list[int] | None = None
     steps: list[int] | None = None
-    min_fraction: float | None = None   # the finding's headline share of the step: its fix's price
+    min_fraction: float | None = None  # the finding's headline share of the step: its fix's price
     max_fraction: float | None = None
     priced_by: Literal["replay", "execution model", "bound"] | None = None
     message_contains: str | None = None
@@ -123,6 +131,7 @@ class Expect(_Strict):
 
 class Table(_Strict):
     """Inline rows of one canonical table: column names and one list per row."""
+
     columns: list[str]
     rows: list[list[Union[None, bool, int, float, str]]]
 
@@ -131,6 +140,7 @@ class Tile(_Strict):
     """Repeat inline events over ranks and steps: rows without a rank (or step) are copied to
     every rank (step), the copy for step s shifted by s x period_ns and its coll_seq by s x
     (largest coll_seq + 1), so each step's collectives are distinct instances."""
+
     ranks: int
     steps: int
     period_ns: int
@@ -140,6 +150,7 @@ class Inline(_Strict):
     """A tiny run written out for the test: events, counters, ranks and job metadata. `ranks`
     is a count (laid out 32 per node, data parallel, 16 GiB each) or a table. Counter rows may
     name a step: then they are placed as given instead of repeated per step."""
+
     events: Table
     counters: Table | None = None
     ranks: Union[int, Table] = 1
@@ -149,22 +160,24 @@ class Inline(_Strict):
 
 class Simulate(_Strict):
     """A run made by the Trn1 execution model: a preset plus overrides and faults."""
+
     preset: str
     steps: int | None = None
     seed: int | None = 0
     overrides: list[str] = []
-    faults: list[dict[str, ParamValue]] = []   # e.g. {kind: straggler, rank: 3, slowdown: 1.5}
+    faults: list[dict[str, ParamValue]] = []  # e.g. {kind: straggler, rank: 3, slowdown: 1.5}
 
 
 class Factory(_Strict):
     """A run made by a collector's run factory (trnprof.collectors.registry), by name."""
+
     name: str
-    args: dict[str, Any] = {}        # handed to the factory as they are
+    args: dict[str, Any] = {}  # handed to the factory as they are
 
 
 class CaseRun(_Strict):
     inline: Inline | None = None
-    simulate: Simulate | None = None   # shorthand for the `simulate` factory
+    simulate: Simulate | None = None  # shorthand for the `simulate` factory
     factory: Factory | None = None
 
 
@@ -197,6 +210,7 @@ class ConfigFile(_Strict):
     """`--config FILE`: the analyze options kept in a file (paths relative to the file), and the
     engine the commands run on (docs/scale-out.md): `engine`, `spark_master` and `spark`, the
     spark.* settings of the Spark session."""
+
     rules: list[str] = []
     select: list[str] = []
     ignore: list[str] = []

@@ -24,9 +24,18 @@ from .loader import Rule
 from .spec import Case, Expect, Inline, Table
 
 DEFAULT_INSTANCE = "trn1.32xlarge"
-DEFAULT_LANES = {"compute": "nc/tensor", "collective": "nc/cc", "p2p": "nc/cc", "input": "host/loader",
-                 "transfer": "dma/h2d", "memory": "dma/mem", "compile": "host/compiler",
-                 "host": "host/main", "annotation": "host/main", "step": "host/main"}
+DEFAULT_LANES = {
+    "compute": "nc/tensor",
+    "collective": "nc/cc",
+    "p2p": "nc/cc",
+    "input": "host/loader",
+    "transfer": "dma/h2d",
+    "memory": "dma/mem",
+    "compile": "host/compiler",
+    "host": "host/main",
+    "annotation": "host/main",
+    "step": "host/main",
+}
 
 
 @dataclass
@@ -46,11 +55,20 @@ def default_ranks(n: int) -> pd.DataFrame:
     row = hardware.lookup(DEFAULT_INSTANCE)
     per_node, per_chip = row["cores"], row["cores_per_chip"]
     ranks = list(range(n))
-    return pd.DataFrame({"rank": ranks, "node": [r // per_node for r in ranks],
-                         "host": [f"node-{r // per_node}" for r in ranks],
-                         "chip": [(r % per_node) // per_chip for r in ranks], "core": [r % per_chip for r in ranks],
-                         "dp_rank": ranks, "tp_rank": 0, "pp_rank": 0, "instance_type": DEFAULT_INSTANCE,
-                         "hbm_capacity_bytes": row["hbm_bytes_per_core"]})
+    return pd.DataFrame(
+        {
+            "rank": ranks,
+            "node": [r // per_node for r in ranks],
+            "host": [f"node-{r // per_node}" for r in ranks],
+            "chip": [(r % per_node) // per_chip for r in ranks],
+            "core": [r % per_chip for r in ranks],
+            "dp_rank": ranks,
+            "tp_rank": 0,
+            "pp_rank": 0,
+            "instance_type": DEFAULT_INSTANCE,
+            "hbm_capacity_bytes": row["hbm_bytes_per_core"],
+        }
+    )
 
 
 def _frame(table: Table) -> pd.DataFrame:
@@ -64,7 +82,9 @@ def _tiled(frame: pd.DataFrame, tile) -> pd.DataFrame:
     for column in ("rank", "step"):
         if column not in frame:
             frame[column] = None
-    seq_stride = int(frame["coll_seq"].dropna().max()) + 1 if "coll_seq" in frame and frame["coll_seq"].notna().any() else 0
+    seq_stride = (
+        int(frame["coll_seq"].dropna().max()) + 1 if "coll_seq" in frame and frame["coll_seq"].notna().any() else 0
+    )
     pieces = []
     for _, row in frame.iterrows():
         ranks = range(tile.ranks) if row["rank"] is None or pd.isna(row["rank"]) else [row["rank"]]
@@ -117,21 +137,25 @@ def write_inline(inline: Inline, path: Path) -> Path:
 
 def _check(expect: Expect, finding: Finding) -> bool:
     fraction = finding.impact.fraction_of_step
-    return ((expect.severity is None or expect.severity == finding.severity)
-            and (expect.pattern is None or expect.pattern == finding.pattern)
-            and (expect.ranks is None or expect.ranks == finding.ranks)
-            and (expect.steps is None or expect.steps == finding.steps)
-            and (expect.min_fraction is None or fraction >= expect.min_fraction)
-            and (expect.max_fraction is None or fraction <= expect.max_fraction)
-            and (expect.priced_by is None or expect.priced_by == finding.impact.basis)
-            and (expect.message_contains is None or expect.message_contains in finding.message))
+    return (
+        (expect.severity is None or expect.severity == finding.severity)
+        and (expect.pattern is None or expect.pattern == finding.pattern)
+        and (expect.ranks is None or expect.ranks == finding.ranks)
+        and (expect.steps is None or expect.steps == finding.steps)
+        and (expect.min_fraction is None or fraction >= expect.min_fraction)
+        and (expect.max_fraction is None or fraction <= expect.max_fraction)
+        and (expect.priced_by is None or expect.priced_by == finding.impact.basis)
+        and (expect.message_contains is None or expect.message_contains in finding.message)
+    )
 
 
 def _summary(finding: Finding) -> str:
-    return (f"{finding.severity} pattern={finding.pattern or ''!r} ranks={finding.ranks} "
-            f"steps={finding.steps} fraction={finding.impact.fraction_of_step:.3f} "
-            f"priced_by={finding.impact.basis} "
-            f"message={finding.message!r}")
+    return (
+        f"{finding.severity} pattern={finding.pattern or ''!r} ranks={finding.ranks} "
+        f"steps={finding.steps} fraction={finding.impact.fraction_of_step:.3f} "
+        f"priced_by={finding.impact.basis} "
+        f"message={finding.message!r}"
+    )
 
 
 def compare(case: Case, rule: Rule, document: Document) -> list[str]:

@@ -70,8 +70,9 @@ def _python_log_to_file() -> None:
 def check_settings(master: str, conf: dict) -> None:
     """One clear error for a master URL or a setting trnprof cannot use."""
     if not _MASTER.match(master or ""):
-        raise TrnprofError(f"spark master {master!r}: give local[*], local[N], spark://HOST:PORT, sc://HOST:PORT, "
-                           "yarn or k8s://URL")
+        raise TrnprofError(
+            f"spark master {master!r}: give local[*], local[N], spark://HOST:PORT, sc://HOST:PORT, yarn or k8s://URL"
+        )
     for key, value in conf.items():
         if not isinstance(key, str) or not key.startswith("spark."):
             raise TrnprofError(f"spark setting {key!r}: only spark.* settings are read")
@@ -109,8 +110,9 @@ def _base(master: str, conf: tuple[tuple[str, str], ...]):
     if not master.startswith("sc://"):  # a local or cluster driver runs in this process's JVM
         log = log_path()
         log.parent.mkdir(parents=True, exist_ok=True)
-        settings["spark.driver.extraJavaOptions"] = (f"-Dlog4j.configurationFile={_log_config()} "
-                                                     f"-Dtrnprof.spark.log={log}")
+        settings["spark.driver.extraJavaOptions"] = (
+            f"-Dlog4j.configurationFile={_log_config()} -Dtrnprof.spark.log={log}"
+        )
     settings.update(conf)
     settings.update(FIXED)
     for key, value in settings.items():

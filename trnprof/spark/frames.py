@@ -9,6 +9,5 @@ import pyarrow as pa
 
 
 def to_pandas(table: pa.Table) -> pd.DataFrame:
-    columns = [column.cast(pa.float64()) if pa.types.is_decimal(column.type) else column
-               for column in table.columns]
+    columns = [column.cast(pa.float64()) if pa.types.is_decimal(column.type) else column for column in table.columns]
     return pa.table(columns, names=table.column_names).to_pandas()

@@ -39,18 +39,29 @@ def is_remote(location: str) -> bool:
 
 def _spark_schema(table: str):
     from pyspark.sql import types as spark_types  # noqa: PLC0415 (optional dependency)
-    spark_type = {pa.int32(): spark_types.IntegerType(), pa.int64(): spark_types.LongType(),
-                  pa.float64(): spark_types.DoubleType(), pa.string(): spark_types.StringType()}
-    return spark_types.StructType([spark_types.StructField(name, spark_type[typ], nullable)
-                                   for name, typ, nullable, _ in TABLE_COLUMNS[table]])
+
+    spark_type = {
+        pa.int32(): spark_types.IntegerType(),
+        pa.int64(): spark_types.LongType(),
+        pa.float64(): spark_types.DoubleType(),
+        pa.string(): spark_types.StringType(),
+    }
+    return spark_types.StructType(
+        [spark_types.StructField(name, spark_type[typ], nullable) for name, typ, nullable, _ in TABLE_COLUMNS[table]]
+    )
 
 
 def _arrow_to_spark(schema: pa.Schema):
     """A Spark schema for a device table (it may be empty: Spark cannot infer the types then)."""
     from pyspark.sql import types as spark_types  # noqa: PLC0415 (optional dependency)
-    spark_type = {pa.int32(): spark_types.IntegerType(), pa.int64(): spark_types.LongType(),
-                  pa.float64(): spark_types.DoubleType(), pa.string(): spark_types.StringType(),
-                  pa.bool_(): spark_types.BooleanType()}
+
+    spark_type = {
+        pa.int32(): spark_types.IntegerType(),
+        pa.int64(): spark_types.LongType(),
+        pa.float64(): spark_types.DoubleType(),
+        pa.string(): spark_types.StringType(),
+        pa.bool_(): spark_types.BooleanType(),
+    }
     return spark_types.StructType([spark_types.StructField(f.name, spark_type[f.type], True) for f in schema])
 
 

@@ -63,14 +63,17 @@ def _regexp_replace(node: exp.Expression) -> exp.Expression:
     modifiers = node.args.get("modifiers")
     flags = modifiers.name if isinstance(modifiers, exp.Literal) else None
     if flags is None or "g" not in flags or set(flags) - {"g"}:
-        raise TranspileError("regexp_replace replaces only the first match without the 'g' option, which "
-                             "Spark cannot do: write regexp_replace(s, pattern, replacement, 'g')")
+        raise TranspileError(
+            "regexp_replace replaces only the first match without the 'g' option, which "
+            "Spark cannot do: write regexp_replace(s, pattern, replacement, 'g')"
+        )
     replacement = node.args.get("replacement")
     if not isinstance(replacement, exp.Literal):
         raise TranspileError("regexp_replace on Spark needs a literal replacement string")
     spark_text = _BACKREF.sub(r"$\1", replacement.name.replace("$", "\\$"))
-    return exp.RegexpReplace(this=node.this.copy(), expression=node.expression.copy(),
-                             replacement=exp.Literal.string(spark_text))
+    return exp.RegexpReplace(
+        this=node.this.copy(), expression=node.expression.copy(), replacement=exp.Literal.string(spark_text)
+    )
 
 
 _REWRITES = (_percentile, _log10, _regexp_replace)

@@ -17,8 +17,11 @@ _CREATE = re.compile(r"^\s*CREATE\s+VIEW\s+\w+\s+AS\s", re.IGNORECASE)
 def replacements() -> dict[str, str]:
     """View name -> its hand-written Spark SQL (a SELECT)."""
     folder = resources.files("trnprof.spark") / "views"
-    return {entry.name.removesuffix(".sql"): _body(entry.read_text(encoding="utf-8"))
-            for entry in folder.iterdir() if entry.name.endswith(".sql")}
+    return {
+        entry.name.removesuffix(".sql"): _body(entry.read_text(encoding="utf-8"))
+        for entry in folder.iterdir()
+        if entry.name.endswith(".sql")
+    }
 
 
 def _body(text: str) -> str:
@@ -30,5 +33,7 @@ def _body(text: str) -> str:
 def spark_views() -> tuple[tuple[str, str], ...]:
     """(name, Spark SELECT) of every stdlib view, in load order."""
     hand_written = replacements()
-    return tuple((view.name, hand_written.get(view.name) or to_spark(_CREATE.sub("", view.sql, count=1)))
-                 for view in load_views())
+    return tuple(
+        (view.name, hand_written.get(view.name) or to_spark(_CREATE.sub("", view.sql, count=1)))
+        for view in load_views()
+    )

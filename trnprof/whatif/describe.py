@@ -15,23 +15,35 @@ from __future__ import annotations
 import copy
 import json
 
+from trnprof.errors import TrnprofError
 from trnprof.model.config import _merge, _normalise, convert, parse_override, read_config_file
 from trnprof.model.hardware import INSTANCES
 from trnprof.model.job import Job, resolve
-from trnprof.errors import TrnprofError
 from trnprof.textfmt import brief
 
 COLLECTOR = "trnprof.trn1"
 # Short names a user types for the changes asked most (`--set tp=16`).
 ALIASES = {
-    "nodes": "cluster.nodes", "instance": "cluster.instance",
-    "tp": "parallel.tp", "pp": "parallel.pp", "zero1": "parallel.zero1",
+    "nodes": "cluster.nodes",
+    "instance": "cluster.instance",
+    "tp": "parallel.tp",
+    "pp": "parallel.pp",
+    "zero1": "parallel.zero1",
     "sequence_parallel": "parallel.sequence_parallel",
-    "micro": "batch.micro", "micro_batch": "batch.micro", "global": "batch.global", "global_batch": "batch.global",
-    "overlap": "comm.overlap_dp", "overlap_dp": "comm.overlap_dp", "bucket_mb": "comm.bucket_mb",
-    "workers": "input.workers", "loader_workers": "input.workers", "prefetch": "input.prefetch",
+    "micro": "batch.micro",
+    "micro_batch": "batch.micro",
+    "global": "batch.global",
+    "global_batch": "batch.global",
+    "overlap": "comm.overlap_dp",
+    "overlap_dp": "comm.overlap_dp",
+    "bucket_mb": "comm.bucket_mb",
+    "workers": "input.workers",
+    "loader_workers": "input.workers",
+    "prefetch": "input.prefetch",
     "per_sample_ms": "input.per_sample_ms",
-    "seq_len": "model.seq_len", "precision": "precision.compute", "auto_cast": "precision.auto_cast",
+    "seq_len": "model.seq_len",
+    "precision": "precision.compute",
+    "auto_cast": "precision.auto_cast",
     "checkpointing": "memory.activation_checkpointing",
 }
 # Sections a what-if may change; `run` and `calibration` belong to the measurement and the fit.
@@ -59,7 +71,9 @@ def parse_overrides(overrides) -> dict:
     if isinstance(overrides, dict):
         overrides = [f"{k}={_yaml_value(v)}" for k, v in overrides.items()]
     if isinstance(overrides, str):
-        raise TrnprofError(f"overrides: give a list of key=value strings or a mapping, not the string {brief(overrides)}")
+        raise TrnprofError(
+            f"overrides: give a list of key=value strings or a mapping, not the string {brief(overrides)}"
+        )
     merged: dict = {}
     for text in overrides:
         if not isinstance(text, str):
@@ -67,9 +81,13 @@ def parse_overrides(overrides) -> dict:
         change = _normalise(parse_override(expand(text)), f"--set {text}")
         for section in change:
             if section not in CHANGEABLE:
-                why = ("the fit finds the free parameters from the trace" if section == "calibration"
-                       else "what-if predicts the steady step, not the run's length or noise" if section == "run"
-                       else f"allowed: {', '.join(CHANGEABLE)} or the short names {', '.join(sorted(ALIASES))}")
+                why = (
+                    "the fit finds the free parameters from the trace"
+                    if section == "calibration"
+                    else "what-if predicts the steady step, not the run's length or noise"
+                    if section == "run"
+                    else f"allowed: {', '.join(CHANGEABLE)} or the short names {', '.join(sorted(ALIASES))}"
+                )
                 raise TrnprofError(f"--set {text}: {section!r} cannot be changed by a what-if ({why})")
         merged = _merge(merged, change)
     return merged
@@ -128,16 +146,20 @@ def describe(manifest: dict, config_file=None, overrides: dict | None = None) ->
     given = read_config_file(config_file) if config_file else {}
     for section in given:
         if section in ("calibration", "run"):
-            raise TrnprofError(f"--config {config_file}: section {section!r} cannot be given "
-                               "(the fit finds the free parameters; the run is what was measured)")
+            raise TrnprofError(
+                f"--config {config_file}: section {section!r} cannot be given "
+                "(the fit finds the free parameters; the run is what was measured)"
+            )
     if base is None:
         given = _merge(_recorded_cluster(manifest, given), given)
         given, overrides = _take_needed(given, overrides)
         missing = _missing(given)
         if missing:
             kind = manifest.get("source", {}).get("collector", "unknown collector")
-            raise TrnprofError(f"run from {kind}: the trace cannot tell the job; still needed (--config FILE or "
-                               f"--set key=value): {'; '.join(missing)}")
+            raise TrnprofError(
+                f"run from {kind}: the trace cannot tell the job; still needed (--config FILE or "
+                f"--set key=value): {'; '.join(missing)}"
+            )
         base = {}
     description = _merge(base, given)
     description.setdefault("run", {})["noise"] = 0.0
@@ -166,9 +188,11 @@ def _recorded_cluster(manifest: dict, given: dict) -> dict:
         return {}
     if instance not in INSTANCES:
         if (given.get("cluster") or {}).get("instance") is None:
-            raise TrnprofError(f"run was recorded on {instance}, not a Trn1 instance ({', '.join(INSTANCES)}): "
-                               "whatif models Trn1 jobs; to ask what the job would do on Trn1, describe it "
-                               "with --config (cluster.instance, model, parallel, batch)")
+            raise TrnprofError(
+                f"run was recorded on {instance}, not a Trn1 instance ({', '.join(INSTANCES)}): "
+                "whatif models Trn1 jobs; to ask what the job would do on Trn1, describe it "
+                "with --config (cluster.instance, model, parallel, batch)"
+            )
         return {}
     nodes = job.get("nodes")
     return {"cluster": {"instance": instance, **({"nodes": int(nodes)} if isinstance(nodes, int) else {})}}

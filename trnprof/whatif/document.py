@@ -29,11 +29,11 @@ from pathlib import Path
 import numpy as np
 
 from trnprof.engines import open_run
-from trnprof.run import Run
+from trnprof.errors import TrnprofError
 from trnprof.model.job import Job
 from trnprof.model.params import BOUNDS, Params, default_params
 from trnprof.model.predict import predicted_mfu
-from trnprof.errors import TrnprofError
+from trnprof.run import Run
 
 from . import describe
 from .fit import FitResult, least_squares
@@ -42,24 +42,39 @@ from .model import Modelled, classes_of, model
 
 SCHEMA = "trnprof.whatif/1"
 
-MIN_CLASSES = 3          # fewer matched event classes: fit the step breakdown instead
-TRUST_RMS = 0.15         # a class off by more than ~15 % on average: the model does not fit the run
-TRUST_STEP = 0.15        # the fitted step more than ~15 % off the measured one: idem
-BAND_SIGMAS = 2.0        # band half-width: 2 x the classes' RMS + the step noise term (log scale)
-NOISE_SIGMAS = 3.0       # the noise term: 3 x the spread of the difference of two runs' median steps
-MEDIAN_SE = 1.2533       # standard error of a median over that of a mean (normal noise)
+MIN_CLASSES = 3  # fewer matched event classes: fit the step breakdown instead
+TRUST_RMS = 0.15  # a class off by more than ~15 % on average: the model does not fit the run
+TRUST_STEP = 0.15  # the fitted step more than ~15 % off the measured one: idem
+BAND_SIGMAS = 2.0  # band half-width: 2 x the classes' RMS + the step noise term (log scale)
+NOISE_SIGMAS = 3.0  # the noise term: 3 x the spread of the difference of two runs' median steps
+MEDIAN_SE = 1.2533  # standard error of a median over that of a mean (normal noise)
 
 
 def _job_summary(job: Job) -> dict:
-    return {"instance": job.instance.name, "nodes": job.nodes, "world": job.world, "tp": job.tp, "pp": job.pp,
-            "dp": job.dp, "micro_batch": job.micro, "global_batch": job.global_batch,
-            "microbatches": job.microbatches, "zero1": job.zero1, "precision": job.dtypes.matmul,
-            "seq_len": job.arch.seq_len, "model": job.arch.name}
+    return {
+        "instance": job.instance.name,
+        "nodes": job.nodes,
+        "world": job.world,
+        "tp": job.tp,
+        "pp": job.pp,
+        "dp": job.dp,
+        "micro_batch": job.micro,
+        "global_batch": job.global_batch,
+        "microbatches": job.microbatches,
+        "zero1": job.zero1,
+        "precision": job.dtypes.matmul,
+        "seq_len": job.arch.seq_len,
+        "model": job.arch.name,
+    }
 
 
 def _numbers(job: Job, seconds: float, hbm: int | None) -> dict:
-    return {"step_time_s": seconds, "throughput": {"value": job.global_batch / seconds, "unit": job.arch.unit},
-            "mfu": predicted_mfu(job, seconds), "hbm_peak_bytes": hbm}
+    return {
+        "step_time_s": seconds,
+        "throughput": {"value": job.global_batch / seconds, "unit": job.arch.unit},
+        "mfu": predicted_mfu(job, seconds),
+        "hbm_peak_bytes": hbm,
+    }
 
 
 def _class_fit(job: Job, measured: Measured, start: Params) -> tuple[FitResult, list] | None:
@@ -79,8 +94,9 @@ def _device_speed(start: Params, params: Params) -> Params:
     """One device-speed knob carried by tensor_efficiency: the per-op overhead shrinks and the
     HBM efficiency grows in the same proportion (capped at 1)."""
     scale = params.tensor_efficiency / start.tensor_efficiency
-    return params.replace(op_overhead_us=start.op_overhead_us / scale,
-                          hbm_efficiency=min(1.0, start.hbm_efficiency * scale))
+    return params.replace(
+        op_overhead_us=start.op_overhead_us / scale, hbm_efficiency=min(1.0, start.hbm_efficiency * scale)
+    )
 
 
 def _breakdown_fit(job: Job, measured: Measured, start: Params) -> FitResult:
@@ -97,18 +113,24 @@ def _breakdown_fit(job: Job, measured: Measured, start: Params) -> FitResult:
     result.params = _device_speed(start, result.params)
     if "tensor_efficiency" in result.identified:
         result.identified += ["op_overhead_us", "hbm_efficiency"]
-    result.notes.append("op names unknown to the model: fitted on compute and exposed communication per step, "
-                        "with one device-speed scale (tensor efficiency, op overhead and HBM efficiency together)")
+    result.notes.append(
+        "op names unknown to the model: fitted on compute and exposed communication per step, "
+        "with one device-speed scale (tensor efficiency, op overhead and HBM efficiency together)"
+    )
     return result
 
 
 def _trust(result: FitResult, step_residual: float, method: str) -> tuple[bool, str | None]:
     if "tensor_efficiency" in result.at_bound and result.params.tensor_efficiency > 0.5:
-        return False, ("the run computes faster than the described Trn1 job could at full tensor-engine "
-                       "efficiency: the description (model, layout, batch) does not match the trace")
+        return False, (
+            "the run computes faster than the described Trn1 job could at full tensor-engine "
+            "efficiency: the description (model, layout, batch) does not match the trace"
+        )
     if result.at_bound:
-        return False, (f"the fit pushed {', '.join(result.at_bound)} to the edge of its physical range: "
-                       "the run does not behave like the described Trn1 job")
+        return False, (
+            f"the fit pushed {', '.join(result.at_bound)} to the edge of its physical range: "
+            "the run does not behave like the described Trn1 job"
+        )
     if result.rms > TRUST_RMS:
         what = "event classes" if method == "event classes" else "compute and communication per step"
         return False, f"{what} differ from the model by {result.rms:.0%} (RMS) after the fit"
@@ -121,10 +143,15 @@ def _trust(result: FitResult, step_residual: float, method: str) -> tuple[bool, 
 
 def _breakdown(measured: Measured, fitted: Modelled, predicted: Modelled) -> dict:
     seen = measured.breakdown or {}
-    return {cat: {"baseline_s": seen.get(cat), "fitted_s": fitted.breakdown[cat],
-                  "predicted_s": predicted.breakdown[cat],
-                  "delta_s": predicted.breakdown[cat] - fitted.breakdown[cat]}
-            for cat in ("compute", "communication", "idle")}
+    return {
+        cat: {
+            "baseline_s": seen.get(cat),
+            "fitted_s": fitted.breakdown[cat],
+            "predicted_s": predicted.breakdown[cat],
+            "delta_s": predicted.breakdown[cat] - fitted.breakdown[cat],
+        }
+        for cat in ("compute", "communication", "idle")
+    }
 
 
 def _measured_hbm(run: Run) -> int | None:
@@ -145,7 +172,7 @@ class Prepared:
         self.run = run
         self.description, self.pending = describe.describe(run.manifest, config_file, describe_overrides or {})
         self.job = describe.job_of(self.description, "the run's job")
-        if self.pending:   # a bad change fails before any reading or fitting
+        if self.pending:  # a bad change fails before any reading or fitting
             describe.job_of(describe.changed(self.description, self.pending), "the changed job")
         self.measured = measure(run, self.job.tp, self.job.dp)
         start = default_params()
@@ -159,12 +186,14 @@ class Prepared:
         self.fits, self.reason = _trust(self.result, self.step_residual, self.method)
         world = run.manifest.get("world_size")
         if world and world != self.job.world:
-            self.result.notes.append(f"the described job has {self.job.world} ranks, the run {world}: "
-                                     "the fit compares per-rank step times")
+            self.result.notes.append(
+                f"the described job has {self.job.world} ranks, the run {world}: the fit compares per-rank step times"
+            )
         # predictions are ratios on the fitted model applied to the measured steps: the fit's bias cancels
         self.scale = self.measured_step / self.fitted_step
-        self.effective_scale = self.measured.effective_s / self.fitted.effective_s if self.measured.effective_s \
-            else self.scale
+        self.effective_scale = (
+            self.measured.effective_s / self.fitted.effective_s if self.measured.effective_s else self.scale
+        )
         self.band = BAND_SIGMAS * self.result.rms + self.noise_term()
         self.baseline_hbm = _measured_hbm(run)
 
@@ -188,11 +217,18 @@ class Prepared:
 
     def fit_section(self) -> dict:
         r = self.result
-        return {"method": self.method, "params": self.result.params.as_dict(), "identified": r.identified,
-                "fixed": [n for n in self.result.params.as_dict() if n not in r.identified],
-                "residual": {"classes_rms": r.rms, "step": float(np.expm1(self.step_residual))},
-                "classes": len(r.residuals), "sampled_ranks": self.measured.sampled_ranks,
-                "fits": self.fits, "reason": self.reason, "notes": r.notes}
+        return {
+            "method": self.method,
+            "params": self.result.params.as_dict(),
+            "identified": r.identified,
+            "fixed": [n for n in self.result.params.as_dict() if n not in r.identified],
+            "residual": {"classes_rms": r.rms, "step": float(np.expm1(self.step_residual))},
+            "classes": len(r.residuals),
+            "sampled_ranks": self.measured.sampled_ranks,
+            "fits": self.fits,
+            "reason": self.reason,
+            "notes": r.notes,
+        }
 
     def band_of(self, job: Job, step: float) -> dict:
         """The uncertainty band around a predicted (model) step, as measured seconds: the span of
@@ -205,19 +241,25 @@ class Prepared:
             for bound in BOUNDS[name]:
                 seconds = model(job, self.result.params.replace(**{name: bound})).typical_s
                 low, high = min(low, seconds), max(high, seconds)
-        return {"low_s": low * self.scale * float(np.exp(-self.band)),
-                "high_s": high * self.scale * float(np.exp(self.band)) * (1 + self.measured.rank_spread)}
+        return {
+            "low_s": low * self.scale * float(np.exp(-self.band)),
+            "high_s": high * self.scale * float(np.exp(self.band)) * (1 + self.measured.rank_spread),
+        }
 
     def priced(self, job: Job, predicted: Modelled) -> dict:
         """A changed job's typical and effective step as ratios on the fitted model applied to the
         measured steps, with the band and the changes against the measured steps."""
         step = predicted.typical_s * self.scale
         effective = predicted.effective_s * self.effective_scale
-        return {"step_time_s": step, "effective_step_s": effective,
-                "band": self.band_of(job, predicted.typical_s),
-                "change_fraction": step / self.measured.step_time_s - 1,
-                "effective_change_fraction": effective / self.measured.effective_s - 1
-                if self.measured.effective_s else None}
+        return {
+            "step_time_s": step,
+            "effective_step_s": effective,
+            "band": self.band_of(job, predicted.typical_s),
+            "change_fraction": step / self.measured.step_time_s - 1,
+            "effective_change_fraction": effective / self.measured.effective_s - 1
+            if self.measured.effective_s
+            else None,
+        }
 
     def predict(self, changes: dict) -> tuple[Job, Modelled]:
         job = describe.job_of(describe.changed(self.description, changes), "the changed job")
@@ -230,25 +272,35 @@ def _document(prep: Prepared, changes: dict, seconds: float) -> dict:
     priced = prep.priced(job, predicted)
     step = priced["step_time_s"]
     if not (isinstance(step, (int, float)) and math.isfinite(step) and step > 0):
-        raise TrnprofError(f"the changed job: the model gives no finite step time ({step}); "
-                           "check the --set values against their ranges (docs/whatif.md)")
+        raise TrnprofError(
+            f"the changed job: the model gives no finite step time ({step}); "
+            "check the --set values against their ranges (docs/whatif.md)"
+        )
     fitted = prep.fitted.predictions
     return {
-        "schema": SCHEMA, "run": str(prep.run.path), "change": changes,
+        "schema": SCHEMA,
+        "run": str(prep.run.path),
+        "change": changes,
         "job": {"baseline": _job_summary(prep.job), "predicted": _job_summary(job)},
-        "baseline": {**_numbers(prep.job, prep.measured.step_time_s, prep.baseline_hbm), "steps": prep.measured.steps,
-                     "effective_step_s": prep.measured.effective_s},
+        "baseline": {
+            **_numbers(prep.job, prep.measured.step_time_s, prep.baseline_hbm),
+            "steps": prep.measured.steps,
+            "effective_step_s": prep.measured.effective_s,
+        },
         "fit": prep.fit_section(),
-        "fitted": {**_numbers(prep.job, prep.fitted.typical_s, fitted["hbm_peak_bytes"]),
-                   "effective_step_s": prep.fitted.effective_s},
+        "fitted": {
+            **_numbers(prep.job, prep.fitted.typical_s, fitted["hbm_peak_bytes"]),
+            "effective_step_s": prep.fitted.effective_s,
+        },
         "predicted": {**_numbers(job, step, pred["hbm_peak_bytes"]), "fits": pred["fits"], **priced},
         "breakdown": _breakdown(prep.measured, prep.fitted, predicted),
         "seconds": time.perf_counter() - seconds,
     }
 
 
-def whatif(run: str | Path | Run, overrides=(), *, config: str | Path | None = None,
-           threads: int | None = None) -> dict:
+def whatif(
+    run: str | Path | Run, overrides=(), *, config: str | Path | None = None, threads: int | None = None
+) -> dict:
     """Fit the model to `run` and predict it with `overrides` (key=value strings such as
     "tp=16" or "parallel.tp=16", or a mapping): the `trnprof whatif --format json` document."""
     started = time.perf_counter()

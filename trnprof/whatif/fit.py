@@ -19,10 +19,14 @@ import numpy as np
 from trnprof.model.params import NAMES, Params
 
 # Wider than the calibration's plausible ranges: a measured run may sit anywhere physical.
-FIT_BOUNDS = {"tensor_efficiency": (0.02, 1.0), "op_overhead_us": (0.1, 5000.0),
-              "hbm_efficiency": (0.02, 1.0), "network_efficiency": (0.02, 1.0)}
-FLAT = 1e-3        # |d residual / d log param| below this on every class: not identified
-STEP = 0.02        # finite-difference step in log parameter
+FIT_BOUNDS = {
+    "tensor_efficiency": (0.02, 1.0),
+    "op_overhead_us": (0.1, 5000.0),
+    "hbm_efficiency": (0.02, 1.0),
+    "network_efficiency": (0.02, 1.0),
+}
+FLAT = 1e-3  # |d residual / d log param| below this on every class: not identified
+STEP = 0.02  # finite-difference step in log parameter
 MAX_ITER = 30
 
 
@@ -31,7 +35,7 @@ class FitResult:
     params: Params
     identified: list[str]
     at_bound: list[str]
-    residuals: np.ndarray            # log(model / measured) per class at the optimum
+    residuals: np.ndarray  # log(model / measured) per class at the optimum
     weights: np.ndarray
     iterations: int
     notes: list[str] = field(default_factory=list)
@@ -41,7 +45,7 @@ class FitResult:
         """Weighted RMS of the log residuals (~ relative error of a class)."""
         if not len(self.residuals):
             return 0.0
-        return float(np.sqrt(np.sum(self.weights * self.residuals ** 2) / np.sum(self.weights)))
+        return float(np.sqrt(np.sum(self.weights * self.residuals**2) / np.sum(self.weights)))
 
 
 def _with(start: Params, names, x) -> Params:
@@ -63,8 +67,9 @@ def _jacobian(residual_fn, start, names, x, r0):
     return np.stack(cols, axis=1) if cols else np.zeros((len(r0), 0))
 
 
-def least_squares(residual_fn: Callable[[Params], np.ndarray], start: Params, weights: np.ndarray,
-                  names=NAMES) -> FitResult:
+def least_squares(
+    residual_fn: Callable[[Params], np.ndarray], start: Params, weights: np.ndarray, names=NAMES
+) -> FitResult:
     """Minimise sum(w r^2) over the parameters in `names` that the residuals can see."""
     sw = np.sqrt(weights)
     x0 = np.log([getattr(start, n) for n in NAMES])
@@ -74,7 +79,7 @@ def least_squares(residual_fn: Callable[[Params], np.ndarray], start: Params, we
     idx = [NAMES.index(n) for n in identified]
     x = x0[idx]
     lam, it = 1e-2, 0
-    cost = float(np.sum(weights * r ** 2))
+    cost = float(np.sum(weights * r**2))
     for it in range(1, MAX_ITER + 1):
         if not idx:
             break
@@ -82,7 +87,7 @@ def least_squares(residual_fn: Callable[[Params], np.ndarray], start: Params, we
         step = np.linalg.solve(J.T @ J + lam * np.diag(np.diag(J.T @ J) + 1e-12), -J.T @ (sw * r))
         trial = _clip(identified, x + step)
         r_trial = residual_fn(_with(start, identified, trial))
-        cost_trial = float(np.sum(weights * r_trial ** 2))
+        cost_trial = float(np.sum(weights * r_trial**2))
         if cost_trial < cost:
             improvement = cost - cost_trial
             x, r, cost, lam = trial, r_trial, cost_trial, max(lam / 3, 1e-6)
@@ -96,6 +101,10 @@ def least_squares(residual_fn: Callable[[Params], np.ndarray], start: Params, we
             if lam > 1e6:
                 break
     params = _with(start, identified, x)
-    at_bound = [n for n in identified if np.isclose(getattr(params, n), FIT_BOUNDS[n][0], rtol=1e-3)
-                or np.isclose(getattr(params, n), FIT_BOUNDS[n][1], rtol=1e-3)]
+    at_bound = [
+        n
+        for n in identified
+        if np.isclose(getattr(params, n), FIT_BOUNDS[n][0], rtol=1e-3)
+        or np.isclose(getattr(params, n), FIT_BOUNDS[n][1], rtol=1e-3)
+    ]
     return FitResult(params, identified, at_bound, r, weights, it)

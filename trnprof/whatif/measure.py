@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from trnprof.model.run_views import WAIT_FLOOR_S, unwaited
-from trnprof.run import Run
 from trnprof.errors import TrnprofError
+from trnprof.model.run_views import WAIT_FLOOR_S, unwaited
 from trnprof.robuststats import bulk_sd
+from trnprof.run import Run
 from trnprof.units import S_PER_NS
 
-MAX_SAMPLE = 512   # ranks read at most, when the ranks table has no layout to sample by
+MAX_SAMPLE = 512  # ranks read at most, when the ranks table has no layout to sample by
 # Above this many ranks the measured breakdown (an interval sweep over every rank's events) is
 # only reported when the run's derived/ cache already holds step_breakdown (`trnprof analyze`
 # or `info` computed it): the fit does not need it, and it would take most of the time budget.
@@ -30,24 +30,23 @@ BREAKDOWN_RANKS = 256
 
 @dataclass
 class Measured:
-    step_time_s: float                 # median steady step (slowest rank), s: the typical step
-    steps: int                         # steady steps measured
+    step_time_s: float  # median steady step (slowest rank), s: the typical step
+    steps: int  # steady steps measured
     breakdown: dict[str, float] | None  # mean over ranks and steady steps, s (None: not computed)
-    classes: dict[tuple, float]        # (stage, kind, name, phase) -> median seconds per event
-    counts: dict[tuple, int]           # events behind each class
+    classes: dict[tuple, float]  # (stage, kind, name, phase) -> median seconds per event
+    counts: dict[tuple, int]  # events behind each class
     sampled_ranks: int
-    effective_s: float = 0.0           # wall time per steady step (step_time_views), s
-    noise: float = 0.0                 # the steps' bulk standard deviation over the typical step
-    unwaited_s: float | None = None    # median steady step no rank waited for input in, s (None: no breakdown)
-    rank_spread: float = 0.0           # every step waited: slowest over median rank compute - 1 (unwaited_step)
+    effective_s: float = 0.0  # wall time per steady step (step_time_views), s
+    noise: float = 0.0  # the steps' bulk standard deviation over the typical step
+    unwaited_s: float | None = None  # median steady step no rank waited for input in, s (None: no breakdown)
+    rank_spread: float = 0.0  # every step waited: slowest over median rank compute - 1 (unwaited_step)
 
 
 def steady_step(run: Run) -> tuple[float, int]:
     """The typical step (median steady step, s) and the steady steps."""
     df = run.sql("SELECT dur FROM step_phases WHERE NOT warmup")
     if df.empty:
-        raise TrnprofError(f"run {run.path}: no steady-state steps to fit (the run has no step events after "
-                           "warm-up)")
+        raise TrnprofError(f"run {run.path}: no steady-state steps to fit (the run has no step events after warm-up)")
     return float(df["dur"].median()) * S_PER_NS, len(df)
 
 
@@ -62,11 +61,16 @@ def step_views(run: Run) -> tuple[float, float]:
 def breakdown(run: Run) -> dict[str, float]:
     """Mean seconds per rank and steady step; communication is the exposed part, idle counts
     input waits, host time, exposed transfers and compiles (the device did none of its own work)."""
-    df = run.sql("SELECT AVG(compute) AS compute, AVG(exposed_comm) AS comm, "
-                 "AVG(input_wait + host_sync + host + transfer_exposed + compile + idle) AS idle FROM steady_breakdown")
+    df = run.sql(
+        "SELECT AVG(compute) AS compute, AVG(exposed_comm) AS comm, "
+        "AVG(input_wait + host_sync + host + transfer_exposed + compile + idle) AS idle FROM steady_breakdown"
+    )
     row = df.iloc[0]
-    return {"compute": float(row["compute"] or 0) * S_PER_NS, "communication": float(row["comm"] or 0) * S_PER_NS,
-            "idle": float(row["idle"] or 0) * S_PER_NS}
+    return {
+        "compute": float(row["compute"] or 0) * S_PER_NS,
+        "communication": float(row["comm"] or 0) * S_PER_NS,
+        "idle": float(row["idle"] or 0) * S_PER_NS,
+    }
 
 
 def unwaited_step(run: Run) -> tuple[float | None, float]:
@@ -74,8 +78,10 @@ def unwaited_step(run: Run) -> tuple[float | None, float]:
     (steady_breakdown's input_wait; run_views.unwaited), s; and, when every steady step waited,
     how much longer than the median rank's the slowest rank's compute ran (median over steps):
     a step the device bounds ends with its slowest rank, which a step the loader bounds hid."""
-    df = run.sql("SELECT p.step, p.dur, MAX(b.input_wait) AS wait, MAX(b.compute) / NULLIF(MEDIAN(b.compute), 0) - 1 "
-                 "AS spread FROM step_phases AS p JOIN steady_breakdown AS b ON b.step = p.step GROUP BY p.step, p.dur")
+    df = run.sql(
+        "SELECT p.step, p.dur, MAX(b.input_wait) AS wait, MAX(b.compute) / NULLIF(MEDIAN(b.compute), 0) - 1 "
+        "AS spread FROM step_phases AS p JOIN steady_breakdown AS b ON b.step = p.step GROUP BY p.step, p.dur"
+    )
     if df.empty:
         return None, 0.0
     waits = df["wait"].to_numpy(float) * S_PER_NS

@@ -24,10 +24,10 @@ Key = tuple[int, str, str, str]
 @dataclass
 class Modelled:
     plan: Plan
-    classes: dict[Key, float]          # seconds per event of the class (noise-free)
-    predictions: dict                  # predict.py's steady-state numbers: step_time_s, hbm_peak_bytes, fits, ...
-    breakdown: dict[str, float]        # seconds per steady step: compute, communication, idle
-    views: RunViews                    # the typical and effective step of a run of the job's length
+    classes: dict[Key, float]  # seconds per event of the class (noise-free)
+    predictions: dict  # predict.py's steady-state numbers: step_time_s, hbm_peak_bytes, fits, ...
+    breakdown: dict[str, float]  # seconds per steady step: compute, communication, idle
+    views: RunViews  # the typical and effective step of a run of the job's length
 
     @property
     def typical_s(self) -> float:
@@ -68,10 +68,12 @@ def event_classes(plan: Plan) -> dict[Key, float]:
             lists.setdefault((s, "compute", op.name, "opt"), []).append(op.dur)
         for j in range(plan.dp_cost.shape[-1] if plan.dp_cost.size else 0):
             lists.setdefault((s, "collective", f"grad_bucket_{j}.{plan.dp_op}", "bwd"), []).append(
-                float(np.max(plan.dp_cost[s, :, j])))
+                float(np.max(plan.dp_cost[s, :, j]))
+            )
         for j in range(plan.ag_cost.shape[-1] if plan.ag_cost.size else 0):
             lists.setdefault((s, "collective", f"param_bucket_{j}.all_gather", "opt"), []).append(
-                float(np.max(plan.ag_cost[s, :, j])))
+                float(np.max(plan.ag_cost[s, :, j]))
+            )
     return {key: sum(v) / len(v) for key, v in lists.items()}
 
 
@@ -80,8 +82,9 @@ def step_breakdown(plan: Plan, preds: dict) -> dict[str, float]:
     hidden under compute, and idle (device_idle_share of the step)."""
     job = plan.job
     step = preds["step_time_s"]
-    compute = max(job.microbatches * (st.fwd.compute + st.bwd.compute) + sum(op.dur for op in st.opt)
-                  for st in plan.stages)
+    compute = max(
+        job.microbatches * (st.fwd.compute + st.bwd.compute) + sum(op.dur for op in st.opt) for st in plan.stages
+    )
     idle = preds["device_idle_share"] * step
     return {"compute": compute, "communication": max(step - compute - idle, 0.0), "idle": idle}
 

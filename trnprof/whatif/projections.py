@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 
 from trnprof.critical_path.scale import parse as parse_scale
 from trnprof.errors import TrnprofError
-from trnprof.run import Run
 from trnprof.rules_engine.spec import BOUND_ASSUMES, JOB_LIMITS, FixSpec, ModelEdit
+from trnprof.run import Run
 
 from . import describe
 from .replay import replay_prices
@@ -37,13 +37,18 @@ if TYPE_CHECKING:
     from .document import Prepared
 
 MODEL, REPLAY, BOUND = "execution model", "replay", "bound"
-CONTENTION = ("on CPU the collectives' threads share the compute cores, a contention the dependency graph "
-              "cannot see: the band reaches the share of the step the finding measured")
-HIDING = ("on CPU the collectives' threads run on the cores compute uses: hidden under compute they still take "
-          "those cores, which the trace cannot tell are free, so the band reaches down to no gain")
+CONTENTION = (
+    "on CPU the collectives' threads share the compute cores, a contention the dependency graph "
+    "cannot see: the band reaches the share of the step the finding measured"
+)
+HIDING = (
+    "on CPU the collectives' threads run on the cores compute uses: hidden under compute they still take "
+    "those cores, which the trace cannot tell are free, so the band reaches down to no gain"
+)
 
-CAPPED = ("the replay removes all of the time; the fix hides at most what the finding measured, "
-          "so the price is capped there")
+CAPPED = (
+    "the replay removes all of the time; the fix hides at most what the finding measured, so the price is capped there"
+)
 
 
 class NoFix(Exception):
@@ -52,9 +57,11 @@ class NoFix(Exception):
 
 # ---------------------------------------------------------------- the model's fix: a job change
 
+
 def _spare_vcpus_per_rank(config: dict) -> int:
     """Loader workers a rank can have: the node's vCPUs per NeuronCore less the training process."""
     from trnprof.model.hardware import INSTANCES
+
     instance = INSTANCES[config["cluster"]["instance"]]
     return max(instance.vcpus // instance.cores - 1, 1)
 
@@ -113,6 +120,7 @@ def model_change(fix: FixSpec, config: dict) -> dict:
 
 def _by_model(prep: Prepared, fix: FixSpec) -> dict:
     from trnprof.model.config import to_dict
+
     change = model_change(fix, to_dict(prep.job.config))
     if not prep.fits:
         raise NoFix(f"the model does not fit this run: {prep.reason}")
@@ -123,12 +131,21 @@ def _by_model(prep: Prepared, fix: FixSpec) -> dict:
         raise NoFix(f"the fix's job is not valid: {exc}") from None
     effective = priced["effective_change_fraction"]
     gain = -(effective if effective is not None else priced["change_fraction"])
-    return {"method": MODEL, "change": change, "step_time_s": priced["step_time_s"],
-            "effective_step_s": priced["effective_step_s"], "gain_fraction": gain, "band": priced["band"],
-            "gain_band": None, "reason": None, "note": None}
+    return {
+        "method": MODEL,
+        "change": change,
+        "step_time_s": priced["step_time_s"],
+        "effective_step_s": priced["effective_step_s"],
+        "gain_fraction": gain,
+        "band": priced["band"],
+        "gain_band": None,
+        "reason": None,
+        "note": None,
+    }
 
 
 # ---------------------------------------------------------------- the replay's fix: scale specs
+
 
 def replay_specs(fix: FixSpec, finding) -> list[str]:
     """The fix's scale specs for `finding`: `{rank}` once per rank of the finding, other fields
@@ -177,17 +194,39 @@ def _contention(projected: dict, finding, specs: list[str], device_kind: str | N
 
 # ---------------------------------------------------------------- the bound
 
+
 def _bound(finding, fix: FixSpec | None, reason: str | None) -> dict | None:
     if not finding.impact.seconds_per_step:
-        return None if fix is None else {"method": BOUND, "change": None, "step_time_s": None,
-                                         "gain_fraction": None, "band": None, "gain_band": None,
-                                         "reason": reason, "assumes": fix.bound or BOUND_ASSUMES, "note": None}
-    return {"method": BOUND, "change": None, "step_time_s": None, "gain_fraction": finding.impact.fraction_of_step,
-            "band": None, "gain_band": None, "reason": reason,
-            "assumes": (fix.bound if fix and fix.bound else BOUND_ASSUMES), "note": None}
+        return (
+            None
+            if fix is None
+            else {
+                "method": BOUND,
+                "change": None,
+                "step_time_s": None,
+                "gain_fraction": None,
+                "band": None,
+                "gain_band": None,
+                "reason": reason,
+                "assumes": fix.bound or BOUND_ASSUMES,
+                "note": None,
+            }
+        )
+    return {
+        "method": BOUND,
+        "change": None,
+        "step_time_s": None,
+        "gain_fraction": finding.impact.fraction_of_step,
+        "band": None,
+        "gain_band": None,
+        "reason": reason,
+        "assumes": (fix.bound if fix and fix.bound else BOUND_ASSUMES),
+        "note": None,
+    }
 
 
 # ---------------------------------------------------------------- all findings of a run
+
 
 def _prepared(run: Run, wanted: bool):
     """The model fitted to `run` when it describes a Trn1 job and some fix needs it, else
@@ -197,6 +236,7 @@ def _prepared(run: Run, wanted: bool):
     try:
         describe.job_of(describe.describe(run.manifest)[0], "the run's job")  # what Prepared checks first, cheaply
         from .document import Prepared  # the model, its fit and measures load only for a job to model
+
         return Prepared(run), None
     except TrnprofError as exc:
         return None, str(exc)
@@ -242,8 +282,12 @@ def _shared(findings) -> None:
         keeper = max(group, key=lambda f: (f.impact.fraction_of_step, f.code))
         for finding in group:
             if finding is not keeper:
-                finding.projected = {**finding.projected, "gain_fraction": 0.0, "gain_band": None,
-                                     "note": f"the same fix as {keeper.code} {keeper.name}, which carries its price"}
+                finding.projected = {
+                    **finding.projected,
+                    "gain_fraction": 0.0,
+                    "gain_band": None,
+                    "note": f"the same fix as {keeper.code} {keeper.name}, which carries its price",
+                }
 
 
 def _price_replays(run: Run, replays, fixes, reasons: dict[int, str]) -> None:
@@ -255,9 +299,17 @@ def _price_replays(run: Run, replays, fixes, reasons: dict[int, str]) -> None:
         return
     kind = _device_kind(run)
     for (finding, specs), price in zip(replays, prices):
-        projected = {"method": REPLAY, "change": price["change"], "step_time_s": price["step_time_s"],
-                     "gain_fraction": price["gain_fraction"], "band": None, "gain_band": None,
-                     "reason": reasons.get(id(finding)), "note": None, "steps": price["steps"]}
+        projected = {
+            "method": REPLAY,
+            "change": price["change"],
+            "step_time_s": price["step_time_s"],
+            "gain_fraction": price["gain_fraction"],
+            "band": None,
+            "gain_band": None,
+            "reason": reasons.get(id(finding)),
+            "note": None,
+            "steps": price["steps"],
+        }
         fix = fixes[finding.name]
         finding.projected = _contention(_capped(projected, finding, fix), finding, specs, kind, fix)
 

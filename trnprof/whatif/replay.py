@@ -14,12 +14,13 @@ from trnprof.critical_path import scale
 from trnprof.critical_path.compute import Replayer
 from trnprof.critical_path.graph import CATEGORIES
 from trnprof.errors import TrnprofError
-from trnprof.textfmt import duration
 from trnprof.units import S_PER_NS
 
 METHOD = "replay"
-NOTES = ["durations scaled along the run's own dependency graph (docs/critical-path.md); the replay cannot "
-         "know contention a change would remove or add, nor work the change would make appear"]
+NOTES = [
+    "durations scaled along the run's own dependency graph (docs/critical-path.md); the replay cannot "
+    "know contention a change would remove or add, nor work the change would make appear"
+]
 
 
 def steady_steps(run) -> pd.DataFrame:
@@ -57,8 +58,15 @@ class Priced:
         base = self.replayer.replay(path=breakdown)
         if base.measured.empty:
             raise TrnprofError(f"run {run.path}: no steps with recorded work to replay")
-        self.measured_s = float(run.sql("SELECT step, dur FROM step_times").set_index("step")["dur"]
-                                .reindex(base.measured["step"]).median()) * S_PER_NS
+        self.measured_s = (
+            float(
+                run.sql("SELECT step, dur FROM step_times")
+                .set_index("step")["dur"]
+                .reindex(base.measured["step"])
+                .median()
+            )
+            * S_PER_NS
+        )
         self.base_s = float(base.measured["dur"].median()) * S_PER_NS
         self.base_mean_s = float(base.measured["dur"].mean()) * S_PER_NS  # what a fix's share of wall time is of
         self.base_breakdown = _per_step(base.segments) if breakdown else None
@@ -81,18 +89,39 @@ def document(run, specs, started: float) -> dict:
     job = {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in job.items()}
     residual = priced.base_s / priced.measured_s - 1 if priced.measured_s else None
     return {
-        "schema": "trnprof.whatif/1", "run": str(run.path), "change": {"scale": [s.text for s in scales]},
+        "schema": "trnprof.whatif/1",
+        "run": str(run.path),
+        "change": {"scale": [s.text for s in scales]},
         "job": None,
         "baseline": {**_numbers(priced.measured_s, job), "steps": priced.steps},
-        "fit": {"method": METHOD, "params": {}, "identified": [], "fixed": [],
-                "residual": {"classes_rms": None, "step": residual}, "classes": 0, "sampled_ranks": None,
-                "fits": True, "reason": None, "notes": NOTES},
+        "fit": {
+            "method": METHOD,
+            "params": {},
+            "identified": [],
+            "fixed": [],
+            "residual": {"classes_rms": None, "step": residual},
+            "classes": 0,
+            "sampled_ranks": None,
+            "fits": True,
+            "reason": None,
+            "notes": NOTES,
+        },
         "fitted": _numbers(priced.base_s, job),
-        "predicted": {**_numbers(predicted, job), "fits": None, "band": None,
-                      "change_fraction": predicted / priced.base_s - 1 if priced.base_s else None},
-        "breakdown": {c: {"baseline_s": priced.base_breakdown[c], "fitted_s": priced.base_breakdown[c],
-                          "predicted_s": breakdown[c], "delta_s": breakdown[c] - priced.base_breakdown[c]}
-                      for c in CATEGORIES},
+        "predicted": {
+            **_numbers(predicted, job),
+            "fits": None,
+            "band": None,
+            "change_fraction": predicted / priced.base_s - 1 if priced.base_s else None,
+        },
+        "breakdown": {
+            c: {
+                "baseline_s": priced.base_breakdown[c],
+                "fitted_s": priced.base_breakdown[c],
+                "predicted_s": breakdown[c],
+                "delta_s": breakdown[c] - priced.base_breakdown[c],
+            }
+            for c in CATEGORIES
+        },
         "seconds": time.perf_counter() - started,
     }
 
@@ -114,6 +143,12 @@ def replay_prices(run, fixes: list[list[str]]) -> list[dict]:
             result = priced.replayer.replay([scale.parse(s) for s in specs], path=False)
             steps[key] = float(result.replayed["dur"].mean()) * S_PER_NS
         step = steps[key]
-        out.append({"change": {"scale": list(specs)}, "step_time_s": step,
-                    "gain_fraction": 1 - step / base if base else None, "steps": priced.steps})
+        out.append(
+            {
+                "change": {"scale": list(specs)},
+                "step_time_s": step,
+                "gain_fraction": 1 - step / base if base else None,
+                "steps": priced.steps,
+            }
+        )
     return out

@@ -41,8 +41,11 @@ def worker(rank: int, world: int, out: str, slow_rank: int | None) -> None:
     def save(prof):
         prof.export_chrome_trace(str(path))
 
-    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE),
-                 on_trace_ready=save) as prof:
+    with profile(
+        activities=[ProfilerActivity.CPU],
+        schedule=schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE),
+        on_trace_ready=save,
+    ) as prof:
         for _ in range(STEPS):
             if rank == slow_rank:
                 with record_function("slow_rank.extra_matmul"):

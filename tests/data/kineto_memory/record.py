@@ -41,8 +41,13 @@ def worker(rank: int, world: int, out: str, leak_mib: int) -> None:
     def save(prof):
         prof.export_chrome_trace(str(path))
 
-    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE),
-                 on_trace_ready=save, profile_memory=True, record_shapes=True) as prof:
+    with profile(
+        activities=[ProfilerActivity.CPU],
+        schedule=schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE),
+        on_trace_ready=save,
+        profile_memory=True,
+        record_shapes=True,
+    ) as prof:
         for _ in range(STEPS):
             loss = ((model(data) - target) ** 2).mean()
             optimizer.zero_grad()

@@ -17,9 +17,12 @@ WIDTH = 900
 
 
 def build(run) -> Section:
-    section = Section("breakdown", "Step-time breakdown per rank",
-                      intro="Where each rank's step time goes, mean per step: compute, communication "
-                            "not hidden under compute, input wait, the host blocked on the device, host work while the device waits, exposed transfer, compile, idle.")
+    section = Section(
+        "breakdown",
+        "Step-time breakdown per rank",
+        intro="Where each rank's step time goes, mean per step: compute, communication "
+        "not hidden under compute, input wait, the host blocked on the device, host work while the device waits, exposed transfer, compile, idle.",
+    )
     frame, section.notes = queries.breakdown_by_rank(run)
     if frame.empty:
         section.empty = "No step events in this run, so there are no steps to break down."
@@ -29,17 +32,40 @@ def build(run) -> Section:
     labels = list(BUCKETS.values())
     lo, hi = float(frame["x0"].min()), float(frame["x1"].max())
     # bars span x0..x1 (a group of ranks), so the stack is computed explicitly, not by encoding
-    section.chart = alt.Chart(frame).transform_fold(labels, as_=["bucket", "ms"]).transform_calculate(
-        order=f"indexof({json.dumps(labels)}, datum.bucket)",
-    ).transform_stack(stack="ms", groupby=["rank_lo"], as_=["y0", "y1"], sort=[alt.SortField("order")],
-    ).mark_rect().encode(
-        x=alt.X("x0:Q", title="rank", scale=alt.Scale(domain=[lo, hi], nice=False), axis=alt.Axis(format="d", tickMinStep=1)),
-        x2="x1:Q",
-        y=alt.Y("y0:Q", title="time per step (ms)"), y2="y1:Q",
-        color=alt.Color("bucket:N", title=None, scale=alt.Scale(domain=labels, range=COLORS),
-                        legend=alt.Legend(orient="top")),
-        tooltip=[alt.Tooltip("rank_lo:Q", title="rank"), alt.Tooltip("rank_hi:Q", title="to rank"),
-                 alt.Tooltip("bucket:N"), alt.Tooltip("ms:Q", format=",.3f", title="ms per step"),
-                 alt.Tooltip("step:Q", format=",.3f", title="step ms (mean)")],
-    ).properties(width=WIDTH, height=280)
+    section.chart = (
+        alt.Chart(frame)
+        .transform_fold(labels, as_=["bucket", "ms"])
+        .transform_calculate(
+            order=f"indexof({json.dumps(labels)}, datum.bucket)",
+        )
+        .transform_stack(
+            stack="ms",
+            groupby=["rank_lo"],
+            as_=["y0", "y1"],
+            sort=[alt.SortField("order")],
+        )
+        .mark_rect()
+        .encode(
+            x=alt.X(
+                "x0:Q",
+                title="rank",
+                scale=alt.Scale(domain=[lo, hi], nice=False),
+                axis=alt.Axis(format="d", tickMinStep=1),
+            ),
+            x2="x1:Q",
+            y=alt.Y("y0:Q", title="time per step (ms)"),
+            y2="y1:Q",
+            color=alt.Color(
+                "bucket:N", title=None, scale=alt.Scale(domain=labels, range=COLORS), legend=alt.Legend(orient="top")
+            ),
+            tooltip=[
+                alt.Tooltip("rank_lo:Q", title="rank"),
+                alt.Tooltip("rank_hi:Q", title="to rank"),
+                alt.Tooltip("bucket:N"),
+                alt.Tooltip("ms:Q", format=",.3f", title="ms per step"),
+                alt.Tooltip("step:Q", format=",.3f", title="step ms (mean)"),
+            ],
+        )
+        .properties(width=WIDTH, height=280)
+    )
     return section

@@ -7,15 +7,16 @@ rather than an empty one: most runs have none, and the page says nothing about w
 
 from __future__ import annotations
 
-from .. import device_queries
-from .. import templates
-from ..section import Section
 from ...rules_engine.document import Document
 from ...textfmt import duration, share_text, size
+from .. import device_queries, templates
+from ..section import Section
 
-INTRO = ("Neuron Explorer's device profile (ingested, or simulated with --device-profile): each figure is the "
-         "mean of one rank's step over the {cells} rank-step(s) the profile covers. Active time is the time at "
-         "least one instruction runs on the engine; utilisation is that over the step's device span.")
+INTRO = (
+    "Neuron Explorer's device profile (ingested, or simulated with --device-profile): each figure is the "
+    "mean of one rank's step over the {cells} rank-step(s) the profile covers. Active time is the time at "
+    "least one instruction runs on the engine; utilisation is that over the step's device span."
+)
 PACK = "device"
 
 
@@ -46,18 +47,34 @@ def _none_if_nan(row: dict) -> dict:
 def engine_rows(run) -> list[dict]:
     rows = []
     for r in map(_none_if_nan, device_queries.engines(run).to_dict("records")):
-        rows.append({"engine": r["engine"], "active": _ms(r["active_ns"]), "share": _share(r["active_share"]),
-                     "max_share": _share(r["max_share"]), "instructions": _num(r["instructions"]),
-                     "flops": _flops(r["adjusted_flops"]),
-                     "tensor_idle": "–" if r["engine"] == "tensor" else _ms(r["tensor_idle_ns"])})
+        rows.append(
+            {
+                "engine": r["engine"],
+                "active": _ms(r["active_ns"]),
+                "share": _share(r["active_share"]),
+                "max_share": _share(r["max_share"]),
+                "instructions": _num(r["instructions"]),
+                "flops": _flops(r["adjusted_flops"]),
+                "tensor_idle": "–" if r["engine"] == "tensor" else _ms(r["tensor_idle_ns"]),
+            }
+        )
     return rows
 
 
 def dma_rows(run) -> tuple[list[dict], int]:
     frame, total = device_queries.dma(run)
-    rows = [{"queue": r["queue_name"], "type": r["queue_type"], "spill": bool(r["spill"]), "bytes": _bytes(r["bytes"]),
-             "busy": _ms(r["busy_ns"]), "packet": _bytes(r["mean_packet_bytes"]), "small": _share(r["small_share"])}
-            for r in map(_none_if_nan, frame.to_dict("records"))]
+    rows = [
+        {
+            "queue": r["queue_name"],
+            "type": r["queue_type"],
+            "spill": bool(r["spill"]),
+            "bytes": _bytes(r["bytes"]),
+            "busy": _ms(r["busy_ns"]),
+            "packet": _bytes(r["mean_packet_bytes"]),
+            "small": _share(r["small_share"]),
+        }
+        for r in map(_none_if_nan, frame.to_dict("records"))
+    ]
     return rows, total
 
 
@@ -65,30 +82,49 @@ def spill_text(run) -> dict | None:
     s = device_queries.spill(run)
     if s is None:
         return None
-    return {"save": _bytes(s["save_bytes"]), "reload": _bytes(s["reload_bytes"]), "reload_share": _share(s["reload_share"]),
-            "exposed": _ms(s["exposed_ns"]), "exposed_share": _share(s["exposed_share"])}
+    return {
+        "save": _bytes(s["save_bytes"]),
+        "reload": _bytes(s["reload_bytes"]),
+        "reload_share": _share(s["reload_share"]),
+        "exposed": _ms(s["exposed_ns"]),
+        "exposed_share": _share(s["exposed_share"]),
+    }
 
 
 def throttling_text(run) -> dict | None:
     t = device_queries.throttling(run)
     if t is None:
         return None
-    return {"windows": _num(t["windows"]), "throttled": _ms(t["throttled_ns"]), "allowed": _share(t["mean_allowed"]),
-            "lost": _ms(t["lost_ns"]), "lost_share": _share(t["lost_share"])}
+    return {
+        "windows": _num(t["windows"]),
+        "throttled": _ms(t["throttled_ns"]),
+        "allowed": _share(t["mean_allowed"]),
+        "lost": _ms(t["lost_ns"]),
+        "lost_share": _share(t["lost_share"]),
+    }
 
 
 def agreement_rows(run) -> list[dict]:
-    return [{"metric": r["metric"], "agree": f"{int(r['agree'])} of {int(r['ranks'])}",
-             "max_diff": _share(r["max_diff"]), "note": r["note"] or ""}
-            for r in map(_none_if_nan, device_queries.agreement(run).to_dict("records"))]
+    return [
+        {
+            "metric": r["metric"],
+            "agree": f"{int(r['agree'])} of {int(r['ranks'])}",
+            "max_diff": _share(r["max_diff"]),
+            "note": r["note"] or "",
+        }
+        for r in map(_none_if_nan, device_queries.agreement(run).to_dict("records"))
+    ]
 
 
 def device_findings(findings: Document | None) -> list[dict]:
     """The device pack's findings with their index in the findings table (its row ids)."""
     if findings is None:
         return []
-    return [{"anchor": f"finding-{i}", "code": f.code, "name": f.name, "severity": f.severity, "title": f.title}
-            for i, f in enumerate(findings.findings) if f.pack == PACK]
+    return [
+        {"anchor": f"finding-{i}", "code": f.code, "name": f.name, "severity": f.severity, "title": f.title}
+        for i, f in enumerate(findings.findings)
+        if f.pack == PACK
+    ]
 
 
 def build(run, findings: Document | None) -> Section | None:
@@ -98,13 +134,23 @@ def build(run, findings: Document | None) -> Section | None:
     engines = engine_rows(run)
     cells = int(utilization["cells"]) if utilization else 0
     queues, total = dma_rows(run)
-    section = Section("device", "Device profile: engines, DMA, spill, throttling",
-                      intro=INTRO.format(cells=cells or "the"))
+    section = Section(
+        "device", "Device profile: engines, DMA, spill, throttling", intro=INTRO.format(cells=cells or "the")
+    )
     if total > len(queues):
         section.notes.append(f"the {len(queues)} busiest of {total} DMA queues listed")
-    util = None if utilization is None else {k: _share(utilization[k]) for k in ("hfu", "mfu", "mbu", "recompute_share")}
-    section.html = templates.render("device.html.j2", engines=engines, util=util, queues=queues,
-                                    spill=spill_text(run), throttling=throttling_text(run),
-                                    agreement=agreement_rows(run), findings=device_findings(findings),
-                                    computed=findings is not None)
+    util = (
+        None if utilization is None else {k: _share(utilization[k]) for k in ("hfu", "mfu", "mbu", "recompute_share")}
+    )
+    section.html = templates.render(
+        "device.html.j2",
+        engines=engines,
+        util=util,
+        queues=queues,
+        spill=spill_text(run),
+        throttling=throttling_text(run),
+        agreement=agreement_rows(run),
+        findings=device_findings(findings),
+        computed=findings is not None,
+    )
     return section

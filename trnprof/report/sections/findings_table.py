@@ -4,9 +4,9 @@ needed); then the rules not evaluated and the rules that failed."""
 
 from __future__ import annotations
 
+from ...rules_engine.document import Document
 from .. import templates
 from ..section import Section
-from ...rules_engine.document import Document
 
 
 def build(findings: Document | None, origin: str) -> Section:

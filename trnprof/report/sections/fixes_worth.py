@@ -7,16 +7,18 @@ them."""
 
 from __future__ import annotations
 
-from .. import templates
-from ..section import Section
 from ...rules_engine.document import Document
 from ...textfmt import change_text
+from .. import templates
+from ..section import Section
 
-INTRO = ("What fixing each finding is worth, the number each finding shows: the fix its rule declares, priced "
-         "by the execution model fitted to this run's steady-state steps (a Trn1 job; trnprof whatif), with a band "
-         "from the fit's residual, or else by replaying the run's own dependency graph with the fix's time scaled "
-         "(trnprof whatif --scale, docs/critical-path.md); a fix neither prices is listed with the bound its "
-         "finding carries instead (docs/whatif.md).")
+INTRO = (
+    "What fixing each finding is worth, the number each finding shows: the fix its rule declares, priced "
+    "by the execution model fitted to this run's steady-state steps (a Trn1 job; trnprof whatif), with a band "
+    "from the fit's residual, or else by replaying the run's own dependency graph with the fix's time scaled "
+    "(trnprof whatif --scale, docs/critical-path.md); a fix neither prices is listed with the bound its "
+    "finding carries instead (docs/whatif.md)."
+)
 
 
 def _row(finding) -> dict:
@@ -31,10 +33,17 @@ def _row(finding) -> dict:
         gain = None
     else:
         reason = projected.get("reason")
-    return {"code": finding.code, "name": finding.name, "title": finding.title,
-            "change": change_text(projected["change"]) if projected.get("change") else "",
-            "step_time_s": projected.get("step_time_s"), "gain_fraction": gain,
-            "band": projected.get("band"), "reason": reason, "method": method}
+    return {
+        "code": finding.code,
+        "name": finding.name,
+        "title": finding.title,
+        "change": change_text(projected["change"]) if projected.get("change") else "",
+        "step_time_s": projected.get("step_time_s"),
+        "gain_fraction": gain,
+        "band": projected.get("band"),
+        "reason": reason,
+        "method": method,
+    }
 
 
 def build(findings: Document | None) -> Section:
@@ -47,6 +56,7 @@ def build(findings: Document | None) -> Section:
         section.empty = "No finding on this run has a fix the what-if model can price as a config change."
         return section
     priced = sorted((r for r in rows if r["gain_fraction"] is not None), key=lambda r: -r["gain_fraction"])
-    section.html = templates.render("fixes.html.j2", priced=priced,
-                                    unpriced=[r for r in rows if r["gain_fraction"] is None])
+    section.html = templates.render(
+        "fixes.html.j2", priced=priced, unpriced=[r for r in rows if r["gain_fraction"] is None]
+    )
     return section

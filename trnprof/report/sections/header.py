@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from ...info import run_info
+from ...rules_engine.document import Document
 from .. import limits, queries, templates
 from ..format import duration, job_value, share
 from ..section import Section
-from ...info import run_info
-from ...rules_engine.document import Document
 
 
 def _facts(run) -> list[tuple[str, str]]:
@@ -23,15 +23,32 @@ def _facts(run) -> list[tuple[str, str]]:
         ("parallelism", job_value(job.get("parallelism") or job.get("parallel"))),
         ("precision", job_value(job.get("precision"))),
         ("steps", job_value(info["steps"])),
-        ("step time", f"typical (median) {duration(step['median'])}, p95 {duration(step['p95'])} "
-                      f"over {step['steps']:,} steady steps" if step else "n/a"),
-        ("effective step", f"{duration(step['effective'])} (wall time per steady step, recurring outliers included)"
-                           if step else "n/a"),
+        (
+            "step time",
+            f"typical (median) {duration(step['median'])}, p95 {duration(step['p95'])} "
+            f"over {step['steps']:,} steady steps"
+            if step
+            else "n/a",
+        ),
+        (
+            "effective step",
+            f"{duration(step['effective'])} (wall time per steady step, recurring outliers included)"
+            if step
+            else "n/a",
+        ),
         ("warm-up", ", ".join(f"step {w['step']}: {duration(w['seconds'])}" for w in info["warmup"]) or "none"),
-        ("throughput", f"typical {throughput['value']:,.1f}, effective {throughput['effective']:,.1f} "
-                       f"{throughput['unit']}" if throughput else "unknown"),
-        ("MFU", f"typical {share(info['mfu'])}, effective {share(info['effective_mfu'])}"
-                if info["mfu"] is not None else "unknown"),
+        (
+            "throughput",
+            f"typical {throughput['value']:,.1f}, effective {throughput['effective']:,.1f} {throughput['unit']}"
+            if throughput
+            else "unknown",
+        ),
+        (
+            "MFU",
+            f"typical {share(info['mfu'])}, effective {share(info['effective_mfu'])}"
+            if info["mfu"] is not None
+            else "unknown",
+        ),
     ]
 
 

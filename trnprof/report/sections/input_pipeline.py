@@ -12,32 +12,57 @@ WIDTH = 820
 
 
 def _wait_chart(frame):
-    return alt.Chart(frame).transform_fold(["mean_wait", "worst_rank_wait"], as_=["series", "ms"]).transform_calculate(
-        label="datum.series == 'mean_wait' ? 'mean over ranks' : 'worst rank'",
-    ).mark_line(point=True).encode(
-        x=alt.X("step:Q", title="step", axis=alt.Axis(format="d")),
-        y=alt.Y("ms:Q", title="input wait per step (ms)"),
-        color=alt.Color("label:N", title=None, legend=alt.Legend(orient="top")),
-        tooltip=["step:Q", "label:N", alt.Tooltip("ms:Q", format=",.3f"),
-                 alt.Tooltip("share:Q", format=".1%", title="share of step time")],
-    ).properties(width=WIDTH, height=220, title="input wait per step")
+    return (
+        alt.Chart(frame)
+        .transform_fold(["mean_wait", "worst_rank_wait"], as_=["series", "ms"])
+        .transform_calculate(
+            label="datum.series == 'mean_wait' ? 'mean over ranks' : 'worst rank'",
+        )
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("step:Q", title="step", axis=alt.Axis(format="d")),
+            y=alt.Y("ms:Q", title="input wait per step (ms)"),
+            color=alt.Color("label:N", title=None, legend=alt.Legend(orient="top")),
+            tooltip=[
+                "step:Q",
+                "label:N",
+                alt.Tooltip("ms:Q", format=",.3f"),
+                alt.Tooltip("share:Q", format=".1%", title="share of step time"),
+            ],
+        )
+        .properties(width=WIDTH, height=220, title="input wait per step")
+    )
 
 
 def _queue_chart(frame):
-    return alt.Chart(frame).transform_fold(["mean_depth", "lowest_depth"], as_=["series", "depth"]).transform_calculate(
-        label="datum.series == 'mean_depth' ? 'mean over ranks' : 'lowest rank'",
-    ).mark_line(interpolate="step-after").encode(
-        x=alt.X("time_s:Q", title="time (s from the first sample)"),
-        y=alt.Y("depth:Q", title="batches queued"),
-        color=alt.Color("label:N", title=None, legend=alt.Legend(orient="top")),
-        tooltip=[alt.Tooltip("time_s:Q", format=",.6f", title="s"), "label:N", alt.Tooltip("depth:Q", format=",.2f")],
-    ).properties(width=WIDTH, height=180, title="input queue depth")
+    return (
+        alt.Chart(frame)
+        .transform_fold(["mean_depth", "lowest_depth"], as_=["series", "depth"])
+        .transform_calculate(
+            label="datum.series == 'mean_depth' ? 'mean over ranks' : 'lowest rank'",
+        )
+        .mark_line(interpolate="step-after")
+        .encode(
+            x=alt.X("time_s:Q", title="time (s from the first sample)"),
+            y=alt.Y("depth:Q", title="batches queued"),
+            color=alt.Color("label:N", title=None, legend=alt.Legend(orient="top")),
+            tooltip=[
+                alt.Tooltip("time_s:Q", format=",.6f", title="s"),
+                "label:N",
+                alt.Tooltip("depth:Q", format=",.2f"),
+            ],
+        )
+        .properties(width=WIDTH, height=180, title="input queue depth")
+    )
 
 
 def build(run) -> Section:
-    section = Section("input", "Input pipeline",
-                      intro="Time the device sat waiting for the next batch with nothing else running, "
-                            "per step; and how many batches were queued, when the run records it.")
+    section = Section(
+        "input",
+        "Input pipeline",
+        intro="Time the device sat waiting for the next batch with nothing else running, "
+        "per step; and how many batches were queued, when the run records it.",
+    )
     present = queries.input_presence(run)
     charts = []
     if present["input_events"] and present["rank_steps"]:
