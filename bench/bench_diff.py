@@ -74,7 +74,8 @@ def main() -> None:
         f"ratio                 {total / single:.2f}x  (target <= 1.5x: {'ok' if total <= 1.5 * single else 'MISSED'})"
     )
     print(
-        f"CPU seconds           analyze {single_cpu:.1f} s, diff {diff_cpu:.1f} s: {diff_cpu / single_cpu:.2f}x the work "
+        f"CPU seconds           analyze {single_cpu:.1f} s, diff {diff_cpu:.1f} s: "
+        f"{diff_cpu / single_cpu:.2f}x the work "
         f"(the wall ratio can beat this only with a core one analyze leaves idle)"
     )
     print(

@@ -84,7 +84,8 @@ def main() -> None:
         f"report - analyze               {report_s - analyze_s:7.2f} s   (report / analyze {report_s / analyze_s:.2f}x)"
     )
     print(
-        f"page size                      {size / 1e6:7.2f} MB   target <= {TARGET_BYTES / 1e6:.0f} MB: {'ok' if size <= TARGET_BYTES else 'MISSED'}"
+        f"page size                      {size / 1e6:7.2f} MB   "
+        f"target <= {TARGET_BYTES / 1e6:.0f} MB: {'ok' if size <= TARGET_BYTES else 'MISSED'}"
     )
 
 

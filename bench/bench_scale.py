@@ -123,7 +123,8 @@ def print_run(steps: int, events: int, figures: dict) -> None:
         if "report cold" in figures:
             report = figures["report cold"][0]
             print(
-                f"  report cold {report:.1f} s (target <= {TARGET_REPORT_S:.0f} s: {verdict(report <= TARGET_REPORT_S)})"
+                f"  report cold {report:.1f} s "
+                f"(target <= {TARGET_REPORT_S:.0f} s: {verdict(report <= TARGET_REPORT_S)})"
             )
 
 

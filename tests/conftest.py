@@ -98,8 +98,10 @@ MARKS = {
     "tests/critical_path/test_solvers.py::test_auto_runs_a_single_rank_trace_in_python_rounds": SLOW,
     "tests/critical_path/test_edges_p2p.py::test_the_slow_stage_rank_is_named_and_the_bubble_is_no_straggler": SLOW,
     "tests/critical_path/test_critical_path.py::test_unchanged_replay_reproduces_real_traces": SLOW,
-    "tests/critical_path/test_critical_path.py::test_fault_removed_by_replay_agrees_with_the_job_simulated_without_it": SLOW,
-    "tests/critical_path/test_whatif_replay.py::test_straggler_finding_is_priced_by_replay_against_the_balanced_job": SLOW,
+    "tests/critical_path/test_critical_path.py::"
+    "test_fault_removed_by_replay_agrees_with_the_job_simulated_without_it": SLOW,
+    "tests/critical_path/test_whatif_replay.py::"
+    "test_straggler_finding_is_priced_by_replay_against_the_balanced_job": SLOW,
     "tests/report/test_hardening_output.py::test_demo_replaces_an_earlier_demo_only_and_writes_whole_files": SLOW,
     # 19 s or more in the fast loop's own run (load 16 on 2 cores)
     "tests/core/test_packaging.py::test_wheel_installs_into_fresh_venv_and_runs_from_elsewhere": SLOW,

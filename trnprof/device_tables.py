@@ -132,7 +132,8 @@ DOCS = {
     "device_cc_ops": "Collective operations on the collective engines (Explorer table `CcOp`).",
     "device_throttle": "Tensor-engine throttling windows: utilization limited to k/n (Explorer table `Throttle`).",
     "explorer_summary": "Explorer's own summary metrics of each profile (Explorer table `Summary`).",
-    "explorer_metadata": "The profile's metadata: schema version, tensor-engine geometry and clock (Explorer table `Metadata`).",
+    "explorer_metadata": "The profile's metadata: schema version, tensor-engine geometry and clock "
+    "(Explorer table `Metadata`).",
 }
 
 

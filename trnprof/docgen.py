@@ -31,7 +31,8 @@ INTEGRITY = [
     "changed is refused with one line naming them (a directory listing and a stat per file; no Parquet",
     "is read). `trnprof check RUN` verifies in full: the same, then every file is read, its page",
     "checksums (CRC-32, written with every page) verified, its rows compared with `parts` and the",
-    "tables' totals with `counts` (a corruption that keeps the size is found here). A `derived/` folder inside a run holds caches added later and is not part of the",
+    "tables' totals with `counts` (a corruption that keeps the size is found here). "
+    "A `derived/` folder inside a run holds caches added later and is not part of the",
     "run. Runs written before `parts` existed are checked by their footers' row totals. `check` also",
     "verifies the `derived/` cache: every stored view against its `_checksums.json`, and no symbolic",
     "link where the cache lives; `--repair` removes a bad entry or a link (never what it points to).",

@@ -223,7 +223,8 @@ def _instance_rows() -> list[tuple]:
             lambda t: (
                 "n/a"
                 if t.ultraserver_nodes == 1
-                else f"{t.ultraserver_nodes} ({t.ultraserver_nodes * t.chips} chips) / {_link(t.ultraserver_link_bytes_per_s, '')}"
+                else f"{t.ultraserver_nodes} ({t.ultraserver_nodes * t.chips} chips) / "
+                f"{_link(t.ultraserver_link_bytes_per_s, '')}"
             ),
             src["trn2_neuronlink"],
         ),

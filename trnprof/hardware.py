@@ -216,7 +216,8 @@ COLUMNS = [
     (
         "chip_link_bytes_per_s",
         pa.float64(),
-        "link class `chip`: DMA bandwidth per NeuronCore, the bound of a collective between the cores of one chip, bytes/s",
+        "link class `chip`: DMA bandwidth per NeuronCore, the bound of a collective between the cores of one chip, "
+        "bytes/s",
     ),
     (
         "node_link_bytes_per_s",

@@ -1,6 +1,6 @@
 """Tables every run session has beside the run's own: `run_job` (the manifest's job metadata as
-one row), `hardware` (the Trainium hardware table) and `gpu_hardware` (the GPU families). They are created before the stdlib views,
-which read them (e.g. `step_mfu`), and rule SQL may read them too."""
+one row), `hardware` (the Trainium hardware table) and `gpu_hardware` (the GPU families). They are
+created before the stdlib views, which read them (e.g. `step_mfu`), and rule SQL may read them too."""
 
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ RUN_JOB_COLUMNS = [
         "device_kind",
         pa.string(),
         ("device_kind",),
-        "platform the trace ran on as its collector recorded it: cuda, rocm, mtia, xpu, hpu, cpu; null when not recorded",
+        "platform the trace ran on as its collector recorded it: cuda, rocm, mtia, xpu, hpu, cpu; "
+        "null when not recorded",
     ),
     ("device_model", pa.string(), ("device_model",), "device name, e.g. Tesla V100-SXM2-32GB; null when unknown"),
     (
@@ -52,7 +53,8 @@ RUN_JOB_COLUMNS = [
         "framework",
         pa.string(),
         ("framework",),
-        "training framework as recorded: torch-xla, torchneuron (native PyTorch on Neuron), torchtitan, jax; null when not recorded",
+        "training framework as recorded: torch-xla, torchneuron (native PyTorch on Neuron), torchtitan, jax; "
+        "null when not recorded",
     ),
 ]
 RUN_JOB_DOC = "One row: the job metadata of the run's manifest (`job` keys), null where unknown."

@@ -138,11 +138,12 @@ def main():
     scratch = torch.randn(384, 384)
     small = torch.zeros(8)
     start = time.perf_counter()
-    late = lambda: (
-        straggle(args.straggle_kind, args.straggle_ms, scratch)
-        if args.straggle_rank == rank and args.straggle_ms
-        else None
-    )  # noqa: E731
+
+    def late():
+        if args.straggle_rank == rank and args.straggle_ms:
+            return straggle(args.straggle_kind, args.straggle_ms, scratch)
+        return None
+
     for step, x in enumerate(loader):
         if args.pipeline:
             optimizer.zero_grad()

@@ -3,7 +3,8 @@
 Line 1 is the header (`trnprof_host_metrics`, interval, host name, CPU count: kept in
 `ingest/meta`); a header's `job` object (the software stack `trnprof record`'s runtime detected
 in the job's process: `framework`, `neuron_sdk`, `device_kind`, `stack_packages`) becomes job facts of the run,
-each kept only when it is a short string (a map of short strings for `stack_packages`); every other line is one sample time with its `[rank, name, value, unit]` rows.
+each kept only when it is a short string (a map of short strings for `stack_packages`); every other
+line is one sample time with its `[rank, name, value, unit]` rows.
 A line that is not of that shape, or a row whose rank, value or time the tables cannot hold, is
 quarantined (`malformed_event`, `bad_counter_value`, `bad_time`, `rank_out_of_range`).
 **Accounting:** a source record is one line: to counters, meta or quarantine.

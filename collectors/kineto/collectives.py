@@ -12,7 +12,8 @@ bandwidth factors assume (= In for all-reduce, the gathered output for all-gathe
 input for reduce-scatter); without nelems, the first input tensor's elements (`Input Dims`) x
 its `Input type` size. Impossible sizes (negative or fractional counts, non-integer dimensions,
 over 1 TiB) are refused: no bytes, and the file's ingest accounting counts them
-(`ignored_args.collective_payload`); the args stay verbatim in `args`. coll_seq from an explicit sequence number (`Seq` / `seq`), else, for the
+(`ignored_args.collective_payload`); the args stay verbatim in `args`.
+coll_seq from an explicit sequence number (`Seq` / `seq`), else, for the
 work spans of ProcessGroupGloo (`gloo:all_reduce` on its worker thread: no group, no sequence
 number), from their order in the step when the trace names a single process group
 (`number_gloo_work`): a process group runs its collectives in the order every rank issues them,

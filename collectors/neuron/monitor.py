@@ -1,10 +1,12 @@
 """neuron-monitor JSON reports -> counters per NeuronCore (docs/ingest.md, "neuron-monitor").
 
 neuron-monitor prints one complete JSON report per period (field names: the Neuron docs,
-aws-neuron/aws-neuron-sdk tools/neuron-sys-tools/neuron-monitor-user-guide.rst; typed in `monitor_types.py`). Reports carry no clock, so report k is
+aws-neuron/aws-neuron-sdk tools/neuron-sys-tools/neuron-monitor-user-guide.rst; typed in `monitor_types.py`).
+Reports carry no clock, so report k is
 placed at the sum of the periods of reports 0..k (its end), from 0 ns: line it up with other
 inputs yourself if needed. Reports captured by `trnprof record` carry the epoch ns at which each
-arrived (`trnprof_received_ns`, the end of its period): that is their time. Rank = `--rank` (default 0) + NeuronCore index.
+arrived (`trnprof_received_ns`, the end of its period): that is their time.
+Rank = `--rank` (default 0) + NeuronCore index.
 
 Per NeuronCore: `nc.utilization` (percent), `nc.flops` (flop/s), device memory `hbm.tensors`,
 `hbm.constants`, `hbm.model_code`, `hbm.model_shared_scratchpad`, `hbm.runtime_memory` (bytes,

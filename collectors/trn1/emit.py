@@ -111,7 +111,10 @@ class EventBatch:
     def table(self) -> tuple[pa.Table, np.ndarray]:
         """All events, rows grouped by rank, and the row count of each rank."""
         n_r = len(self.ranks)
-        flat = lambda a: a.reshape(n_r, -1)
+
+        def flat(a):
+            return a.reshape(n_r, -1)
+
         if any(g["keep"] is not None for g in self.groups):
             keep = np.concatenate(
                 [flat(g["keep"] if g["keep"] is not None else np.ones(g["ts"].shape, bool)) for g in self.groups],

@@ -103,13 +103,13 @@ def test_demo_simulates_analyzes_and_writes_the_report(cli, tmp_path):
     result = cli("demo", "-o", tmp_path / "demo")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    costliest = lines[[l.startswith("findings") for l in lines].index(True) + 1]
+    costliest = lines[[line.startswith("findings") for line in lines].index(True) + 1]
     assert "IN001 The device waits for the next batch" in costliest  # the demo job's slow loader
-    assert any(l.startswith(f"report      {(tmp_path / 'demo' / 'report.html').resolve()}") for l in lines)
+    assert any(line.startswith(f"report      {(tmp_path / 'demo' / 'report.html').resolve()}") for line in lines)
     top = json.loads((tmp_path / "demo" / "analyze.json").read_text())["findings"][0]
-    closing = lines[[l.startswith("fix first") for l in lines].index(True) :]  # the demo ends with what to do
+    closing = lines[[line.startswith("fix first") for line in lines].index(True) :]  # the demo ends with what to do
     assert closing[0] == f"fix first   {top['code']} {top['title']}: {top['recommendation']}"
-    assert [l.split("trnprof ", 1)[1].split()[0] for l in closing[1:]] == ["analyze", "report", "record"]
+    assert [line.split("trnprof ", 1)[1].split()[0] for line in closing[1:]] == ["analyze", "report", "record"]
     assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == [
         ".trnprof-demo",
         "analyze.json",

@@ -9,15 +9,17 @@ from trnprof.errors import TrnprofError
 
 
 def _document(change=0.08, significant=True, exposed_delta=0.012, new=(), throughput=True):
-    bucket = lambda name, delta: {
-        "category": name,
-        "base_s": 0.01,
-        "new_s": 0.01 + delta,
-        "delta_s": delta,  # noqa: E731
-        "change": delta / 0.01,
-        "p_value": 0.001 if significant else 0.5,
-        "significant": significant,
-    }
+    def bucket(name, delta):
+        return {
+            "category": name,
+            "base_s": 0.01,
+            "new_s": 0.01 + delta,
+            "delta_s": delta,
+            "change": delta / 0.01,
+            "p_value": 0.001 if significant else 0.5,
+            "significant": significant,
+        }
+
     return {
         "step_time": {
             "base_s": 0.1,

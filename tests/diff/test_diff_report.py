@@ -57,7 +57,8 @@ def test_a_missing_baseline_is_one_line_and_exit_2(sample_run, tmp_path, cli):
     assert not (tmp_path / "r.html").exists()
 
 
-def test_the_comparison_chart_draws_in_a_browser(browser, baseline, sample_run, tmp_path):
+# `browser` is the module-scoped fixture imported above from tests/report/test_report_browser.py (not a redefinition)
+def test_the_comparison_chart_draws_in_a_browser(browser, baseline, sample_run, tmp_path):  # noqa: F811
     out = tmp_path / "report.html"
     report(sample_run, out, baseline=baseline)
     seen = open_page(browser, out)

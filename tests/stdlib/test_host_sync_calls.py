@@ -68,7 +68,7 @@ def _containment_sites(calls):
         if name not in SYNC_NAMES:
             continue
         around = sorted(
-            (s, -e, n) for l, s, e, n in calls if l == lane and n not in SYNC_NAMES and s <= start and e >= end
+            (s, -e, n) for ln, s, e, n in calls if ln == lane and n not in SYNC_NAMES and s <= start and e >= end
         )
         sites.append({"site": " > ".join(n for _, _, n in around[-3:]) or name, "name": name, "dur": end - start})
     return sorted(sites, key=lambda r: (r["site"], r["name"], r["dur"]))

@@ -116,7 +116,10 @@ def test_small_collectives_are_latency_bound():
     inside = Placement(size=32, per_node=32, nodes=1, same_chip=False)
     tiny = collective_time("all_gather", 1024, inside, node, 0.8)
     assert tiny == pytest.approx(6.16e-6, rel=0.05)  # nccom-test: 32-rank all-gather of 1 KiB
-    busbw = lambda n: (31 / 32) * n / collective_time("all_gather", n, inside, node, 0.8)
+
+    def busbw(n):
+        return (31 / 32) * n / collective_time("all_gather", n, inside, node, 0.8)
+
     assert busbw(1 << 10) < 0.01 * busbw(512 << 20)
     across = Placement(size=64, per_node=4, nodes=16, same_chip=False)
     assert collective_time("all_reduce", 1024, across, node, 0.8) > 4 * 15e-6  # log2(16) EFA steps

@@ -47,7 +47,10 @@ def test_bigger_messages_take_longer(where, op):
 
 def test_bigger_messages_take_longer_in_a_run(tmp_path):
     small, large = run(tmp_path, "s"), run(tmp_path, "l", "model.seq_len=1024")
-    query = "SELECT AVG(bytes) AS b, AVG(transfer_dur) AS t FROM collectives WHERE coll_op = 'all_gather' AND coll_group LIKE 'tp:%'"
+    query = (
+        "SELECT AVG(bytes) AS b, AVG(transfer_dur) AS t FROM collectives "
+        "WHERE coll_op = 'all_gather' AND coll_group LIKE 'tp:%'"
+    )
     s, l_ = small.sql(query).iloc[0], large.sql(query).iloc[0]
     assert l_["b"] == 4 * s["b"] and l_["t"] > s["t"]
 

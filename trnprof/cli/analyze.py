@@ -38,7 +38,8 @@ def fails(document: Document, fail_on: str | None) -> bool:
     "--select",
     multiple=True,
     metavar="RULES",
-    help="Run only these rules: codes (IN001), code prefixes (IN), names (input.starvation) or packs (input); comma-separated or repeated.",
+    help="Run only these rules: codes (IN001), code prefixes (IN), names (input.starvation) or packs (input); "
+    "comma-separated or repeated.",
 )
 @click.option("--ignore", multiple=True, metavar="RULES", help="Skip these rules (same forms as --select).")
 @click.option(

@@ -49,16 +49,19 @@ class Result:
 
 def step_batches(counts: pd.DataFrame, limit: int = BATCH_EVENTS) -> list[tuple[int, int]]:
     """Consecutive step ranges of at most `limit` events each (a bigger step is a batch alone)."""
-    batches, low, total = [], None, 0
+    batches: list[tuple[int, int]] = []
+    first = last = None  # the open batch's first and last step; None while no batch is open
+    total = 0
     for step, n in zip(counts["step"].tolist(), counts["n"].tolist()):
-        if low is not None and total + n > limit:
-            batches.append((low, prev))
-            low, total = None, 0
-        low = step if low is None else low
+        if first is not None and total + n > limit:
+            batches.append((first, last))
+            first, total = None, 0
+        if first is None:
+            first = step
+        last = step
         total += n
-        prev = step
-    if low is not None:
-        batches.append((low, prev))
+    if first is not None:
+        batches.append((first, last))
     return batches
 
 

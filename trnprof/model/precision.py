@@ -7,8 +7,10 @@ with (`precision.neuron_sdk`). neuronx-cc (Neuron compiler CLI reference, `--aut
 every operation, `none` nothing. `auto_cast: default` is the compiler's default for the release:
 `none` from Neuron 2.27 (compiler 2.15.54.0 release notes: "The --auto-cast flag now defaults to
 none (previously matmul)"), `matmult` before; so an FP32 model compiled with 2.27's defaults
-multiplies in FP32 at a quarter of the BF16 rate, the same model on 2.26 in BF16. `precision.framework` names the training stack (torch-xla
-before Neuron 2.30, TorchNeuron from 2.30: `resolve_stack`), which the rules' advice follows. A model already in BF16/FP16/FP8 (torch.autocast, XLA_USE_BF16) runs
+multiplies in FP32 at a quarter of the BF16 rate, the same model on 2.26 in BF16.
+`precision.framework` names the training stack (torch-xla
+before Neuron 2.30, TorchNeuron from 2.30: `resolve_stack`), which the rules' advice follows.
+A model already in BF16/FP16/FP8 (torch.autocast, XLA_USE_BF16) runs
 as written. Whatever the compute dtype, the matmul accumulates in FP32 in PSUM (nki.isa.nc_matmul).
 Master weights and gradients stay FP32 unless the optimizer state is BF16 (then stochastic
 rounding keeps BF16 weights trainable: rounding-modes.rst); stochastic rounding is a rounding

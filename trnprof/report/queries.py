@@ -52,7 +52,8 @@ def breakdown_by_rank(run) -> tuple[pd.DataFrame, list[str]]:
         SELECT MIN(rank) AS rank_lo, MAX(rank) AS rank_hi, COUNT(*) AS rank_steps,
                AVG(dur) / {MS} AS step, AVG(compute) / {MS} AS compute,
                AVG(exposed_comm) / {MS} AS exposed_comm, AVG(input_wait) / {MS} AS input_wait,
-               AVG(host_sync) / {MS} AS host_sync, AVG(host) / {MS} AS host, AVG(transfer_exposed) / {MS} AS transfer_exposed,
+               AVG(host_sync) / {MS} AS host_sync, AVG(host) / {MS} AS host,
+               AVG(transfer_exposed) / {MS} AS transfer_exposed,
                AVG(compile) / {MS} AS compile, AVG(idle) / {MS} AS idle
         FROM steady_breakdown GROUP BY rank // {size} ORDER BY rank_lo""")
     notes = []

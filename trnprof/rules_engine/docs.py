@@ -232,7 +232,8 @@ def index_md(rules: list[Rule]) -> str:
         "",
         "`trnprof analyze RUN` runs the rules below over a run and prints a short list of findings, "
         "most severe first, then by what fixing them is worth (one number per finding: the price of its "
-        "recommended fix, see **One number** below). Each rule is one YAML file in `rules/<pack>/`: metadata, parameters with the "
+        "recommended fix, see **One number** below). Each rule is one YAML file in `rules/<pack>/`: "
+        "metadata, parameters with the "
         "source of each default, one SQL query over the stdlib views, a message template, a "
         "recommendation, docs and test cases. Add your own packs with `--rules DIR` "
         "([tutorial](../tutorial-first-rule.md)). Every rule is read from its file on every load; what "
@@ -267,7 +268,8 @@ def index_md(rules: list[Rule]) -> str:
         "own temporary folder and may return at most 1,000,000 rows. Rule files are checked when loaded "
         "on a connection locked the same way, so no rule can make trnprof install or load an extension, "
         "read a file or reach the network. A failing, slow or oversized rule is reported under "
-        "`errors`; the others still run, and `trnprof analyze --fail-on` exits 2 (the run was not fully judged). Parameters are bound as `$name`. "
+        "`errors`; the others still run, and `trnprof analyze --fail-on` exits 2 (the run was not fully judged). "
+        "Parameters are bound as `$name`. "
         "`trnprof query` runs in the same sandbox (below).",
         "3. **Findings.** Rows become one finding per rule and `pattern`, listing the ranks and steps "
         f"affected and the {EVIDENCE_ROWS} worst rows as evidence.",
@@ -336,7 +338,8 @@ def index_md(rules: list[Rule]) -> str:
         "`impact.seconds_per_step`. Where the time at stake lies in another category on another platform, "
         "the rows may give a `draws_from` column that overrides the rule's for the finding: categories "
         "joined by `+`, taken from in turn (`compute.small_ops` on a CPU: `idle+compute`, the gaps "
-        "between the tiny ops, then the ops), or null (the step alone caps it). A positive figure never prints as zero: a format that would show "
+        "between the tiny ops, then the ops), or null (the step alone caps it). "
+        "A positive figure never prints as zero: a format that would show "
         "`0%` or `0.00` gets the decimals it needs.",
         "",
         "**One number.** `trnprof analyze` (not the rule engine alone) then prices each finding's "
@@ -396,7 +399,8 @@ def index_md(rules: list[Rule]) -> str:
         "    expect: [{severity: high, ranks: [0, 1], min_fraction: 0.29, priced_by: replay}]   # or [] or "
         "not_evaluated; fractions bound the fix's price",
         "  - name: ...",
-        "    run: {simulate: {preset: tiny, steps: 4, overrides: [cluster.nodes=2], faults: [{kind: straggler, rank: 3}]}}",
+        "    run: {simulate: {preset: tiny, steps: 4, overrides: [cluster.nodes=2], "
+        "faults: [{kind: straggler, rank: 3}]}}",
         "    expect: [...]",
         "  - name: ...",
         "    run: {factory: {name: my.collector, args: {...}}}   # a run factory another package registers",

@@ -7,7 +7,8 @@ the message), and grades the severity on the price: a rule's own `info` (not per
 stays info; otherwise high from the high bar, medium from the medium bar, else low (5 % and 20 %
 of the step, or the parameters the rule's `fix:` names), never above the most severe the rule
 reports (its `severity` or the row's: a symptom such as unexplained idle time is at most
-medium). A bound is graded the same way and marked as one (`impact.basis` = "bound"). Findings that cost no step time (memory, one-time
+medium). A bound is graded the same way and marked as one (`impact.basis` = "bound").
+Findings that cost no step time (memory, one-time
 costs) keep their impact and severity. The rule engine never prices: it only reads the price.
 """
 

@@ -15,7 +15,8 @@ copy: the views it reads are computed first, then the session is locked the same
 DuckDB being allowed to read only the run's table files and its stored views (the files the
 session's views read; `allowed_directories`/`allowed_paths`), then the query runs with `select`.
 Memory: the tables live in a database file in the sandbox's private temporary folder, so DuckDB
-reads them through its buffer pool instead of holding them (a small run's, `in_memory`, in memory) (an in-memory copy of `collectives`,
+reads them through its buffer pool instead of holding them (a small run's, `in_memory`, in memory)
+(an in-memory copy of `collectives`,
 8M rows at 1,024 ranks x 30 steps, peaked at 3.4 GB of RSS while it was made). The sandbox has a
 memory limit (default 2 GB, `--memory-limit`), the same folder for what DuckDB spills (removed on
 close, capped at twice the limit) and a cap on the rows and the bytes a rule may return

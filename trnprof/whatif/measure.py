@@ -130,7 +130,8 @@ def event_classes(run: Run, ranks: list[int]) -> tuple[dict, dict]:
         SELECT stage, kind, name, phase, dur FROM picked WHERE kind = 'compute' OR coll_seq IS NULL
         UNION ALL
         SELECT MIN(p.stage), 'collective', MIN(p.name), MIN(p.phase), MIN(p.dur)
-        FROM picked AS p JOIN complete AS c ON c.coll_group IS NOT DISTINCT FROM p.coll_group AND c.coll_seq = p.coll_seq
+        FROM picked AS p JOIN complete AS c
+            ON c.coll_group IS NOT DISTINCT FROM p.coll_group AND c.coll_seq = p.coll_seq
         WHERE p.kind = 'collective' GROUP BY p.coll_group, p.coll_seq
     )
     SELECT stage, kind, name, phase, MEDIAN(dur) AS dur, COUNT(*) AS n FROM instances

@@ -1,7 +1,8 @@
 """Builds the Neuron test inputs in this folder from the documented field names (no real
 neuron-monitor capture, system profile or Explorer profile was available). Sources:
 the public aws-neuron/aws-neuron-sdk docs tools/neuron-sys-tools/neuron-monitor-user-guide.rst,
-archive/profiler/neuron-profiler-2-0-beta-user-guide.rst, tools/neuron-explorer/profile-schema-reference.rst. Run: python tests/data/neuron/make_samples.py"""
+archive/profiler/neuron-profiler-2-0-beta-user-guide.rst, tools/neuron-explorer/profile-schema-reference.rst.
+Run: python tests/data/neuron/make_samples.py"""
 
 import json
 from pathlib import Path

@@ -21,7 +21,8 @@ def build(run) -> Section:
         "breakdown",
         "Step-time breakdown per rank",
         intro="Where each rank's step time goes, mean per step: compute, communication "
-        "not hidden under compute, input wait, the host blocked on the device, host work while the device waits, exposed transfer, compile, idle.",
+        "not hidden under compute, input wait, the host blocked on the device, host work while the device waits, "
+        "exposed transfer, compile, idle.",
     )
     frame, section.notes = queries.breakdown_by_rank(run)
     if frame.empty:
