@@ -198,11 +198,12 @@ def test_a_step_too_big_for_the_memory_budget_is_one_line_not_a_blown_budget(two
 def test_a_run_too_long_for_the_report_is_not_drawn_but_queried(two_ranks, monkeypatch, cli):
     """Steps within the graph's limit but a run whose path takes past the report's time: the
     report says so in one line and how to get it, without computing it; a query still does."""
-    monkeypatch.setattr(critical_path_section, "DRAWN_EVENTS", 3)
+    monkeypatch.setattr(compute, "WITHIN_A_MINUTE_EVENTS", 3)
     with open_run(two_ranks) as run, monkeypatch.context() as scan:
         scan.setattr(event_reads.Reader, "step_counts", lambda self: pytest.fail("scanned the events"))
         section = critical_path_section.build(run)
     assert section.chart is None and section.empty.startswith("Not drawn: the run's steps hold ")
-    assert "over the 3 the report computes" in section.empty and "\n" not in section.empty
+    assert "over the 3 whose critical path a command computes" in section.empty and "\n" not in section.empty
+    assert "trnprof query RUN" in section.empty
     result = cli("query", str(two_ranks), "SELECT step, dur FROM critical_path_steps")
     assert result.exit_code == 0 and "dur" in result.output

@@ -297,6 +297,7 @@ def _priced_on_cpu(monkeypatch, fix: FixSpec, gain: float, measured: float = 0.4
         ],
     )
     monkeypatch.setattr(projections, "_device_kind", lambda run: "cpu")
+    monkeypatch.setattr(projections, "check_within_a_minute", lambda run: None)  # no run to count
     projections.project(None, [finding], {finding.name: fix})
     return finding
 
@@ -315,6 +316,7 @@ def test_cpu_collectives_widen_the_band_once(monkeypatch):
     # the same fix on a GPU run: no contention to speak of, no band
     monkeypatch.setattr(projections, "_device_kind", lambda run: "cuda")
     other = _finding(0.45, None)
+    monkeypatch.setattr(projections, "check_within_a_minute", lambda run: None)  # no run to count
     projections.project(None, [other], {other.name: fix})
     assert other.projected["gain_band"] is None and other.projected["note"] is None
 
@@ -330,6 +332,7 @@ def test_a_replay_that_does_more_than_the_fix_is_capped_at_the_measurement(monke
         ],
     )
     monkeypatch.setattr(projections, "_device_kind", lambda run: None)
+    monkeypatch.setattr(projections, "check_within_a_minute", lambda run: None)  # no run to count
     projections.project(None, [finding], {finding.name: fix})
     assert finding.projected["gain_fraction"] == 0.09 and "capped" in finding.projected["note"]
 
@@ -342,6 +345,7 @@ def test_a_run_without_a_replay_falls_back_to_the_bound_with_the_reason(monkeypa
 
     monkeypatch.setattr(projections, "replay_prices", no_replay)
     finding = _finding(0.3, None)
+    monkeypatch.setattr(projections, "check_within_a_minute", lambda run: None)  # no run to count
     projections.project(None, [finding], {finding.name: FixSpec(replay=["communication=0"], bound="all of it hides")})
     assert finding.projected["method"] == "bound" and finding.projected["gain_fraction"] == 0.3
     assert "no steps with recorded work" in finding.projected["reason"]
@@ -416,6 +420,7 @@ def test_two_findings_with_the_same_fix_are_worth_it_once(monkeypatch):
     exposed = msgspec.structs.replace(_finding(0.01, None), code="OV001", name="overlap.exposed_communication")
     overlap = _finding(0.29, None)
     fix = FixSpec(replay=["communication=0"])
+    monkeypatch.setattr(projections, "check_within_a_minute", lambda run: None)  # no run to count
     projections.project(None, [exposed, overlap], {exposed.name: fix, overlap.name: fix})
     assert overlap.projected["gain_fraction"] == 0.23 and overlap.projected["note"] is None
     assert exposed.projected["gain_fraction"] == 0.0 and "OV002" in exposed.projected["note"]
@@ -458,3 +463,32 @@ def test_cpu_collectives_hidden_under_compute_band_down_to_no_gain(monkeypatch):
     assert finding.projected["gain_fraction"] == 0.30
     assert finding.projected["gain_band"] == {"low": 0.0, "high": 0.30}
     assert finding.projected["note"] == projections.HIDING
+
+
+def test_a_run_too_large_to_walk_within_a_minute_is_priced_by_its_bound(tmp_path, monkeypatch):
+    """The same V100 sgemm finding on a run whose steps hold more work events than a command walks
+    within about a minute: analyze does not replay it (no path computed) and prices the fix as its
+    bound, the reason said."""
+    from trnprof.critical_path import compute
+
+    run = write_inline(
+        msgspec.convert(
+            {
+                "tile": {"ranks": 1, "steps": 3, "period_ns": 1000000},
+                "job": {"device_kind": "cuda", "device_model": "Tesla V100-SXM2-32GB"},
+                "events": {
+                    "columns": ["kind", "name", "ts", "dur"],
+                    "rows": [["step", "train_step", 0, 1000000], ["compute", "volta_sgemm_128x64_nn", 0, 800000]],
+                },
+            },
+            Inline,
+        ),
+        tmp_path / "run",
+    )
+    monkeypatch.setattr(compute, "WITHIN_A_MINUTE_EVENTS", 2)
+    monkeypatch.setattr(compute.Replayer, "__init__", lambda *a, **k: pytest.fail("walked the graph"))
+    finding = analyze(run, select=["compute.fp32_matmul"]).findings[0]
+    assert finding.impact.basis == "bound"
+    text = " ".join(to_text(Document(schema="s", run="r", findings=[finding])).split())  # unwrapped
+    assert "price: a bound (no replay: the run's steps hold" in text
+    assert "whose critical path a command computes within about a minute" in text

@@ -16,7 +16,7 @@ import pandas as pd
 from ..errors import TrnprofError
 from ..heap import trim as release_freed_memory
 from . import nodes, replay, scale
-from .events import Reader
+from .events import WORK_KINDS, Reader
 from .graph import Graph, build_ranges
 from .path import SEGMENT_COLUMNS, critical_path
 
@@ -30,6 +30,13 @@ KEEP_NODES = 5_000_000  # runs of up to this many events keep their graphs (and 
 # for the path and one replay at 4.4M events per step (llama2-7b on 1,024 ranks), about 420
 # bytes an event over the session's own: past this the 2.5 GB budget does not hold
 STEP_EVENTS = 5_000_000
+
+
+# Commands with a budget of about a minute (analyze's pricing by replay, the report's section)
+# compute the critical path of runs of at most this many work events in their steps: it takes
+# about 3 CPU us an event (docs/critical-path.md, Performance); `trnprof whatif --scale` and
+# `trnprof query` compute any run whose steps fit (STEP_EVENTS)
+WITHIN_A_MINUTE_EVENTS = 25_000_000
 
 
 class StepTooLarge(TrnprofError):
@@ -103,6 +110,33 @@ def check_step_sizes(counts: pd.DataFrame) -> None:
             f"critical path: step {int(big['step'])} has {int(big['n']):,} events across its ranks, "
             f"over the {STEP_EVENTS:,} one step's graph holds within the memory budget "
             "(docs/critical-path.md, Performance)"
+        )
+
+
+class RunTooLarge(TrnprofError):
+    """A run's steps hold more work events than a command with a minute's budget walks."""
+
+
+def step_work_counts(run) -> pd.DataFrame:
+    """step, n: the work events of each step across its ranks, from the stored counts per rank,
+    step and kind (view event_stats): no scan of the events."""
+    kinds = ", ".join(f"'{kind}'" for kind in WORK_KINDS)
+    return run.sql(
+        f"SELECT step, SUM(n) AS n FROM event_stats WHERE kind IN ({kinds}) "
+        "AND step IN (SELECT step FROM steps) GROUP BY step ORDER BY step"
+    )
+
+
+def check_within_a_minute(run) -> None:
+    """StepTooLarge when a step is more than one graph holds, RunTooLarge when the run's steps
+    hold more than WITHIN_A_MINUTE_EVENTS work events in all."""
+    counts = step_work_counts(run)
+    check_step_sizes(counts)
+    total = int(counts["n"].sum()) if len(counts) else 0
+    if total > WITHIN_A_MINUTE_EVENTS:
+        raise RunTooLarge(
+            f"the run's steps hold {total:,} work events, over the {WITHIN_A_MINUTE_EVENTS:,} whose critical "
+            "path a command computes within about a minute (docs/critical-path.md, Performance)"
         )
 
 

@@ -25,6 +25,7 @@ import math
 import string
 from typing import TYPE_CHECKING
 
+from trnprof.critical_path.compute import check_within_a_minute
 from trnprof.critical_path.scale import parse as parse_scale
 from trnprof.errors import TrnprofError
 from trnprof.rules_engine.spec import BOUND_ASSUMES, JOB_LIMITS, FixSpec, ModelEdit
@@ -292,6 +293,7 @@ def _shared(findings) -> None:
 
 def _price_replays(run: Run, replays, fixes, reasons: dict[int, str]) -> None:
     try:
+        check_within_a_minute(run)  # analyze walks no path past a command's minute
         prices = replay_prices(run, [specs for _, specs in replays])
     except TrnprofError as exc:
         for finding, _ in replays:
