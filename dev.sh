@@ -3,7 +3,7 @@
 #   bash dev.sh demo   set up .venv and run `trnprof demo`
 #   bash dev.sh test   set up .venv with the test extras (and system packages) and run the suite
 #   bash dev.sh fast   the inner loop: the suite less its marked tests (slow, spark, browser, torch,
-#                      root; pyproject.toml lists them, tests/conftest.py's MARKS says which tests)
+#                      root; pyproject.toml lists them, tests/conftest.py's MARKS and tests/slow.txt say which)
 #   bash dev.sh smoke  install the package alone (no extras) into a fresh venv and run every command
 #   bash dev.sh lint   ruff: lint and format check (pyproject.toml's [tool.ruff]; CI runs it)
 #   bash dev.sh docs   regenerate every generated doc (scripts/gen_docs.py; tests fail on drift)

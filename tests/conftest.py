@@ -89,30 +89,18 @@ MARKS = {
     "tests/storage/test_hardening_cache.py::test_a_full_disk_during_the_cache_write_falls_back_with_one_warning": (
         "root",
     ),
-    # 5 s or more on the 2-core machine under load (--durations of the suspect folders), module fixtures included
-    "tests/record/test_record_explorer.py": SLOW,  # each test records a job
-    "tests/record/test_record_parts.py::test_an_existing_output_is_refused_before_the_command_runs": SLOW,
-    "tests/rules/test_counterfactuals.py": SLOW,
-    "tests/critical_path/test_critical_path_ddp.py": SLOW,  # its module fixture: 60 s
-    "tests/critical_path/test_solvers.py::test_python_rounds_agree_with_numpy_rounds_on_real_traces": SLOW,
-    "tests/critical_path/test_solvers.py::test_auto_runs_a_single_rank_trace_in_python_rounds": SLOW,
-    "tests/critical_path/test_edges_p2p.py::test_the_slow_stage_rank_is_named_and_the_bubble_is_no_straggler": SLOW,
-    "tests/critical_path/test_critical_path.py::test_unchanged_replay_reproduces_real_traces": SLOW,
-    "tests/critical_path/test_critical_path.py::"
-    "test_fault_removed_by_replay_agrees_with_the_job_simulated_without_it": SLOW,
-    "tests/critical_path/test_whatif_replay.py::"
-    "test_straggler_finding_is_priced_by_replay_against_the_balanced_job": SLOW,
-    "tests/report/test_hardening_output.py::test_demo_replaces_an_earlier_demo_only_and_writes_whole_files": SLOW,
-    # 19 s or more in the fast loop's own run (load 16 on 2 cores)
-    "tests/core/test_packaging.py::test_wheel_installs_into_fresh_venv_and_runs_from_elsewhere": SLOW,
-    "tests/core/test_cli.py::test_demo_simulates_analyzes_and_writes_the_report": SLOW,
-    "tests/rules/test_rules_detection.py::test_a_clean_job_raises_nothing_above_info": SLOW,
-    "tests/rules/test_rules_detection.py::test_real_kineto_traces_are_analyzed": SLOW,
-    "tests/rules/test_verdicts.py::test_mtia_device_events_are_device_work": SLOW,
-    "tests/stdlib/test_intervals.py::test_step_breakdown_matches_brute_force": SLOW,
-    "tests/stdlib/test_host_self_time.py::test_self_time_follows_its_definition_on_any_threads": SLOW,
-    "tests/diff/test_hardening_diff.py::test_gates_on_an_unknown_model_are_refused_unless_forced": SLOW,
 }
+
+
+def _slow_places() -> list[str]:
+    """tests/slow.txt: the places `bash dev.sh fast` leaves out for their time, a file or
+    file::function a line (made from a timed run of the suite by scripts/mark_slow.py)."""
+    lines = (REPO / "tests" / "slow.txt").read_text(encoding="utf-8").splitlines()
+    return [place for place in (line.split("#")[0].strip() for line in lines) if place]
+
+
+for _place in _slow_places():
+    MARKS[_place] = tuple(sorted({*MARKS.get(_place, ()), *SLOW}))
 
 
 def marks_for(path: str, name: str) -> set[str]:

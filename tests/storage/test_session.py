@@ -2,6 +2,7 @@
 
 import gc
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -34,15 +35,17 @@ def test_the_memory_budget_is_set_and_a_bad_one_is_one_clear_error(monkeypatch):
         session.connect(memory_limit="lots")
 
 
-def test_a_query_over_ready_views_is_not_parsed_again(sample_run, monkeypatch):
+def test_a_query_over_ready_views_is_not_parsed_again(sample_run, tmp_path, monkeypatch):
     """`prepare` parses a query only when it names a view left to store or a critical path
     table not yet made; then it stores them as before."""
     from trnprof.engines import open_run
 
+    fresh = tmp_path / "run"  # the shared sample run's cache may hold the view from other tests
+    shutil.copytree(sample_run, fresh, ignore=shutil.ignore_patterns("derived"))
     parsed = []
     real = session.tables_read
     monkeypatch.setattr(session, "tables_read", lambda query: parsed.append(query) or real(query))
-    with open_run(sample_run) as run:
+    with open_run(fresh) as run:
         assert not run.is_stored("step_breakdown")
         first = run.sql("SELECT COUNT(*) AS n FROM step_breakdown")
         assert len(parsed) == 1 and run.is_stored("step_breakdown")
