@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -83,6 +84,18 @@ def test_rules_without_their_signal_are_listed_not_guessed(document):
     assert "pipeline" in skipped["scale.pipeline_bubble"]
     evaluated = set(document.rules) - set(skipped)
     assert "input.starvation" in evaluated and len(document.rules) == len(load_rules())
+
+
+def test_a_rule_whose_flag_is_false_has_none_of_its_tables_computed(busy_run, tmp_path):
+    """The run has no device profile: the device rules are not evaluated, and the views only
+    they read (throttling, the device's utilization) are never computed or stored."""
+    run_dir = shutil.copytree(busy_run, tmp_path / "run")
+    with open_run(run_dir) as run:
+        document = analyze(run)
+        skipped = {item.name: item.reason for item in document.not_evaluated}
+        assert "device_profile" in skipped["device.throttling"] and "device_profile" in skipped["device.recompute"]
+        assert not run.is_stored("throttling") and not run.is_stored("device_utilization")
+        assert run.is_stored("signals") and run.is_stored("step_breakdown")
 
 
 def test_warmup_step_is_left_out_of_the_step_count(document):

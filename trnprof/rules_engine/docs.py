@@ -259,7 +259,9 @@ def index_md(rules: list[Rule]) -> str:
         "",
         "1. **Requirements.** Each name under `requires` is a flag of the `signals` view; a probe is a "
         "`{sql, reason}` pair whose SELECT returns true when the run has what the rule needs. When one is "
-        "false the rule is listed under `not_evaluated` with the reason, instead of guessing.",
+        "false the rule is listed under `not_evaluated` with the reason, instead of guessing. Flags are "
+        "read before any rule table is computed: a rule whose flag is false costs nothing (none of its "
+        "tables is computed), so list a flag before a probe where one says the same.",
         "2. **Query.** The SQL runs in a sandbox: an in-memory DuckDB holding only the tables the rules "
         "read, materialised from the run, with external access off, extension loading off and the "
         "configuration locked; only a single SELECT is accepted, inside a rolled-back transaction, "

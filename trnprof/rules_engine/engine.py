@@ -55,8 +55,9 @@ def _to_materialise(names: set[str]) -> list[str]:
 
 
 def views_computed(chosen: "Plan") -> list[str]:
-    """The stdlib views `evaluate` computes in the run's session for `chosen`'s rules."""
-    return _to_materialise(_needed_tables(chosen.rules))
+    """The stdlib views `evaluate` may compute in the run's session for `chosen`'s rules (those
+    of rules whose flags turn out false are skipped)."""
+    return _to_materialise(_needed_tables(chosen.rules) | {"signals"})
 
 
 def collect_tables(run: Run, names: set[str]) -> dict:
@@ -92,21 +93,34 @@ def _needed_tables(rules: list[Rule]) -> set[str]:
     names = set(CONTEXT_TABLES)
     for rule in rules:
         names |= rule.tables
-        if any(isinstance(need, str) for need in rule.spec.requires):
-            names.add("signals")
     return names
 
 
-def _missing(rule: Rule, sandbox: Sandbox, signals: dict, timeout: float) -> str | None:
-    """Why `rule` cannot be evaluated on this run, or None when it can."""
-    meaning = signal_names()
+def _signals(run: Run, rules: list[Rule]) -> dict[str, bool]:
+    """The run's flags (the stdlib's `signals` view), read in the run's own session before any
+    rule table is computed: a rule whose flag is false needs none of its tables. A flag the run
+    cannot decide (null) is false."""
+    if not any(isinstance(need, str) for rule in rules for need in rule.spec.requires):
+        return {}
+    frame = run.sql("SELECT * FROM signals")
+    return {k: bool(v) for k, v in frame.iloc[0].fillna(False).items()} if len(frame) else {}
+
+
+def _unmet_signal(rule: Rule, signals: dict[str, bool]) -> str | None:
+    """Why `rule` cannot be evaluated for want of a flag, or None."""
+    for need in rule.spec.requires:
+        if isinstance(need, str) and not signals.get(need):
+            return f"needs signal {need} (true when {signal_names()[need]}), which is false for this run"
+    return None
+
+
+def _failed_probe(rule: Rule, sandbox: Sandbox, timeout: float) -> str | None:
+    """Why `rule` cannot be evaluated by one of its probes (SQL run in the sandbox), or None."""
     for need in rule.spec.requires:
         if isinstance(need, Probe):
             frame = sandbox.query(need.sql, timeout=timeout)
             if frame.empty or not bool(frame.iloc[0, 0]):
                 return need.reason
-        elif not signals.get(need):
-            return f"needs signal {need} (true when {meaning[need]}), which is false for this run"
     return None
 
 
@@ -155,20 +169,18 @@ def evaluate(
 ) -> Document:
     """Run `rules` (already chosen) with their `params` over an open run."""
     started = time.perf_counter()
-    sandbox = open_sandbox(run, _needed_tables(rules), threads=threads, memory_limit=memory_limit)
+    signals = _signals(run, rules)
+    unmet = {rule.name: reason for rule in rules if (reason := _unmet_signal(rule, signals))}
+    runnable = [rule for rule in rules if rule.name not in unmet]
+    sandbox = open_sandbox(run, _needed_tables(runnable), threads=threads, memory_limit=memory_limit)
     try:
         n_steps, mean_step_ns, warmup = _context(sandbox)
         budget = _budgets(sandbox)
-        signals = {}
-        if "signals" in sandbox.tables:
-            frame = sandbox.query("SELECT * FROM signals")
-            # a flag the run cannot decide (null) is false
-            signals = {k: bool(v) for k, v in frame.iloc[0].fillna(False).items()} if len(frame) else {}
         found, not_evaluated, errors, timings = [], [], [], {}
         for rule in rules:
             t0 = time.perf_counter()
             try:
-                reason = _missing(rule, sandbox, signals, timeout)
+                reason = unmet.get(rule.name) or _failed_probe(rule, sandbox, timeout)
                 if reason:
                     not_evaluated.append(NotEvaluated(name=rule.name, reason=reason, code=rule.code))
                     continue

@@ -17,6 +17,7 @@
 -- @column topology          the ranks table places every rank on a node
 -- @column data_parallel     the ranks table has more than one data-parallel coordinate
 -- @column pipeline          the ranks table has more than one pipeline stage
+-- @column device_profile    the run has a device profile (Neuron Explorer, or trnprof simulate --device-profile)
 CREATE VIEW signals AS
 WITH kinds AS (
     SELECT MAX(CASE WHEN kind = 'compute' THEN 1 ELSE 0 END) AS compute,
@@ -45,5 +46,7 @@ SELECT s.steps, s.step_ranks > 1 AS multi_rank,
        COALESCE(k.collective_bytes = 1, FALSE) AS collective_bytes, COALESCE(k.input = 1, FALSE) AS input,
        COALESCE(k.transfer = 1, FALSE) AS transfer, COALESCE(k.compile = 1, FALSE) AS compile, m.samples > 0 AS hbm,
        l.with_capacity > 0 AS hbm_capacity, l.n_ranks > 0 AND l.with_node = l.n_ranks AS topology,
-       l.dp > 1 AS data_parallel, l.pp > 1 AS pipeline
+       l.dp > 1 AS data_parallel, l.pp > 1 AS pipeline,
+       EXISTS (SELECT 1 FROM device_instructions) OR EXISTS (SELECT 1 FROM device_dma)
+           OR EXISTS (SELECT 1 FROM device_cc_ops) AS device_profile
 FROM kinds AS k, stepped AS s, memory AS m, layout AS l;
