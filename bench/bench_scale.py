@@ -89,10 +89,10 @@ def measure_run(run: Path, page: Path, report_cold: bool) -> dict:
     figures = {"scan": measured("query", str(run), SCAN)}
     figures["analyze cold"] = measured("analyze", str(run), "--format", "json")
     figures["analyze warm"] = measured("analyze", str(run), "--format", "json")
-    figures["report warm"] = measured("report", str(run), "-o", str(page))
+    figures["report warm"] = measured("report", str(run), "-o", str(page), "--force")
     if report_cold:
         shutil.rmtree(run / FOLDER, ignore_errors=True)
-        figures["report cold"] = measured("report", str(run), "-o", str(page))
+        figures["report cold"] = measured("report", str(run), "-o", str(page), "--force")
     return figures
 
 

@@ -69,7 +69,7 @@ def _read(
     API passes `trnprof.api.priced`: diff itself never reaches the what-if layer). The views
     are computed first, holding `computing` (a lock the other side's reading shares)."""
     with computing:
-        run.materialize([*DIFF_VIEWS, *(views_computed(chosen) if findings is None else ())])
+        run.materialize([*DIFF_VIEWS, *(views_computed(chosen, run) if findings is None else ())])
     document = findings
     if document is None:
         document = run_plan(run, chosen)

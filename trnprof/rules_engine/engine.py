@@ -54,10 +54,11 @@ def _to_materialise(names: set[str]) -> list[str]:
     return [name for name in deps if name in involved and (name in names or readers[name] >= 2)]
 
 
-def views_computed(chosen: "Plan") -> list[str]:
-    """The stdlib views `evaluate` may compute in the run's session for `chosen`'s rules (those
-    of rules whose flags turn out false are skipped)."""
-    return _to_materialise(_needed_tables(chosen.rules) | {"signals"})
+def views_computed(chosen: "Plan", run: Run) -> list[str]:
+    """The stdlib views `evaluate` computes in `run`'s session for `chosen`'s rules: the flags
+    (read now) and what the rules whose flags hold read."""
+    signals = _signals(run, chosen.rules)
+    return _to_materialise(_needed_tables([rule for rule in chosen.rules if not _unmet_signal(rule, signals)]))
 
 
 def collect_tables(run: Run, names: set[str]) -> dict:

@@ -39,6 +39,10 @@ layout AS (
     SELECT COUNT(*) AS n_ranks, COUNT(node) AS with_node, COUNT(hbm_capacity_bytes) AS with_capacity,
            COUNT(DISTINCT dp_rank) AS dp, COUNT(DISTINCT pp_rank) AS pp
     FROM ranks
+),
+device AS (  -- row counts: Parquet footers, no scan
+    SELECT (SELECT COUNT(*) FROM device_instructions) + (SELECT COUNT(*) FROM device_dma)
+           + (SELECT COUNT(*) FROM device_cc_ops) AS n_rows
 )
 SELECT s.steps, s.step_ranks > 1 AS multi_rank,
        COALESCE(k.compute = 1, FALSE) AS compute, COALESCE(k.flops = 1, FALSE) AS flops,
@@ -46,7 +50,5 @@ SELECT s.steps, s.step_ranks > 1 AS multi_rank,
        COALESCE(k.collective_bytes = 1, FALSE) AS collective_bytes, COALESCE(k.input = 1, FALSE) AS input,
        COALESCE(k.transfer = 1, FALSE) AS transfer, COALESCE(k.compile = 1, FALSE) AS compile, m.samples > 0 AS hbm,
        l.with_capacity > 0 AS hbm_capacity, l.n_ranks > 0 AND l.with_node = l.n_ranks AS topology,
-       l.dp > 1 AS data_parallel, l.pp > 1 AS pipeline,
-       EXISTS (SELECT 1 FROM device_instructions) OR EXISTS (SELECT 1 FROM device_dma)
-           OR EXISTS (SELECT 1 FROM device_cc_ops) AS device_profile
-FROM kinds AS k, stepped AS s, memory AS m, layout AS l;
+       l.dp > 1 AS data_parallel, l.pp > 1 AS pipeline, d.n_rows > 0 AS device_profile
+FROM kinds AS k, stepped AS s, memory AS m, layout AS l, device AS d;
