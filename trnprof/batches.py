@@ -37,6 +37,7 @@ RANK_LOCAL = frozenset(
         "steps",
         "launch_pending",
         "copy_exposure",
+        "host_pending",
         "device_intervals",
         "_sweep_points",
         "_swept",

@@ -148,6 +148,14 @@ def readable_files(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str]
     return folders, files
 
 
+def table_source(con: duckdb.DuckDBPyConnection, table: str, schema: str = "main") -> tuple[str, list[str]]:
+    """The SELECT that reads `table` (events, counters, ranks) of the attached run from its files,
+    and those files: for another connection that reads the table in place (the rule sandbox)."""
+    attached = _session(con).runs[schema]
+    files = attached.table_files(table)
+    return table_select(con, attached.run_dir, table, files), [str(path) for path in files]
+
+
 def is_stored(con: duckdb.DuckDBPyConnection, view: str, schema: str = "main") -> bool:
     """Whether `view` of `schema` is stored (computed in this session or an earlier one)."""
     attached = _session(con).runs.get(schema)

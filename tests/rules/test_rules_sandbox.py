@@ -6,6 +6,7 @@ import os
 import time
 
 import duckdb
+import msgspec
 import pyarrow as pa
 import pytest
 
@@ -125,6 +126,37 @@ def test_a_small_run_gets_an_in_memory_sandbox_and_a_large_one_a_file(sample_run
         assert engine._small(run)
         monkeypatch.setattr(engine, "SMALL_RUN_BYTES", 1000)
         assert not engine._small(run)
+
+
+def test_a_large_runs_sandbox_reads_the_events_in_place(sample_run, tmp_path, monkeypatch):
+    """Past SMALL_RUN_BYTES the events are not copied into the sandbox (a minute at 44M events)
+    but read from the run's own files: the same rows, the same findings, and no other file
+    readable."""
+    from trnprof import engines
+    from trnprof.rules_engine import engine
+
+    names = {"events", "steps"}
+    with engines.open_run(sample_run) as run:
+        copied = engine.open_sandbox(run, names, threads=None, memory_limit="256MB")
+        monkeypatch.setattr(engine, "SMALL_RUN_BYTES", 1000)
+        in_place = engine.open_sandbox(run, names, threads=None, memory_limit="256MB")
+    total = "SELECT COUNT(*) AS n, SUM(dur) AS dur, COUNT(DISTINCT rank) AS ranks FROM events"
+    try:
+        kinds = in_place.query("SELECT table_name, table_type FROM information_schema.tables ORDER BY 1")
+        assert dict(zip(kinds["table_name"], kinds["table_type"])) == {"events": "VIEW", "steps": "BASE TABLE"}
+        assert in_place.query(total).equals(copied.query(total))
+        outside = tmp_path / "other.parquet"
+        duckdb.sql("COPY (SELECT 1 AS x) TO '" + str(outside) + "' (FORMAT parquet)")
+        with pytest.raises(SandboxError):
+            in_place.query(f"SELECT * FROM read_parquet('{outside}')")
+    finally:
+        copied.close()
+        in_place.close()
+    monkeypatch.undo()
+    small = analyze(sample_run)
+    monkeypatch.setattr(engine, "SMALL_RUN_BYTES", 1000)
+    large = analyze(sample_run)
+    assert msgspec.json.encode(large.findings) == msgspec.json.encode(small.findings) and small.findings
 
 
 def test_an_in_memory_sandbox_holds_no_file_and_leaves_nothing():

@@ -245,9 +245,12 @@ class Sandbox:
         threads: int | None = None,
         memory_limit: str | int = DEFAULT_MEMORY_LIMIT,
         in_memory: bool = False,
+        in_place: dict[str, tuple[str, list[str]]] | None = None,
     ):
         """in_memory: hold the tables in memory instead of a database file (small tables: no
-        file to write, sync and remove; DuckDB still spills to the private folder)."""
+        file to write, sync and remove; DuckDB still spills to the private folder).
+        in_place: name -> (the SELECT that reads it, its files): tables read from the run's own
+        files rather than copied (the events of a large run), those files alone readable."""
         budget = parse_size(memory_limit)
         self.result_bytes = fetch.result_bytes(budget)
         self.temp = tempfile.mkdtemp(prefix="trnprof-sandbox-")
@@ -259,11 +262,15 @@ class Sandbox:
             self.con.register("_sandbox_source", table)
             self.con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM _sandbox_source')
             self.con.unregister("_sandbox_source")
+        readable = []
+        for name, (select, files) in (in_place or {}).items():
+            self.con.execute(f'CREATE VIEW "{name}" AS {select}')
+            readable += files
         # what the buffer pool holds of the tables now (cached blocks): each rule gets `budget` on top
         held = self.con.execute("SELECT SUM(memory_usage_bytes) FROM duckdb_memory()").fetchone()[0] or 0
         self.con.execute(f"SET memory_limit = '{int(held) + budget}B'")
-        lock_down(self.con)
-        self.tables = tuple(tables)
+        lock_down(self.con, ([], readable))
+        self.tables = (*tables, *(in_place or {}))
 
     def query(self, sql: str, params: dict | None = None, *, timeout: float | None = None) -> pd.DataFrame:
         return select(self.con, sql, params, timeout=timeout, budget=self.result_bytes)

@@ -105,3 +105,72 @@ SELECT COALESCE(n.rank, s.rank) AS rank, COALESCE(n.step, s.step) AS step,
 FROM counted AS n
 FULL JOIN shared AS s ON s.rank = n.rank AND s.step = n.step AND s.direction = n.direction
 JOIN steps AS t ON t.rank = COALESCE(n.rank, s.rank) AND t.step = COALESCE(n.step, s.step);
+
+-- step_breakdown's `host` time during which launched device work was still pending: then the
+-- device, not the host, bounds the step (compute.host_bound takes it off). A launch call
+-- (`cudaLaunchKernel`, `cudaGraphLaunch`, `cudaMemcpyAsync`, ..., HIP's alike) is pending from
+-- its end to the first start of the device ops carrying its correlation id; a graph launch whose
+-- kernels the trace does not show until the next blocking call (view host_sync_calls) returns,
+-- else until its step ends; any other launch without recorded device ops is of unknown length,
+-- not pending (a memset on a stream left out of the trace). Overlapping pending intervals count
+-- once; only their part inside the host category counts (work queued while the device runs other
+-- work is the normal asynchronous queue). Unlike view launch_pending (per step, any category),
+-- this is the part that is host time.
+-- @column rank        global rank
+-- @column step        training step of the host-category segments
+-- @column pending_ns  pending launch time inside the step's host category, ns
+CREATE VIEW host_pending AS
+WITH calls AS (  -- launch calls with their correlation id (only these rows pay for the regex on args)
+    SELECT rank, step, ts + dur AS launched, contains(name, 'GraphLaunch') AS graph,
+           TRY_CAST(regexp_extract(args, '"correlation":\s*(-?[0-9]{1,18})', 1) AS BIGINT) AS corr
+    FROM events
+    WHERE kind = 'host' AND step IS NOT NULL
+      AND regexp_matches(name, '^(cuda|hip|cu)(LaunchKernel|LaunchCooperativeKernel|GraphLaunch|MemcpyAsync|MemsetAsync|ModuleLaunchKernel|ExtModuleLaunchKernel)')
+      AND contains(args, '"correlation"')
+),
+device_ops AS (  -- first start of the device ops of each id
+    SELECT rank, TRY_CAST(regexp_extract(args, '"correlation":\s*(-?[0-9]{1,18})', 1) AS BIGINT) AS corr,
+           MIN(ts) AS first_start
+    FROM events
+    WHERE lane LIKE 'gpu%' AND contains(args, '"correlation"')
+    GROUP BY ALL
+),
+waited AS (  -- the earliest end of the blocking calls that start after each launch
+    SELECT * FROM (
+        SELECT rank, step, launched, graph, corr,
+               MIN(sync_end) OVER (PARTITION BY rank ORDER BY launched, is_call
+                                   ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS sync_end, is_call
+        FROM (SELECT rank, step, launched, graph, corr, NULL AS sync_end, 1 AS is_call
+              FROM calls WHERE corr IS NOT NULL
+              UNION ALL
+              SELECT rank, NULL, ts, NULL, NULL, ts + dur, 0 FROM host_sync_calls) AS marks) AS w
+    WHERE is_call = 1
+),
+pending AS (
+    SELECT c.rank, c.launched AS a,
+           LEAST(COALESCE(o.first_start, CASE WHEN c.graph THEN COALESCE(c.sync_end, s.end_ts) END, c.launched),
+                 s.end_ts) AS b
+    FROM waited AS c
+    LEFT JOIN device_ops AS o ON o.rank = c.rank AND o.corr = c.corr
+    JOIN steps AS s ON s.rank = c.rank AND s.step = c.step
+),
+reached AS (  -- union of the pending intervals: islands of overlapping ones
+    SELECT rank, a, b, MAX(b) OVER (PARTITION BY rank ORDER BY a, b
+                                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
+    FROM pending WHERE b > a
+),
+marked AS (
+    SELECT rank, a, b, SUM(CASE WHEN reach IS NULL OR a > reach THEN 1 ELSE 0 END)
+                           OVER (PARTITION BY rank ORDER BY a, b ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+                           AS island
+    FROM reached
+),
+islands AS (
+    SELECT rank, MIN(a) AS a, MAX(b) AS b FROM marked GROUP BY rank, island
+)
+SELECT g.rank, g.step, CAST(SUM(LEAST(i.b, g.ts + g.dur) - GREATEST(i.a, g.ts)) AS BIGINT) AS pending_ns
+FROM device_segments AS g
+JOIN islands AS i ON i.rank = g.rank AND i.a < g.ts + g.dur AND i.b > g.ts
+WHERE g.step IS NOT NULL AND g.n_host > 0 AND g.n_host_sync = 0 AND g.n_compute = 0 AND g.n_comm = 0
+      AND g.n_transfer = 0 AND g.n_input = 0
+GROUP BY g.rank, g.step;
