@@ -56,28 +56,45 @@ JOIN medians AS m ON m.step = p.step AND m.stage = p.stage;
 -- @column max_late_ns   the largest single instance's skew, ns
 -- @column waited_ns     summed time the rank blocked for later ranks: at each collective until its last arrival, at each transfer until its other side arrived (at most its event's length), ns
 CREATE VIEW collective_lateness AS
-WITH arrivals AS (  -- one arrival per rank and instance (its first event of the instance)
-    SELECT rank, coll_op, coll_group, coll_seq, MIN(step) AS step, MIN(ts) AS ts, MAX(ts + dur) AS end_ts
+WITH matchable AS (
+    SELECT rank, coll_op, coll_group, coll_seq, step, ts, dur
     FROM events
     WHERE kind = 'collective' AND coll_op IS NOT NULL AND coll_group IS NOT NULL AND coll_seq IS NOT NULL
-    GROUP BY rank, coll_op, coll_group, coll_seq
+),
+pairs AS (  -- each (op, group) numbered: the instances are then keyed by two numbers, not strings
+    SELECT coll_op, coll_group, row_number() OVER () AS pair
+    FROM (SELECT DISTINCT coll_op, coll_group FROM matchable)
+),
+arrivals AS (  -- one arrival per rank and instance (its first event of the instance)
+    SELECT e.rank, p.pair, e.coll_seq, MIN(e.step) AS step, MIN(e.ts) AS ts, MAX(e.ts + e.dur) AS end_ts
+    FROM matchable AS e
+    JOIN pairs AS p ON p.coll_op = e.coll_op AND p.coll_group = e.coll_group
+    GROUP BY e.rank, p.pair, e.coll_seq
 ),
 ranked AS (  -- pos: place in the instance's arrival order; the others' median sits at q1, q2 of the n - 1 others
     SELECT *, n // 2 AS q1, (n - 1) // 2 + 1 AS q2
-    FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY coll_op, coll_group, coll_seq ORDER BY ts, rank) AS pos,
-                 COUNT(*) OVER (PARTITION BY coll_op, coll_group, coll_seq) AS n,
-                 MAX(ts) OVER (PARTITION BY coll_op, coll_group, coll_seq) AS last_ts
+    FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY pair, coll_seq ORDER BY ts, rank) AS pos,
+                 COUNT(*) OVER (PARTITION BY pair, coll_seq) AS n,
+                 MAX(ts) OVER (PARTITION BY pair, coll_seq) AS last_ts
           FROM arrivals)
 ),
-skew AS (  -- the others' positions in the full order skip the rank itself
-    SELECT a.rank, a.step, AVG(a.ts - b.ts) AS late_ns, LEAST(a.last_ts, a.end_ts) - a.ts AS waited_ns
+medians AS (  -- per instance, the arrivals at the places the others' median can take: with the
+              -- rank at pos removed, the others' q-th arrival is the q-th of all before pos, else the
+              -- next one (one row per instance: no join of each arrival with its instance's others)
+    SELECT pair, coll_seq,
+           MAX(ts) FILTER (WHERE pos = q1) AS at_q1, MAX(ts) FILTER (WHERE pos = q1 + 1) AS after_q1,
+           MAX(ts) FILTER (WHERE pos = q2) AS at_q2, MAX(ts) FILTER (WHERE pos = q2 + 1) AS after_q2
+    FROM ranked
+    WHERE n > 1
+    GROUP BY pair, coll_seq
+),
+skew AS (
+    SELECT a.rank, a.step,
+           CAST((a.ts - CASE WHEN a.q1 < a.pos THEN m.at_q1 ELSE m.after_q1 END)
+                + (a.ts - CASE WHEN a.q2 < a.pos THEN m.at_q2 ELSE m.after_q2 END) AS DOUBLE) / 2 AS late_ns,
+           LEAST(a.last_ts, a.end_ts) - a.ts AS waited_ns
     FROM ranked AS a
-    JOIN ranked AS b
-      ON b.coll_op = a.coll_op AND b.coll_group = a.coll_group AND b.coll_seq = a.coll_seq
-     AND b.pos IN (CASE WHEN a.q1 < a.pos THEN a.q1 ELSE a.q1 + 1 END,
-                   CASE WHEN a.q2 < a.pos THEN a.q2 ELSE a.q2 + 1 END)
-    WHERE a.n > 1
-    GROUP BY a.rank, a.step, a.coll_op, a.coll_group, a.coll_seq, a.ts, a.last_ts, a.end_ts
+    JOIN medians AS m ON m.pair = a.pair AND m.coll_seq = a.coll_seq
 ),
 transfers AS (  -- pipeline transfers: one send and one receive of a group and sequence number
     SELECT coll_group, coll_seq
