@@ -35,6 +35,8 @@ RANK_LOCAL = frozenset(
     {
         "recorded_steps",
         "steps",
+        "_launch_calls",
+        "_launched_ops",
         "launch_pending",
         "copy_exposure",
         "host_pending",
@@ -69,6 +71,8 @@ ROW_LEVEL = frozenset(
         "device_segments",
         "_comm_events",
         "_host_calls",
+        "_launch_calls",
+        "_launched_ops",
         "_host_stack",
         "_device_units",
         "_device_islands",

@@ -58,7 +58,7 @@ def kineto_run(tmp_path_factory):
 VIEWS = sorted(set(dependencies()) - batches.ROW_LEVEL)
 # views the simulated Trainium run cannot fill (CUDA launch calls and their kernels' correlation
 # ids): compared on the Kineto run
-ON_KINETO = ("launch_pending",)
+ON_KINETO = ("launch_pending", "host_pending")
 
 
 def _rows(run_path, names, share) -> dict[str, pd.DataFrame]:

@@ -262,8 +262,11 @@ def index_md(rules: list[Rule]) -> str:
         "false the rule is listed under `not_evaluated` with the reason, instead of guessing. Flags are "
         "read before any rule table is computed: a rule whose flag is false costs nothing (none of its "
         "tables is computed), so list a flag before a probe where one says the same.",
-        "2. **Query.** The SQL runs in a sandbox: an in-memory DuckDB holding only the tables the rules "
-        "read, materialised from the run, with external access off, extension loading off and the "
+        "2. **Query.** The SQL runs in a sandbox: a DuckDB of its own holding only the tables the rules "
+        "read, materialised from the run (in memory for a small run; a larger run's `events` and "
+        "`counters` are read in place from the run's own files, the only files the sandbox may read, "
+        "so a rule pays for what it scans of them, not for a copy), with external access off, "
+        "extension loading off and the "
         "configuration locked; only a single SELECT is accepted, inside a rolled-back transaction, "
         "and a per-rule time limit (`--timeout`) interrupts it. Each rule query also has a memory limit "
         "(`--memory-limit`, default 2GB, on top of the tables copied in), spills only into the sandbox's "

@@ -284,6 +284,34 @@ JOIN stack AS c ON c.rank = p.rank AND c.lane = p.lane AND c.seq = p.owner AND c
 GROUP BY c.rank, c.step, c.lane, c.name
 HAVING SUM(p.self) > 0;
 
+-- The launch calls of CUDA and HIP (`cudaLaunchKernel`, `cudaGraphLaunch`, `cudaMemcpyAsync`, ...,
+-- HIP's alike) with the correlation id Kineto gives them in `args`: the one place that names them
+-- (views launch_pending and host_pending time them against view _launched_ops).
+-- @column rank      global rank
+-- @column step      training step of the call
+-- @column launched  the call's end, ns
+-- @column graph     true for a graph launch (its kernels may be missing from the trace)
+-- @column corr      correlation id; null when `args` holds none that parses
+CREATE VIEW _launch_calls AS
+SELECT rank, step, ts + dur AS launched, contains(name, 'GraphLaunch') AS graph,
+       TRY_CAST(regexp_extract(args, '"correlation":\s*(-?[0-9]{1,18})', 1) AS BIGINT) AS corr
+FROM events
+WHERE kind = 'host' AND step IS NOT NULL
+  AND regexp_matches(name, '^(cuda|hip|cu)(LaunchKernel|LaunchCooperativeKernel|GraphLaunch|MemcpyAsync|MemsetAsync|ModuleLaunchKernel|ExtModuleLaunchKernel)')
+  AND contains(args, '"correlation"');
+
+-- The first start of the device ops (lanes gpu*) that carry each correlation id: where the
+-- launch calls of view _launch_calls began to run.
+-- @column rank         global rank
+-- @column corr         correlation id
+-- @column first_start  first start of its device ops, ns
+CREATE VIEW _launched_ops AS
+SELECT rank, TRY_CAST(regexp_extract(args, '"correlation":\s*(-?[0-9]{1,18})', 1) AS BIGINT) AS corr,
+       MIN(ts) AS first_start
+FROM events
+WHERE lane LIKE 'gpu%' AND contains(args, '"correlation"')
+GROUP BY ALL;
+
 -- Per rank and step: how long device work had been launched but not started (queued on the
 -- device), from the launch calls (`cudaLaunchKernel`, `cudaGraphLaunch`, `cudaMemcpyAsync`, ...,
 -- HIP's alike) and the device ops that carry their correlation id (Kineto's `correlation` in
@@ -300,20 +328,11 @@ HAVING SUM(p.self) > 0;
 -- @column pending_ns     union of the pending intervals within the step, ns
 -- @column p50_wait_ns    median time from a launch call's end to its first device op's start (recorded ones), ns
 CREATE VIEW launch_pending AS
-WITH calls AS (  -- launch calls with their id (only these rows pay for the regex on args)
-    SELECT rank, step, ts + dur AS launched,
-           TRY_CAST(regexp_extract(args, '"correlation":\s*(-?[0-9]{1,18})', 1) AS BIGINT) AS corr
-    FROM events
-    WHERE kind = 'host' AND step IS NOT NULL
-      AND regexp_matches(name, '^(cuda|hip|cu)(LaunchKernel|LaunchCooperativeKernel|GraphLaunch|MemcpyAsync|MemsetAsync|ModuleLaunchKernel|ExtModuleLaunchKernel)')
-      AND contains(args, '"correlation"')
+WITH calls AS (
+    SELECT rank, step, launched, corr FROM _launch_calls
 ),
-ops AS (  -- first start of the device ops of each id
-    SELECT rank, TRY_CAST(regexp_extract(args, '"correlation":\s*(-?[0-9]{1,18})', 1) AS BIGINT) AS corr,
-           MIN(ts) AS first_start
-    FROM events
-    WHERE lane LIKE 'gpu%' AND contains(args, '"correlation"')
-    GROUP BY ALL
+ops AS (
+    SELECT * FROM _launched_ops
 ),
 syncs AS (
     SELECT rank, ts, ts + dur AS sync_end FROM _host_calls WHERE is_sync

@@ -120,20 +120,11 @@ JOIN steps AS t ON t.rank = COALESCE(n.rank, s.rank) AND t.step = COALESCE(n.ste
 -- @column step        training step of the host-category segments
 -- @column pending_ns  pending launch time inside the step's host category, ns
 CREATE VIEW host_pending AS
-WITH calls AS (  -- launch calls with their correlation id (only these rows pay for the regex on args)
-    SELECT rank, step, ts + dur AS launched, contains(name, 'GraphLaunch') AS graph,
-           TRY_CAST(regexp_extract(args, '"correlation":\s*(-?[0-9]{1,18})', 1) AS BIGINT) AS corr
-    FROM events
-    WHERE kind = 'host' AND step IS NOT NULL
-      AND regexp_matches(name, '^(cuda|hip|cu)(LaunchKernel|LaunchCooperativeKernel|GraphLaunch|MemcpyAsync|MemsetAsync|ModuleLaunchKernel|ExtModuleLaunchKernel)')
-      AND contains(args, '"correlation"')
+WITH calls AS (
+    SELECT * FROM _launch_calls
 ),
-device_ops AS (  -- first start of the device ops of each id
-    SELECT rank, TRY_CAST(regexp_extract(args, '"correlation":\s*(-?[0-9]{1,18})', 1) AS BIGINT) AS corr,
-           MIN(ts) AS first_start
-    FROM events
-    WHERE lane LIKE 'gpu%' AND contains(args, '"correlation"')
-    GROUP BY ALL
+device_ops AS (
+    SELECT * FROM _launched_ops
 ),
 waited AS (  -- the earliest end of the blocking calls that start after each launch
     SELECT * FROM (

@@ -62,7 +62,7 @@ WITH matchable AS (
     WHERE kind = 'collective' AND coll_op IS NOT NULL AND coll_group IS NOT NULL AND coll_seq IS NOT NULL
 ),
 pairs AS (  -- each (op, group) numbered: the instances are then keyed by two numbers, not strings
-    SELECT coll_op, coll_group, row_number() OVER () AS pair
+    SELECT coll_op, coll_group, row_number() OVER (ORDER BY coll_op, coll_group) AS pair
     FROM (SELECT DISTINCT coll_op, coll_group FROM matchable)
 ),
 arrivals AS (  -- one arrival per rank and instance (its first event of the instance)
