@@ -167,7 +167,7 @@ def create_view(con: duckdb.DuckDBPyConnection, view: ViewDef) -> None:
         try:
             con.execute(_CREATE.sub(r"CREATE VIEW \1 WITH (DEFER_BINDING) AS", view.sql.lstrip(), count=1))
             return
-        except duckdb.ParserException:
+        except (duckdb.ParserException, duckdb.NotImplementedException):  # DuckDB before 2.0
             _DEFERRED["supported"] = False
     con.execute(view.sql)
 

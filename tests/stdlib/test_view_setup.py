@@ -49,3 +49,34 @@ def test_opening_a_run_binds_no_stdlib_view_and_a_query_binds_what_it_reads(tmp_
         bound_now = run.sql("SELECT rank, step, compute FROM step_breakdown_bound ORDER BY rank, step")
     assert len(deferred) == 8 and deferred.equals(bound_now)
     assert (deferred["compute"] > 0).all()
+
+
+
+def test_a_duckdb_without_deferred_binding_gets_bound_views(tmp_path, monkeypatch):
+    """DuckDB 1.x refuses `WITH (DEFER_BINDING)` (a parser or a "not implemented" error): the
+    views are then created bound, and a run opens and reads the same rows."""
+    import types
+
+    import duckdb
+
+    from trnprof import stdlib
+
+    class OldDuckDB:
+        def __init__(self, con):
+            self.con = con
+
+        def execute(self, sql, *args):
+            if "DEFER_BINDING" in sql:
+                raise duckdb.NotImplementedException("Not implemented Error: VIEW options")
+            return self.con.execute(sql, *args)
+
+    run_dir = _run(tmp_path)
+    with open_run(run_dir) as run:
+        expected = run.sql("SELECT rank, step, compute FROM step_breakdown ORDER BY rank, step")
+    monkeypatch.setitem(stdlib._DEFERRED, "supported", True)
+    con = duckdb.connect()
+    stdlib.create_view(OldDuckDB(con), types.SimpleNamespace(sql="CREATE VIEW answer AS SELECT 42 AS x"))
+    assert stdlib._DEFERRED["supported"] is False and con.execute("SELECT x FROM answer").fetchone() == (42,)
+    with open_run(run_dir) as run:
+        assert _bound(run)["step_breakdown"]  # created bound
+        assert run.sql("SELECT rank, step, compute FROM step_breakdown ORDER BY rank, step").equals(expected)
