@@ -51,7 +51,6 @@ def test_opening_a_run_binds_no_stdlib_view_and_a_query_binds_what_it_reads(tmp_
     assert (deferred["compute"] > 0).all()
 
 
-
 def test_a_duckdb_without_deferred_binding_gets_bound_views(tmp_path, monkeypatch):
     """DuckDB 1.x refuses `WITH (DEFER_BINDING)` (a parser or a "not implemented" error): the
     views are then created bound, and a run opens and reads the same rows."""
