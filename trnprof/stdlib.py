@@ -42,6 +42,18 @@ class ViewDef:
         return not self.name.startswith("_")
 
 
+def _code(line: str) -> str:
+    """The line without its trailing `--` comment (a `--` inside a string literal is kept): a
+    semicolon in a comment does not end a view."""
+    quoted = False
+    for i, char in enumerate(line):
+        if char == "'":
+            quoted = not quoted
+        elif not quoted and line.startswith("--", i):
+            return line[:i]
+    return line
+
+
 def parse_module(module: str, text: str) -> list[ViewDef]:
     """The views of one module, with the docs of their comment blocks."""
     views, doc_lines, columns = [], [], {}
@@ -63,7 +75,7 @@ def parse_module(module: str, text: str) -> list[ViewDef]:
             body = []
             while i < len(lines):
                 body.append(lines[i])
-                if lines[i].rstrip().endswith(";"):
+                if _code(lines[i]).rstrip().endswith(";"):
                     break
                 i += 1
             views.append(

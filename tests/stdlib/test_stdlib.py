@@ -27,6 +27,14 @@ def test_parser_keeps_docs_with_their_view():
     assert [(v.name, v.doc, v.columns) for v in views] == [("a", "about a", {"x": "the x"}), ("b", "about b", {})]
 
 
+def test_a_semicolon_in_a_comment_does_not_end_the_view():
+    views = parse_module(
+        "m", "-- about a\nCREATE VIEW a AS\nWITH t AS (  -- one row; then\n    SELECT '--;' AS x\n)\nSELECT x FROM t;\n"
+    )
+    assert [v.name for v in views] == ["a"] and views[0].sql.endswith("SELECT x FROM t")
+    assert "SELECT '--;' AS x" in views[0].sql
+
+
 def _step(rank, step, ts, dur):
     return {"rank": rank, "ts": ts, "dur": dur, "kind": "step", "name": "step", "lane": "host/main", "step": step}
 

@@ -8,6 +8,9 @@ run on Spark but mean something else, each named after what it keeps equal
   Spark's approximate percentile; DuckDB's is exact and interpolated, as Spark's `percentile`.
 - `PERCENTILE_DISC(q) WITHIN GROUP (ORDER BY x)`: kept as written (Spark's is exact too).
 - one-argument `log(x)`: base 10 in DuckDB, natural in Spark.
+- `list_extract(l, i)` and `l[i]` with a computed index: sqlglot keeps the index as written,
+  which Spark reads 0-based; Spark's `try_element_at` is 1-based, as DuckDB's lists (its place
+  cast to INT, the only type Spark takes).
 - `regexp_replace(s, p, r, 'g')`: the `'g'` option is dropped by sqlglot (Spark always replaces
   every match) and `\\1` back references become Spark's `$1`. Without `'g'` DuckDB replaces
   only the first match, which Spark cannot: refused with a one-line error.
@@ -76,7 +79,25 @@ def _regexp_replace(node: exp.Expression) -> exp.Expression:
     )
 
 
-_REWRITES = (_percentile, _log10, _regexp_replace)
+_LIST_EXTRACT = {"list_extract", "list_element", "array_extract"}
+
+
+def _list_element(node: exp.Expression) -> exp.Expression:
+    """A list element at a computed place stays 1-based: `list_extract(l, i)` and `l[i]` with an
+    index sqlglot cannot shift (not a literal) as Spark's `try_element_at(l, i)`."""
+    if isinstance(node, exp.Anonymous) and node.name.lower() in _LIST_EXTRACT and len(node.expressions) == 2:
+        items, index = node.expressions
+    elif isinstance(node, exp.Bracket) and len(node.expressions) == 1 and not node.expressions[0].is_number:
+        if node.expressions[0].is_string:  # a struct field or map key by name: sqlglot's output is right
+            return node
+        items, index = node.this, node.expressions[0]
+    else:
+        return node
+    place = exp.cast(index.copy(), exp.DataType.build("int"))  # Spark takes no BIGINT place
+    return exp.Anonymous(this="TRY_ELEMENT_AT", expressions=[items.copy(), place])
+
+
+_REWRITES = (_percentile, _log10, _regexp_replace, _list_element)
 
 
 def _bind(tree: exp.Expression, params) -> exp.Expression:

@@ -71,29 +71,26 @@ arrivals AS (  -- one arrival per rank and instance (its first event of the inst
     JOIN pairs AS p ON p.coll_op = e.coll_op AND p.coll_group = e.coll_group
     GROUP BY e.rank, p.pair, e.coll_seq
 ),
-ranked AS (  -- pos: place in the instance's arrival order; the others' median sits at q1, q2 of the n - 1 others
-    SELECT *, n // 2 AS q1, (n - 1) // 2 + 1 AS q2
-    FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY pair, coll_seq ORDER BY ts, rank) AS pos,
-                 COUNT(*) OVER (PARTITION BY pair, coll_seq) AS n,
-                 MAX(ts) OVER (PARTITION BY pair, coll_seq) AS last_ts
-          FROM arrivals)
-),
-medians AS (  -- per instance, the arrivals at the places the others' median can take: with the
-              -- rank at pos removed, the others' q-th arrival is the q-th of all before pos, else the
-              -- next one (one row per instance: no join of each arrival with its instance's others)
-    SELECT pair, coll_seq,
-           MAX(ts) FILTER (WHERE pos = q1) AS at_q1, MAX(ts) FILTER (WHERE pos = q1 + 1) AS after_q1,
-           MAX(ts) FILTER (WHERE pos = q2) AS at_q2, MAX(ts) FILTER (WHERE pos = q2 + 1) AS after_q2
-    FROM ranked
+instances AS (  -- each instance two ranks or more reached: its arrivals in order and the last one,
+                -- the median of the n - 1 other arrivals of a rank sits at their places q1 and q2
+    SELECT pair, coll_seq, last_ts, n // 2 AS q1, (n - 1) // 2 + 1 AS q2, arrived
+    FROM (SELECT pair, coll_seq, COUNT(*) AS n, MAX(ts) AS last_ts, list_sort(list(ts)) AS arrived
+          FROM arrivals GROUP BY pair, coll_seq)
     WHERE n > 1
-    GROUP BY pair, coll_seq
+),
+medians AS (  -- with one arrival at ts taken out, the q-th of the others is the q-th of all where
+              -- that is earlier than ts, else the next one (equal times alike: no order of ranks needed)
+    SELECT pair, coll_seq, last_ts,
+           list_extract(arrived, q1) AS at_q1, list_extract(arrived, q1 + 1) AS after_q1,
+           list_extract(arrived, q2) AS at_q2, list_extract(arrived, q2 + 1) AS after_q2
+    FROM instances
 ),
 skew AS (
     SELECT a.rank, a.step,
-           CAST((a.ts - CASE WHEN a.q1 < a.pos THEN m.at_q1 ELSE m.after_q1 END)
-                + (a.ts - CASE WHEN a.q2 < a.pos THEN m.at_q2 ELSE m.after_q2 END) AS DOUBLE) / 2 AS late_ns,
-           LEAST(a.last_ts, a.end_ts) - a.ts AS waited_ns
-    FROM ranked AS a
+           CAST((a.ts - CASE WHEN m.at_q1 < a.ts THEN m.at_q1 ELSE m.after_q1 END)
+                + (a.ts - CASE WHEN m.at_q2 < a.ts THEN m.at_q2 ELSE m.after_q2 END) AS DOUBLE) / 2 AS late_ns,
+           LEAST(m.last_ts, a.end_ts) - a.ts AS waited_ns
+    FROM arrivals AS a
     JOIN medians AS m ON m.pair = a.pair AND m.coll_seq = a.coll_seq
 ),
 transfers AS (  -- pipeline transfers: one send and one receive of a group and sequence number
