@@ -15,7 +15,9 @@ from trnprof.collectors.trn1 import load_config, simulate
 
 # two cores and tiny runs: few shuffle partitions keep each query fast
 SPARK_TEST_MASTER = "local[2]"
-SPARK_TEST_CONF = {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "1g"}
+# 2 GB of driver heap: at 1 GB the views' tasks of the equality tests already spill and, late in
+# the whole suite, one ran the heap out (OutOfMemoryError in the next module's first read)
+SPARK_TEST_CONF = {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "2g"}
 RELATIVE = 1e-9
 # A multi-node run: four pipeline stages on four trn1 nodes, node 2's links 8x slow (p2p sends
 # and collectives over EFA, as in the detection table's slow_link case), 8 ranks.
