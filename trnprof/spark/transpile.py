@@ -8,9 +8,10 @@ run on Spark but mean something else, each named after what it keeps equal
   Spark's approximate percentile; DuckDB's is exact and interpolated, as Spark's `percentile`.
 - `PERCENTILE_DISC(q) WITHIN GROUP (ORDER BY x)`: kept as written (Spark's is exact too).
 - one-argument `log(x)`: base 10 in DuckDB, natural in Spark.
-- `list_extract(l, i)` and `l[i]` with a computed index: sqlglot keeps the index as written,
-  which Spark reads 0-based; Spark's `try_element_at` is 1-based, as DuckDB's lists (its place
-  cast to INT, the only type Spark takes).
+- `list_extract(l, i)`: sqlglot passes it through, a function Spark does not have; Spark's
+  `try_element_at` is 1-based, as DuckDB's lists (its place cast to INT, the only type Spark
+  takes). Stdlib views read list elements with `list_extract`: sqlglot shifts `l[i]` only when
+  `i` is a literal.
 - `regexp_replace(s, p, r, 'g')`: the `'g'` option is dropped by sqlglot (Spark always replaces
   every match) and `\\1` back references become Spark's `$1`. Without `'g'` DuckDB replaces
   only the first match, which Spark cannot: refused with a one-line error.
@@ -79,20 +80,15 @@ def _regexp_replace(node: exp.Expression) -> exp.Expression:
     )
 
 
-_LIST_EXTRACT = {"list_extract", "list_element", "array_extract"}
+_LIST_EXTRACT = {"list_extract", "list_element"}
 
 
 def _list_element(node: exp.Expression) -> exp.Expression:
-    """A list element at a computed place stays 1-based: `list_extract(l, i)` and `l[i]` with an
-    index sqlglot cannot shift (not a literal) as Spark's `try_element_at(l, i)`."""
-    if isinstance(node, exp.Anonymous) and node.name.lower() in _LIST_EXTRACT and len(node.expressions) == 2:
-        items, index = node.expressions
-    elif isinstance(node, exp.Bracket) and len(node.expressions) == 1 and not node.expressions[0].is_number:
-        if node.expressions[0].is_string:  # a struct field or map key by name: sqlglot's output is right
-            return node
-        items, index = node.this, node.expressions[0]
-    else:
+    """`list_extract(l, i)` stays 1-based on Spark: `try_element_at(l, i)`. (`l[i]` is left to
+    sqlglot, which shifts a literal place; with no types it cannot tell a list from a map.)"""
+    if not (isinstance(node, exp.Anonymous) and node.name.lower() in _LIST_EXTRACT and len(node.expressions) == 2):
         return node
+    items, index = node.expressions
     place = exp.cast(index.copy(), exp.DataType.build("int"))  # Spark takes no BIGINT place
     return exp.Anonymous(this="TRY_ELEMENT_AT", expressions=[items.copy(), place])
 
