@@ -63,7 +63,8 @@ WITH matchable AS (
 ),
 pairs AS (  -- each (op, group) numbered: the instances are then keyed by two numbers, not strings
     SELECT coll_op, coll_group, row_number() OVER (ORDER BY coll_op, coll_group) AS pair
-    FROM (SELECT DISTINCT coll_op, coll_group FROM matchable)
+    FROM (SELECT DISTINCT coll_op, coll_group FROM events  -- not from matchable: read twice, it would be kept whole
+          WHERE kind = 'collective' AND coll_op IS NOT NULL AND coll_group IS NOT NULL AND coll_seq IS NOT NULL)
 ),
 arrivals AS (  -- one arrival per rank and instance (its first event of the instance)
     SELECT e.rank, p.pair, e.coll_seq, MIN(e.step) AS step, MIN(e.ts) AS ts, MAX(e.ts + e.dur) AS end_ts
@@ -71,19 +72,24 @@ arrivals AS (  -- one arrival per rank and instance (its first event of the inst
     JOIN pairs AS p ON p.coll_op = e.coll_op AND p.coll_group = e.coll_group
     GROUP BY e.rank, p.pair, e.coll_seq
 ),
-instances AS (  -- each instance two ranks or more reached: its arrivals in order and the last one,
-                -- the median of the n - 1 other arrivals of a rank sits at their places q1 and q2
-    SELECT pair, coll_seq, last_ts, n // 2 AS q1, (n - 1) // 2 + 1 AS q2, arrived
-    FROM (SELECT pair, coll_seq, COUNT(*) AS n, MAX(ts) AS last_ts, list_sort(list(ts)) AS arrived
-          FROM arrivals GROUP BY pair, coll_seq)
-    WHERE n > 1
+ranked AS (  -- each arrival's place in its instance's arrival order, and how many the instance has
+    SELECT pair, coll_seq, ts, row_number() OVER (PARTITION BY pair, coll_seq ORDER BY ts) AS place,
+           COUNT(*) OVER (PARTITION BY pair, coll_seq ORDER BY ts  -- the same order: one sort for both
+                          ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n
+    FROM arrivals
 ),
-medians AS (  -- with one arrival at ts taken out, the q-th of the others is the q-th of all where
-              -- that is earlier than ts, else the next one (equal times alike: no order of ranks needed)
-    SELECT pair, coll_seq, last_ts,
-           list_extract(arrived, q1) AS at_q1, list_extract(arrived, q1 + 1) AS after_q1,
-           list_extract(arrived, q2) AS at_q2, list_extract(arrived, q2 + 1) AS after_q2
-    FROM instances
+medians AS (  -- each instance two ranks or more reached: the median of the n - 1 other arrivals of a
+              -- rank sits at their places q1 = n // 2 and q2 = (n - 1) // 2 + 1; with one arrival at
+              -- ts taken out, the q-th of the others is the q-th of all where that is earlier than
+              -- ts, else the next one (equal times alike: no order of ranks needed). Only the places
+              -- q1 to q2 + 1 and the last are read: no list of every arrival is built
+    SELECT pair, coll_seq, MAX(ts) AS last_ts,
+           MAX(ts) FILTER (WHERE place = n // 2) AS at_q1, MAX(ts) FILTER (WHERE place = n // 2 + 1) AS after_q1,
+           MAX(ts) FILTER (WHERE place = (n - 1) // 2 + 1) AS at_q2,
+           MAX(ts) FILTER (WHERE place = (n - 1) // 2 + 2) AS after_q2
+    FROM ranked
+    WHERE n > 1 AND (place BETWEEN n // 2 AND n // 2 + 2 OR place = n)
+    GROUP BY pair, coll_seq
 ),
 skew AS (
     SELECT a.rank, a.step,
