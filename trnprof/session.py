@@ -156,6 +156,18 @@ def table_source(con: duckdb.DuckDBPyConnection, table: str, schema: str = "main
     return table_select(con, attached.run_dir, table, files), [str(path) for path in files]
 
 
+def stored_source(con: duckdb.DuckDBPyConnection, view: str, schema: str = "main") -> tuple[str, list[str]] | None:
+    """The SELECT that reads the stored view `view` from its (verified) Parquet files, and those
+    files, or None when it is not stored: for a connection that reads it in place (the rule sandbox)."""
+    attached = _session(con).runs[schema]
+    pattern = attached.store.files(view) if view in attached.stored else None
+    if pattern is None:
+        return None
+    files = sorted(str(path) for path in Path(pattern).parent.glob("*.parquet"))
+    listed = ", ".join(sql_string(path) for path in files)
+    return (f"SELECT * FROM read_parquet([{listed}])", files) if files else None
+
+
 def is_stored(con: duckdb.DuckDBPyConnection, view: str, schema: str = "main") -> bool:
     """Whether `view` of `schema` is stored (computed in this session or an earlier one)."""
     attached = _session(con).runs.get(schema)

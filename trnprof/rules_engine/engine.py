@@ -74,20 +74,34 @@ def collect_tables(run: Run, names: set[str]) -> dict:
 
 
 def open_sandbox(run: Run, names: set[str], *, threads: int | None, memory_limit: str | int):
-    """Where the rules run: DuckDB's sandbox holding `names`, or the run's own Spark session."""
+    """Where the rules run: DuckDB's sandbox holding `names`, or the run's own Spark session.
+    The stored views the rules read (and a large run's events) are read in place from their
+    files; the rest is copied in."""
     if run.engine == "spark":
         from .spark_sandbox import SparkSandbox  # the optional extra: sqlglot and pyspark load only here
 
         return SparkSandbox(run, names, cache=_to_materialise(names))
+    run.materialize(_to_materialise(names))
     small = _small(run)
-    in_place = set() if small else names & READ_IN_PLACE
+    in_place = {}
+    for name in sorted(names):
+        source = _source(run, name, small)
+        if source is not None:
+            in_place[name] = source
     return Sandbox(
-        collect_tables(run, names - in_place),
+        collect_tables(run, names - set(in_place)),
         threads=threads,
         memory_limit=memory_limit,
         in_memory=small,
-        in_place={name: session.table_source(run.con, name) for name in sorted(in_place)},
+        in_place=in_place,
     )
+
+
+def _source(run: Run, name: str, small: bool) -> tuple[str, list[str]] | None:
+    """How the sandbox reads `name` from the run's files, or None to copy it in."""
+    if name in READ_IN_PLACE:
+        return None if small else session.table_source(run.con, name)
+    return session.stored_source(run.con, name)
 
 
 def _small(run: Run) -> bool:

@@ -14,10 +14,10 @@ Ctrl-C, the waiting thread interrupts DuckDB (`connection.interrupt()`) and the 
 copy: the views it reads are computed first, then the session is locked the same way (`lock_down`),
 DuckDB being allowed to read only the run's table files and its stored views (the files the
 session's views read; `allowed_directories`/`allowed_paths`), then the query runs with `select`.
-Memory: the tables live in a database file in the sandbox's private temporary folder, so DuckDB
-reads them through its buffer pool instead of holding them (a small run's, `in_memory`, in memory)
-(an in-memory copy of `collectives`,
-8M rows at 1,024 ranks x 30 steps, peaked at 3.4 GB of RSS while it was made). The sandbox has a
+Memory: the engine has the sandbox read the stored views and a large run's events in place
+(`in_place`: views over their Parquet files, the only files it may read); the tables copied in
+live in a database file in the sandbox's private temporary folder, so DuckDB reads them
+through its buffer pool instead of holding them (a small run's, `in_memory`, in memory). The sandbox has a
 memory limit (default 2 GB, `--memory-limit`), the same folder for what DuckDB spills (removed on
 close, capped at twice the limit) and a cap on the rows and the bytes a rule may return
 (`fetch.py`: the result is fetched a vector at a time, so a huge result fails the rule before it
