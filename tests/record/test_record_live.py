@@ -143,4 +143,5 @@ def test_two_processes_with_the_same_rank_keep_both_traces_apart(tmp_path):
     assert "captured 1 trace(s)" in result.stdout
     assert "same RANK (rank 0)" in result.stderr and traces[1] in result.stderr
     with open_run(tmp_path / "run") as run:
-        assert run.sql("SELECT COUNT(*) AS n FROM steps")["n"][0] == 3  # one process's window, not both mixed
+        # one process's window, not both mixed (recorded_steps: under load an edge step may be partial)
+        assert run.sql("SELECT COUNT(*) AS n FROM recorded_steps")["n"][0] == 3

@@ -6,14 +6,15 @@ import json
 import os
 import shutil
 import stat
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+import trnprof
 from trnprof import atomic, open_run
-from trnprof.cli import main
 from trnprof.collectors.synthetic import synthetic_run
 from trnprof.runstore import mark_owner
 
@@ -67,22 +68,46 @@ def test_a_failed_write_leaves_no_temporary_file_and_names_the_target(tmp_path, 
 
 
 def _cli(*args) -> tuple[int, str]:
+    from trnprof.cli import main  # in a child, the installed copy's (`_as_user`)
+
     result = CliRunner().invoke(main, [str(a) for a in args])
     return result.exit_code, result.output
 
 
-def _as_user(uid: int, work) -> list:
-    """`work()` in a forked child as `uid` (group GROUP, umask 002): its JSON-able result."""
+def _installed_copy() -> Path:
+    """The trnprof package copied where every user can read it, as a system-wide install is: the
+    checkout may sit in a folder other users cannot enter (a 0700 `mktemp -d`), and trnprof
+    reads its rule packs, SQL and templates from its package folder while it runs."""
+    root = Path(tempfile.mkdtemp(prefix="trnprof-install-"))
+    shutil.copytree(Path(trnprof.__file__).parent, root / "trnprof", ignore=shutil.ignore_patterns("__pycache__"))
+    for path in [root, *root.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    return root
+
+
+def _home_of(uid: int) -> Path:
+    """A home folder of `uid`'s own (its cache folder, its cache secret)."""
+    home = Path(tempfile.mkdtemp(prefix=f"trnprof-home-{uid}-"))
+    os.chown(home, uid, GROUP)
+    return home
+
+
+def _as_user(uid: int, work, installed: Path, home: Path) -> list:
+    """`work()` in a forked child as `uid` (group GROUP, umask 002, its own `home`), trnprof
+    imported afresh from `installed`: its JSON-able result."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: no pytest machinery from here on
         os.close(read)
         try:
+            for name in [m for m in sys.modules if m == "trnprof" or m.startswith("trnprof.")]:
+                del sys.modules[name]
+            sys.path.insert(0, str(installed))
             os.setgroups([GROUP])
             os.setgid(GROUP)
             os.setuid(uid)
             os.umask(0o002)
-            os.environ["HOME"] = tempfile.gettempdir()
+            os.environ["HOME"] = str(home)
             result = work()
         except BaseException as exc:  # noqa: BLE001 - reported to the parent
             result = [(-1, f"{type(exc).__name__}: {exc}")]
@@ -99,6 +124,8 @@ def test_a_group_writable_share_works_for_two_users(cli):
     if os.geteuid() != 0:
         pytest.fail("this test switches between two uids: run it as root (CI does)")
     share = Path(tempfile.mkdtemp(prefix="trnprof-share-"))
+    installed = _installed_copy()
+    homes = {uid: _home_of(uid) for uid in (USER_A, USER_B)}
     try:
         os.chmod(share, 0o755)
         os.chown(share, 0, GROUP)
@@ -110,10 +137,12 @@ def test_a_group_writable_share_works_for_two_users(cli):
         run = share / "run"
 
         def user_a():
+            from trnprof.collectors.synthetic import synthetic_run
+
             synthetic_run(run, ranks=4, steps=3, ops_per_step=10, seed=1)
             return [_cli("analyze", run, "--format", "json")]
 
-        a = _as_user(USER_A, user_a)
+        a = _as_user(USER_A, user_a, installed, homes[USER_A])
         b = _as_user(
             USER_B,
             lambda: [
@@ -121,6 +150,8 @@ def test_a_group_writable_share_works_for_two_users(cli):
                 _cli("report", run, "-o", share / "b.html"),
                 _cli("info", run),
             ],
+            installed,
+            homes[USER_B],
         )
         assert [code for code, _ in a + b] == [0, 0, 0, 0], a + b
         assert json.loads(a[0][1])["findings"] == json.loads(b[0][1])["findings"]
@@ -130,6 +161,8 @@ def test_a_group_writable_share_works_for_two_users(cli):
         assert {p.stat().st_uid for p in made} == {USER_A, USER_B}
     finally:
         shutil.rmtree(share, ignore_errors=True)
+        for folder in (installed, *homes.values()):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.mark.parametrize("mask", [0o002, 0o027])
