@@ -175,22 +175,25 @@ def test_files_written_before_a_nullable_column_existed_read_it_as_null(tmp_path
     assert row["ts"] == 0 and bool(row["missing"])
 
 
-def _stepped_events(per_step: int, steps: int) -> list[dict]:
-    """Events of two ranks, in step order, `per_step` a step, then a few outside any step."""
+def _stepped_events(per_step: int, steps: int, ranks=(0, 1)) -> list[dict]:
+    """Events of `ranks`, in step order, `per_step` a step, then a few outside any step."""
     out = [
         {**EVENT, "rank": rank, "step": step, "ts": (step * per_step + i) * 10, "name": f"op{i % 7}"}
-        for rank in (0, 1)
+        for rank in ranks
         for step in range(steps)
         for i in range(per_step)
     ]
-    return out + [{**EVENT, "rank": 0, "ts": 10**9 + i} for i in range(3)]
+    return out + [{**EVENT, "rank": ranks[0], "ts": 10**9 + i} for i in range(3)]
 
 
-def test_events_are_cut_into_row_groups_where_the_step_changes(tmp_path):
-    """A reader of some steps skips the other steps' row groups by the step column's statistics."""
+@pytest.mark.parametrize("ranks", [(0, 1), (0,)], ids=["two ranks", "one rank (a trace)"])
+def test_events_are_cut_into_row_groups_where_the_step_changes(tmp_path, ranks):
+    """A reader of some steps skips the other steps' row groups by the step column's statistics;
+    rows of one rank (one trace) are written by their own path, to the same layout."""
     per_step = STEP_GROUP_ROWS + 100
-    run = write_inline_run(tmp_path / "r", _stepped_events(per_step, 3))
-    for rank in (0, 1):
+    run = write_inline_run(tmp_path / "r", _stepped_events(per_step, 3, ranks))
+    assert sorted(p.name for p in (run / "events").iterdir()) == [f"rank={rank}" for rank in ranks]
+    for rank in ranks:
         meta = pq.ParquetFile(next((run / "events" / f"rank={rank}").glob("*.parquet"))).metadata
         step = meta.schema.to_arrow_schema().get_field_index("step")
         ranges = [
@@ -200,10 +203,12 @@ def test_events_are_cut_into_row_groups_where_the_step_changes(tmp_path):
         ]
         assert ranges == [(0, 0), (1, 1), (2, 2)]
     stored = pq.read_table(next((run / "events" / "rank=0").glob("*.parquet")))  # the rows in their order
-    written = pd.DataFrame([e for e in _stepped_events(per_step, 3) if e["rank"] == 0])
+    written = pd.DataFrame([e for e in _stepped_events(per_step, 3, ranks) if e["rank"] == 0])
     assert stored["ts"].to_pylist() == written["ts"].tolist()
+    assert "rank" not in stored.column_names  # the folder's name holds it
     with open_run(run) as opened:
-        assert opened.sql("SELECT COUNT(*) AS n FROM events WHERE step = 1")["n"][0] == 2 * per_step
+        assert opened.sql("SELECT COUNT(*) AS n FROM events WHERE step = 1")["n"][0] == len(ranks) * per_step
+        assert opened.sql("SELECT DISTINCT rank FROM events ORDER BY rank")["rank"].tolist() == list(ranks)
 
 
 def test_small_steps_share_a_row_group_until_it_holds_enough_rows():
