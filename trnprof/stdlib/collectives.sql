@@ -1,3 +1,5 @@
+-- @requires ops
+
 -- One row per collective instance, matched across ranks by group, sequence number and op.
 -- Collective events without a sequence number cannot be matched and stay one row per event.
 -- Bandwidths follow nccl-tests: algbw = bytes / transfer time; busbw = algbw x bus factor,
@@ -21,9 +23,10 @@
 -- @column bus_factor     bus-bandwidth factor for the op and group size; null when the size is unknown
 -- @column busbw          bus bandwidth, bytes/s; null when bus_factor is
 CREATE VIEW collectives AS
-WITH names AS (  -- the collective events' names, numbered in sort order: MIN of the number is MIN(name)
+WITH names AS (  -- the collective events' names, numbered in sort order: MIN of the number is MIN(name);
+                -- read from view _op_stats (a row per rank, step and op): not a second read of the events
     SELECT name, row_number() OVER (ORDER BY name) AS name_id
-    FROM (SELECT DISTINCT name FROM events WHERE kind IN ('collective', 'p2p') AND name IS NOT NULL)
+    FROM (SELECT DISTINCT name FROM _op_stats WHERE kind IN ('collective', 'p2p') AND name IS NOT NULL)
 ),
 numbered AS (  -- one instance per group, every aggregate a number: no string per instance in the
                -- hash table (the 30-step 1,024-rank run's 8M instances spilled with MIN(name))
