@@ -354,11 +354,12 @@ def _materialize(con, run: AttachedRun, names, *, memory_limit: str, progress: b
         return
     local = local_views()
     batched = [n for n in todo if n in local]
-    if set(batched) & sweeping(local):  # the pass reads every file anyway: compute every local view
-        batched = to_store(local, run.stored)
     whole = [n for n in todo if n not in local]
     sizes = run.rank_bytes()
     batches = rank_batches(sizes, max(1, int(parse_bytes(memory_limit) * BATCH_SHARE))) if batched else []
+    if len(batches) > 1 and set(batched) & sweeping(local):
+        # a pass over several batches reads every file again: compute every local view in this one
+        batched = to_store(local, run.stored)
     steps = len(batches) + len(whole)
     bar = None
     if progress and len(batches) > 1:

@@ -9,6 +9,7 @@ from tests.conftest import write_inline_run
 from trnprof import batches, open_run
 from trnprof.collectors.ingest import ingest
 from trnprof.collectors.trn1 import load_config, simulate
+from trnprof.session import is_stored
 from trnprof.stdlib import dependencies
 
 SMALL = ["cluster.instance=trn1.32xlarge", "parallel.tp=2", "batch.global=64", "batch.micro=2", "run.steps=3"]
@@ -135,6 +136,24 @@ def test_the_sweep_is_kept_once_per_batch_for_both_of_its_readers(trn1_run, monk
     monkeypatch.setattr(batches, "_keep_as_table", lambda con, name: (kept.append(name), original(con, name))[1])
     monkeypatch.setenv("TRNPROF_CACHE", "off")
     with open_run(trn1_run) as run:
-        run.sql("SELECT COUNT(*) FROM step_breakdown")
+        run.sql("SELECT (SELECT COUNT(*) FROM step_breakdown) + (SELECT COUNT(*) FROM host_self_time)")
     assert kept.count("_swept") == 1  # one batch at the default budget
     assert kept.index("_swept") < min(kept.index("step_breakdown"), kept.index("host_self_time"))
+
+
+@pytest.mark.parametrize("share, every_local_view", [(1e6, False), (1e-12, True)])
+def test_a_pass_over_several_batches_stores_every_local_view_one_batch_what_was_asked(
+    trn1_run, monkeypatch, share, every_local_view
+):
+    """A pass over several batches reads every file again: it stores every rank-local view while
+    it is there. A run of one batch (a trace) stores what the query reads: a view asked later
+    costs another pass over a few files, not a view computed for nothing now."""
+    monkeypatch.setenv("TRNPROF_CACHE", "off")
+    monkeypatch.setattr(batches, "BATCH_SHARE", share)
+    with open_run(trn1_run) as run:
+        run.sql("SELECT COUNT(*) FROM step_breakdown")
+        left = [name for name in batches.to_store(batches.local_views(), set()) if not is_stored(run.con, name)]
+    if every_local_view:
+        assert left == []
+    else:
+        assert "step_breakdown" not in left and "memory_peak" in left
