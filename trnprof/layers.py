@@ -101,6 +101,7 @@ LAYERS = (
             ("trnprof.device_tables", ""),
             ("trnprof.stdlib", "SQL views"),
             ("trnprof.stdlibdeps", "the tables each view reads, parsed once per installation"),
+            ("trnprof.sqlparse", "SQL read as text, on one locked parse-only connection a process"),
             ("trnprof.info", ""),
             ("trnprof.spark", "the Spark engine"),
             ("trnprof.critical_path", "dependency graph, critical path tables, replay"),

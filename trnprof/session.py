@@ -9,19 +9,17 @@ when the run folder can be written, so a later session of the same run reads the
 from __future__ import annotations
 
 import functools
-import json
 import os
 import re
 import shutil
 import tempfile
-import threading
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
-from . import batches, device_tables, progress
+from . import batches, device_tables, progress, sqlparse
 from .derived import Store, data_files
 from .errors import TrnprofError, first_line
 from .schema import TABLE_COLUMNS
@@ -213,31 +211,12 @@ def _preparable() -> frozenset[str]:
     return frozenset(view.name.lower() for view in load_views()) | {name.lower() for name in _critical_path_tables()}
 
 
-_PARSING = threading.Lock()
-
-
-@functools.cache
-def _parser() -> duckdb.DuckDBPyConnection:
-    """An empty connection that only parses: no files, no extensions."""
-    return duckdb.connect(
-        ":memory:",
-        config={
-            "enable_external_access": False,
-            "autoload_known_extensions": False,
-            "autoinstall_known_extensions": False,
-            "lock_configuration": True,
-        },
-    )
-
-
 def tables_read(query: str) -> set[tuple[str | None, str]]:
     """(schema or None, name) of every table `query` names (CTE names included), from DuckDB's
     own parse tree: any alias, case, join or nesting. Empty when it does not parse (running it
     reports the error). `duckdb.get_table_names` binds, so it fails on a `USING` join over
     tables it does not know, and writes an aliased table as 'name AS alias'."""
-    with _PARSING:  # one call at a time on a connection (diff reads its runs in threads)
-        tree = json.loads(_parser().execute("SELECT json_serialize_sql(?::VARCHAR)", [query]).fetchone()[0])
-    found, todo = set(), [tree]
+    found, todo = set(), [sqlparse.syntax_tree(query)]
     while todo:
         node = todo.pop()
         if isinstance(node, list):

@@ -13,10 +13,11 @@ import pyarrow as pa
 import pytest
 
 from tests.rules.test_rules_loader import rule_dict, write_rule
+from trnprof import sqlparse
 from trnprof.errors import TrnprofError
 from trnprof.rules_engine.engine import analyze
 from trnprof.rules_engine.loader import RuleError, load_rule_file
-from trnprof.rules_engine.sandbox import MAX_RESULT_ROWS, Sandbox, SandboxError, parse_size, parser
+from trnprof.rules_engine.sandbox import MAX_RESULT_ROWS, Sandbox, SandboxError, parse_size
 
 URLS = [
     "SELECT * FROM 'http://example.invalid/x.parquet'",
@@ -43,6 +44,7 @@ def test_load_time_checks_never_use_duckdbs_default_connection(tmp_path, monkeyp
     def refuse(*args, **kwargs):
         raise AssertionError("the default connection (auto-install on) was used")
 
+    sqlparse._connection()  # the locked parse-only connection, opened before connecting is refused
     for name in ("extract_statements", "get_table_names", "sql", "execute", "connect"):
         monkeypatch.setattr(duckdb, name, refuse)
     rule = load_rule_file(write_rule(tmp_path, rule_dict()), "testpack")
@@ -51,16 +53,19 @@ def test_load_time_checks_never_use_duckdbs_default_connection(tmp_path, monkeyp
 
 def test_the_load_time_connection_is_locked():
     settings = dict(
-        parser()
+        sqlparse._connection()
         .execute(
             "SELECT name, value FROM duckdb_settings() WHERE name IN ('autoinstall_known_extensions', "
-            "'autoload_known_extensions', 'enable_external_access', 'lock_configuration')"
+            "'autoload_known_extensions', 'allow_community_extensions', 'python_enable_replacements', "
+            "'enable_external_access', 'lock_configuration')"
         )
         .fetchall()
     )
     assert settings == {
         "autoinstall_known_extensions": "false",
         "autoload_known_extensions": "false",
+        "allow_community_extensions": "false",
+        "python_enable_replacements": "false",
         "enable_external_access": "false",
         "lock_configuration": "true",
     }

@@ -8,7 +8,8 @@ import msgspec
 import pytest
 
 from tests.rules.test_rules_loader import rule_dict, write_rule
-from trnprof.rules_engine import loader, rulecache
+from trnprof import sqlparse
+from trnprof.rules_engine import rulecache
 from trnprof.rules_engine.loader import RuleError, builtin_dir, load_folder
 
 
@@ -20,10 +21,11 @@ def cache(tmp_path, monkeypatch):
 
 
 def _no_sql_parse(monkeypatch):
-    def refuse():
+    def refuse(sql):
         raise AssertionError("a rule's SQL was parsed again")
 
-    monkeypatch.setattr(loader, "parser", refuse)
+    monkeypatch.setattr(sqlparse, "statements", refuse)
+    monkeypatch.setattr(sqlparse, "table_names", refuse)
 
 
 def test_the_builtin_packs_parse_no_sql_the_second_time(cache, monkeypatch):

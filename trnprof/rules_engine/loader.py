@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import msgspec
 
-from trnprof import yamlio
+from trnprof import sqlparse, yamlio
 from trnprof.critical_path import scale
 from trnprof.errors import TrnprofError
 from trnprof.model import config as job_config
@@ -26,7 +26,6 @@ from trnprof.validation import dotted, explain
 from . import rulecache
 from .binding import bind_problem
 from .catalog import readable_tables, signal_names
-from .sandbox import parser
 from .spec import JOB_LIMITS, FixSpec, Param, Probe, RuleFile
 
 CODE = re.compile(r"^[A-Z]{2,3}[0-9]{3}$")
@@ -107,7 +106,7 @@ def _check_sql(path: Path, field: str, sql: str, checks: rulecache.Checks | None
     if checks is not None:
         return checks.tables(sql, lambda text: _check_sql(path, field, text))
     try:
-        statements = parser().extract_statements(sql)
+        statements = sqlparse.statements(sql)
     except duckdb.Error as exc:
         _fail(path, field, f"SQL does not parse: {str(exc).splitlines()[0]}", "fix the SQL syntax")
     if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
@@ -119,7 +118,7 @@ def _check_sql(path: Path, field: str, sql: str, checks: rulecache.Checks | None
         )
     try:
         # parameters stand in for values; the parser wants a value there to list the tables
-        tables = frozenset(parser().get_table_names(SQL_PARAM.sub("NULL", sql)))
+        tables = frozenset(sqlparse.table_names(SQL_PARAM.sub("NULL", sql)))
     except duckdb.PermissionException:
         _fail(
             path,
