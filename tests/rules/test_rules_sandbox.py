@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import time
 
 import duckdb
@@ -221,3 +223,76 @@ def test_a_failing_or_slow_rule_is_reported_and_the_others_run(tmp_path, sample_
     assert errors["testpack.forever"] == "timed out after 0.5 s"
     assert [f.name for f in document.findings] == ["testpack.ok"]
     assert time.perf_counter() - started < 30
+
+
+@pytest.fixture
+def two_workers():
+    box = Sandbox({"steps": pa.table({"rank": [0, 1], "step": [0, 0], "dur": [10, 20]})}, in_memory=True, workers=2)
+    yield box
+    box.close()
+
+
+def test_map_runs_items_at_once_and_keeps_their_order(two_workers):
+    together = threading.Barrier(2)
+
+    def work(query, k):
+        if k < 2:
+            together.wait(timeout=10)  # broken unless the first two run at the same time
+        return int(query("SELECT $k + SUM(dur) AS v FROM steps", {"k": k})["v"][0])
+
+    assert two_workers.map(work, list(range(8))) == [30 + k for k in range(8)]
+
+
+@pytest.mark.parametrize(
+    "sql", ["SELECT * FROM read_text('/etc/hostname')", "SELECT * FROM secret", "SET threads = 1", "DROP TABLE steps"]
+)
+def test_every_lock_holds_on_the_workers_connections(two_workers, sql):
+    secret = pa.table({"password": ["hunter2"]})  # noqa: F841 - what a replacement scan would find
+
+    def work(query, text):
+        try:
+            query(text)
+        except SandboxError as exc:
+            return str(exc)
+        return "ran"
+
+    refusals = two_workers.map(work, [sql, sql])
+    assert "ran" not in refusals
+    assert two_workers.query("SELECT COUNT(*) AS n FROM steps")["n"][0] == 2
+
+
+def test_ctrl_c_stops_every_running_item_and_the_sandbox_stays_usable(two_workers):
+    slow = "SELECT COUNT(*) FROM range(100000000000) AS a(x) WHERE x % 7 = 3"  # minutes, uninterrupted
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C even where SIGINT is ignored
+
+    def press_ctrl_c_once_both_run():
+        for _ in range(200):
+            if sum(t.name == "trnprof-sql" for t in threading.enumerate()) >= 2:
+                break
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=press_ctrl_c_once_both_run, daemon=True).start()
+    started = time.perf_counter()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            two_workers.map(lambda query, _: query(slow), [0, 1, 2, 3])
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert time.perf_counter() - started < 20
+    assert not any(t.name.startswith(("trnprof-sql", "trnprof-rules")) for t in threading.enumerate())
+    assert two_workers.query("SELECT COUNT(*) AS n FROM steps", timeout=5)["n"][0] == 2
+
+
+def test_rules_at_once_give_the_document_of_rules_one_at_a_time(sample_run, monkeypatch):
+    from trnprof.rules_engine import engine
+
+    def document():
+        found = msgspec.to_builtins(analyze(sample_run))
+        return {key: value for key, value in found.items() if key not in ("seconds", "rule_seconds")}
+
+    assert engine._rule_workers(True, None) > 1 or (os.cpu_count() or 1) == 1
+    at_once = document()
+    monkeypatch.setattr(engine, "RULE_WORKERS", 1)
+    assert document() == at_once
+    assert at_once["findings"]

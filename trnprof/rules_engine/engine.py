@@ -3,6 +3,7 @@ document (`document.Document`, the `--format json` contract)."""
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from .config import read_config
 from .document import SCHEMA, Document, NotEvaluated, RuleFailure
 from .loader import Rule, load_rules
 from .params import parse_assignments, resolve
-from .sandbox import DEFAULT_MEMORY_LIMIT, Sandbox, SandboxError, parse_size
+from .sandbox import DEFAULT_MEMORY_LIMIT, Query, Sandbox, SandboxError, parse_size
 from .selection import choose, split
 from .spec import ConfigFile, Probe
 
@@ -33,6 +34,8 @@ SMALL_RUN_BYTES = 64 * 2**20
 # the run's own tables that a larger run's sandbox reads from its files, not copied: a rule
 # reading the events scans what it needs of them (a copy is the whole run, a minute at 44M events)
 READ_IN_PLACE = frozenset({"events", "counters"})
+# the most rules evaluated at once over a small run (`_rule_workers`)
+RULE_WORKERS = 4
 
 
 def _dependencies() -> dict[str, set[str]]:
@@ -94,7 +97,17 @@ def open_sandbox(run: Run, names: set[str], *, threads: int | None, memory_limit
         memory_limit=memory_limit,
         in_memory=small,
         in_place=in_place,
+        workers=_rule_workers(small, threads),
     )
+
+
+def _rule_workers(small: bool, threads: int | None) -> int:
+    """How many rules run at once: one per core (up to RULE_WORKERS) over a small run, whose
+    rule queries are mostly DuckDB planning them on one core; one over a larger run, where
+    each query has every core and the whole memory budget."""
+    if not small or threads == 1:
+        return 1
+    return max(1, min(RULE_WORKERS, os.cpu_count() or 1))
 
 
 def _source(run: Run, name: str, small: bool) -> tuple[str, list[str]] | None:
@@ -140,11 +153,11 @@ def _unmet_signal(rule: Rule, signals: dict[str, bool]) -> str | None:
     return None
 
 
-def _failed_probe(rule: Rule, sandbox: Sandbox, timeout: float) -> str | None:
+def _failed_probe(rule: Rule, query: Query, timeout: float) -> str | None:
     """Why `rule` cannot be evaluated by one of its probes (SQL run in the sandbox), or None."""
     for need in rule.spec.requires:
         if isinstance(need, Probe):
-            frame = sandbox.query(need.sql, timeout=timeout)
+            frame = query(need.sql, timeout=timeout)
             if frame.empty or not bool(frame.iloc[0, 0]):
                 return need.reason
     return None
@@ -184,6 +197,34 @@ def _bind(rule: Rule, params: dict) -> dict:
     return {name: params[name] for name in rule.sql_params}
 
 
+@dataclass
+class _Outcome:
+    """What one rule gave: its draft findings, or why it was not evaluated, or its failure."""
+
+    found: list
+    not_evaluated: NotEvaluated | None = None
+    error: RuleFailure | None = None
+    seconds: float = 0.0
+
+
+def _outcome(rule: Rule, query: Query, unmet: str | None, params: dict, context: tuple, timeout: float) -> _Outcome:
+    """Evaluate one rule: its probes, its query, its draft findings (`context`: the steady
+    steps' count, mean time and the warm-up steps)."""
+    started = time.perf_counter()
+    outcome = _Outcome(found=[])
+    try:
+        reason = unmet or _failed_probe(rule, query, timeout)
+        if reason:
+            outcome.not_evaluated = NotEvaluated(name=rule.name, reason=reason, code=rule.code)
+        else:
+            frame = query(rule.spec.sql, _bind(rule, params), timeout=timeout)
+            outcome.found = findings_mod.build(rule, params, frame, *context)
+    except (SandboxError, findings_mod.FindingError) as exc:
+        outcome.error = RuleFailure(name=rule.name, error=str(exc), code=rule.code)
+    outcome.seconds = round(time.perf_counter() - started, 6)
+    return outcome
+
+
 def evaluate(
     run: Run,
     rules: list[Rule],
@@ -202,23 +243,17 @@ def evaluate(
     try:
         n_steps, mean_step_ns, warmup = _context(sandbox)
         budget = _budgets(sandbox)
-        found, not_evaluated, errors, timings = [], [], [], {}
-        for rule in rules:
-            t0 = time.perf_counter()
-            try:
-                reason = unmet.get(rule.name) or _failed_probe(rule, sandbox, timeout)
-                if reason:
-                    not_evaluated.append(NotEvaluated(name=rule.name, reason=reason, code=rule.code))
-                    continue
-                frame = sandbox.query(rule.spec.sql, _bind(rule, params[rule.name]), timeout=timeout)
-                found += findings_mod.build(rule, params[rule.name], frame, n_steps, mean_step_ns, warmup)
-            except (SandboxError, findings_mod.FindingError) as exc:
-                errors.append(RuleFailure(name=rule.name, error=str(exc), code=rule.code))
-            finally:
-                timings[rule.name] = round(time.perf_counter() - t0, 6)
+        context = (n_steps, mean_step_ns, warmup)
+        outcomes = sandbox.map(
+            lambda query, rule: _outcome(rule, query, unmet.get(rule.name), params[rule.name], context, timeout),
+            rules,
+        )
     finally:
         sandbox.close()
         trim()  # the sandbox's pages back to the system before the fixes are priced
+    found = [finding for outcome in outcomes for finding in outcome.found]
+    not_evaluated = [outcome.not_evaluated for outcome in outcomes if outcome.not_evaluated]
+    errors = [outcome.error for outcome in outcomes if outcome.error]
     found = _settle(found, budget, mean_step_ns, errors)
     found.sort(key=findings_mod.sort_key)
     return Document(
@@ -232,7 +267,7 @@ def evaluate(
         warmup_steps=sorted(warmup),
         mean_step_s=mean_step_ns / 1e9 if mean_step_ns else None,
         seconds=round(time.perf_counter() - started, 6),
-        rule_seconds=timings,
+        rule_seconds={rule.name: outcome.seconds for rule, outcome in zip(rules, outcomes)},
     )
 
 

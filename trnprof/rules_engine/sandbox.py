@@ -21,10 +21,11 @@ through its buffer pool instead of holding them (a small run's, `in_memory`, in 
 memory limit (default 2 GB, `--memory-limit`), the same folder for what DuckDB spills (removed on
 close, capped at twice the limit) and a cap on the rows and the bytes a rule may return
 (`fetch.py`: the result is fetched a vector at a time, so a huge result fails the rule before it
-fills memory). Rules run one at a time, so the limit is per rule; one that exceeds it fails
-alone with DuckDB's one-line "Out of Memory" error.
-The load-time checks (parsing a rule's SQL, listing the tables it reads) run on `parser()`, a
-connection locked the same way: no connection the engine opens can install or load an
+fills memory). Over a larger run rules run one at a time, so the limit is per rule; one that
+exceeds it fails alone with DuckDB's one-line "Out of Memory" error. Over a small run (its tables
+in memory) a few run at once (`Sandbox.map`, each on a cursor of the locked database), sharing it.
+The load-time checks (parsing a rule's SQL, listing the tables it reads) run on
+`trnprof.sqlparse`'s connection, locked the same way: no connection the engine opens can install or load an
 extension or reach the network. See DuckDB's "Securing DuckDB" page for the settings.
 """
 
@@ -37,12 +38,15 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from typing import TypeVar
 
 import duckdb
 import pandas as pd
 import pyarrow as pa
 
+from trnprof import sqlparse
 from trnprof.errors import TrnprofError
 from trnprof.validation import MEMORY_BYTES
 
@@ -106,14 +110,6 @@ def too_many_rows() -> SandboxError:
     return SandboxError(str(fetch.too_many_rows()))
 
 
-@functools.cache
-def parser() -> duckdb.DuckDBPyConnection:
-    """An empty, locked connection for load-time checks (`extract_statements`, `get_table_names`),
-    instead of DuckDB's default connection (which may auto-install extensions)."""
-    con = duckdb.connect(":memory:", config=dict(NO_EXTENSIONS, enable_external_access=False, lock_configuration=True))
-    return con
-
-
 def check_select(sql: str, what: str = "rule SQL") -> None:
     """Refuse anything but exactly one SELECT statement (`what` names the SQL in the refusal)."""
     refusal = _refusal(sql)
@@ -126,7 +122,7 @@ def _refusal(sql: str) -> str | None:
     """Why `sql` is not exactly one SELECT ("{what}" left to fill), or None: a function of the
     text alone, so each rule's SQL is parsed once a process, not once a query."""
     try:
-        statements = parser().extract_statements(sql)
+        statements = sqlparse.statements(sql)
     except duckdb.Error as exc:
         return "SQL does not parse: " + _first_line(exc).replace("{", "{{").replace("}", "}}")
     if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
@@ -149,6 +145,8 @@ def lock_down(con: duckdb.DuckDBPyConnection, readable: tuple[list[str], list[st
 
 
 _T = TypeVar("_T")
+_R = TypeVar("_R")
+Query = Callable[..., pd.DataFrame]  # query(sql, params=None, *, timeout=None): one SELECT's rows
 
 
 def interruptible(con: duckdb.DuckDBPyConnection, work: Callable[[], _T], timeout: float | None = None) -> _T:
@@ -246,11 +244,13 @@ class Sandbox:
         memory_limit: str | int = DEFAULT_MEMORY_LIMIT,
         in_memory: bool = False,
         in_place: dict[str, tuple[str, list[str]]] | None = None,
+        workers: int = 1,
     ):
         """in_memory: hold the tables in memory instead of a database file (small tables: no
         file to write, sync and remove; DuckDB still spills to the private folder).
         in_place: name -> (the SELECT that reads it, its files): tables read from the run's own
-        files rather than copied (the events of a large run), those files alone readable."""
+        files rather than copied (the events of a large run), those files alone readable.
+        workers: how many `map` runs at once (they share the memory limit)."""
         budget = parse_size(memory_limit)
         self.result_bytes = fetch.result_bytes(budget)
         self.temp = tempfile.mkdtemp(prefix="trnprof-sandbox-")
@@ -271,9 +271,42 @@ class Sandbox:
         self.con.execute(f"SET memory_limit = '{int(held) + budget}B'")
         lock_down(self.con, ([], readable))
         self.tables = (*tables, *(in_place or {}))
+        self.workers = workers
 
     def query(self, sql: str, params: dict | None = None, *, timeout: float | None = None) -> pd.DataFrame:
         return select(self.con, sql, params, timeout=timeout, budget=self.result_bytes)
+
+    def map(self, work: Callable[[Query, _T], _R], items: list[_T]) -> list[_R]:
+        """`work(query, item)` for each item, results in order. With `workers` > 1, that many at
+        once, each querying through its own cursor (a connection to the same locked database:
+        every lock holds on it). Ctrl-C interrupts them all and waits for them to end."""
+        if self.workers <= 1 or len(items) < 2:
+            return [work(self.query, item) for item in items]
+        local, cursors, guard = threading.local(), [], threading.Lock()
+
+        def query(sql: str, params: dict | None = None, *, timeout: float | None = None) -> pd.DataFrame:
+            if not hasattr(local, "cursor"):
+                local.cursor = self.con.cursor()
+                with guard:
+                    cursors.append(local.cursor)
+            return select(local.cursor, sql, params, timeout=timeout, budget=self.result_bytes)
+
+        pool = ThreadPoolExecutor(self.workers, thread_name_prefix="trnprof-rules")
+        futures = [pool.submit(work, query, item) for item in items]
+        try:
+            return [future.result() for future in futures]
+        except KeyboardInterrupt:
+            for future in futures:
+                future.cancel()  # those not started
+            while futures_wait(futures, timeout=0.05).not_done:
+                with guard:
+                    for cursor in cursors:
+                        cursor.interrupt()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+            for cursor in cursors:
+                cursor.close()
 
     def close(self) -> None:
         self.con.close()

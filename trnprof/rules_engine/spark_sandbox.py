@@ -80,6 +80,10 @@ class SparkSandbox:
             raise SandboxError(str(exc)) from None
         return self._run(text, timeout)
 
+    def map(self, work, items: list) -> list:
+        """`work(query, item)` for each item, one at a time (each query has the whole cluster)."""
+        return [work(self.query, item) for item in items]
+
     def _run(self, text: str, timeout: float | None) -> pd.DataFrame:
         done, expired = threading.Event(), threading.Event()
         with _cancellable(self.run.spark) as cancel:
