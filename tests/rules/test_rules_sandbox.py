@@ -296,3 +296,42 @@ def test_rules_at_once_give_the_document_of_rules_one_at_a_time(sample_run, monk
     monkeypatch.setattr(engine, "RULE_WORKERS", 1)
     assert document() == at_once
     assert at_once["findings"]
+
+
+def test_running_out_of_memory_is_told_apart_from_other_failures():
+    box = Sandbox({"steps": pa.table({"rank": [0]})}, in_memory=True, memory_limit="32MB")
+    try:
+        with pytest.raises(SandboxError, match="Out of Memory") as caught:
+            box.query("SELECT list(x) FROM range(50000000) AS r(x)")
+        assert caught.value.out_of_memory
+        with pytest.raises(SandboxError) as caught:
+            box.query("SELECT CAST('x' AS INTEGER)")
+        assert not caught.value.out_of_memory
+    finally:
+        box.close()
+
+
+def test_a_rule_out_of_memory_beside_others_is_evaluated_again_alone(sample_run, monkeypatch):
+    """Rules run at once share the memory limit: one that runs out of it there may have lost it
+    to the others, so it runs again alone, and its findings are those of a run alone."""
+    from trnprof.rules_engine import engine
+
+    def without_timings(document):
+        found = msgspec.to_builtins(document)
+        return {key: value for key, value in found.items() if key not in ("seconds", "rule_seconds")}
+
+    alone = without_timings(analyze(sample_run))
+    victim = next(f["name"] for f in alone["findings"])
+    real, runs = engine._outcome, []
+
+    def crowded(rule, query, *args):
+        runs.append((rule.name, threading.current_thread().name.startswith("trnprof-rules")))
+        if rule.name == victim and runs[-1][1]:
+            return engine._Outcome(
+                found=[], error=engine.RuleFailure(name=victim, error="Out of Memory"), out_of_memory=True
+            )
+        return real(rule, query, *args)
+
+    monkeypatch.setattr(engine, "_outcome", crowded)
+    assert without_timings(analyze(sample_run)) == alone
+    assert [in_worker for name, in_worker in runs if name == victim] == [True, False]

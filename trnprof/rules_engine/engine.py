@@ -204,6 +204,7 @@ class _Outcome:
     found: list
     not_evaluated: NotEvaluated | None = None
     error: RuleFailure | None = None
+    out_of_memory: bool = False  # the error is DuckDB's memory limit
     seconds: float = 0.0
 
 
@@ -221,6 +222,7 @@ def _outcome(rule: Rule, query: Query, unmet: str | None, params: dict, context:
             outcome.found = findings_mod.build(rule, params, frame, *context)
     except (SandboxError, findings_mod.FindingError) as exc:
         outcome.error = RuleFailure(name=rule.name, error=str(exc), code=rule.code)
+        outcome.out_of_memory = getattr(exc, "out_of_memory", False)
     outcome.seconds = round(time.perf_counter() - started, 6)
     return outcome
 
@@ -244,10 +246,16 @@ def evaluate(
         n_steps, mean_step_ns, warmup = _context(sandbox)
         budget = _budgets(sandbox)
         context = (n_steps, mean_step_ns, warmup)
-        outcomes = sandbox.map(
-            lambda query, rule: _outcome(rule, query, unmet.get(rule.name), params[rule.name], context, timeout),
-            rules,
-        )
+
+        def evaluate_one(query: Query, rule: Rule) -> _Outcome:
+            return _outcome(rule, query, unmet.get(rule.name), params[rule.name], context, timeout)
+
+        outcomes = sandbox.map(evaluate_one, rules)
+        if sandbox.workers > 1:  # out of the memory limit it shared with other rules: alone now
+            outcomes = [
+                evaluate_one(sandbox.query, rule) if outcome.out_of_memory else outcome
+                for rule, outcome in zip(rules, outcomes)
+            ]
     finally:
         sandbox.close()
         trim()  # the sandbox's pages back to the system before the fixes are priced

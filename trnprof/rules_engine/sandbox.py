@@ -21,9 +21,10 @@ through its buffer pool instead of holding them (a small run's, `in_memory`, in 
 memory limit (default 2 GB, `--memory-limit`), the same folder for what DuckDB spills (removed on
 close, capped at twice the limit) and a cap on the rows and the bytes a rule may return
 (`fetch.py`: the result is fetched a vector at a time, so a huge result fails the rule before it
-fills memory). Over a larger run rules run one at a time, so the limit is per rule; one that
-exceeds it fails alone with DuckDB's one-line "Out of Memory" error. Over a small run (its tables
-in memory) a few run at once (`Sandbox.map`, each on a cursor of the locked database), sharing it.
+fills memory). The limit is per rule: one that exceeds it fails alone with DuckDB's one-line
+"Out of Memory" error. Over a small run (its tables in memory) a few rules run at once
+(`Sandbox.map`, each on a cursor of the locked database), sharing the limit; a rule that runs
+out of memory there is evaluated again alone (`engine.evaluate`), so that it fails alone too.
 The load-time checks (parsing a rule's SQL, listing the tables it reads) run on
 `trnprof.sqlparse`'s connection, locked the same way: no connection the engine opens can install or load an
 extension or reach the network. See DuckDB's "Securing DuckDB" page for the settings.
@@ -103,7 +104,12 @@ def parse_size(text: str | int) -> int:
 
 
 class SandboxError(Exception):
-    """A rule query that was refused, failed or timed out; the message says which."""
+    """A rule query that was refused, failed or timed out; the message says which.
+    `out_of_memory`: DuckDB ran out of the memory limit (which queries run at once share)."""
+
+    def __init__(self, message: str, *, out_of_memory: bool = False):
+        super().__init__(message)
+        self.out_of_memory = out_of_memory
 
 
 def too_many_rows() -> SandboxError:
@@ -203,6 +209,8 @@ def select(
         return interruptible(con, lambda: _bounded(con, sql, params, budget), timeout)
     except duckdb.InterruptException:
         raise SandboxError(f"timed out after {timeout:g} s") from None
+    except duckdb.OutOfMemoryException as exc:
+        raise SandboxError(_first_line(exc), out_of_memory=True) from None
     except duckdb.Error as exc:
         raise SandboxError(_first_line(exc)) from None
     finally:

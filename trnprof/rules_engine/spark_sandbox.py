@@ -65,6 +65,8 @@ def _cancellable(spark):
 class SparkSandbox:
     """`query()` runs one rule SELECT over the run's Spark session, with a time limit."""
 
+    workers = 1  # `map` runs one query at a time
+
     def __init__(self, run, tables: set[str], *, cache: list[str]):
         self.run = run
         self.tables = tuple(sorted(tables))
