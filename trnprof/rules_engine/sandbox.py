@@ -26,8 +26,9 @@ fills memory). The limit is per rule: one that exceeds it fails alone with DuckD
 (`Sandbox.map`, each on a cursor of the locked database), sharing the limit; a rule that runs
 out of memory there is evaluated again alone (`engine.evaluate`), so that it fails alone too.
 The load-time checks (parsing a rule's SQL, listing the tables it reads) run on
-`trnprof.sqlparse`'s connection, locked the same way: no connection the engine opens can install or load an
-extension or reach the network. See DuckDB's "Securing DuckDB" page for the settings.
+`trnprof.sqlparse`'s connection, locked the same way: no connection the engine opens can
+install or load an extension or reach the network. See DuckDB's "Securing DuckDB" page for the
+settings.
 """
 
 from __future__ import annotations
