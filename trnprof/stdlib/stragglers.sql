@@ -61,22 +61,45 @@ WITH matchable AS (
     FROM events
     WHERE kind = 'collective' AND coll_op IS NOT NULL AND coll_group IS NOT NULL AND coll_seq IS NOT NULL
 ),
-pairs AS (  -- each (op, group) numbered: the instances are then keyed by two numbers, not strings;
-            -- the pairs read from view collectives (a row per instance, not per event; a superset
-            -- of the pairs here): from the events, a second read of 22M at 1,024 ranks
-    SELECT coll_op, coll_group, row_number() OVER (ORDER BY coll_op, coll_group) AS pair
-    FROM (SELECT DISTINCT coll_op, coll_group FROM collectives
-          WHERE coll_op IS NOT NULL AND coll_group IS NOT NULL AND coll_seq IS NOT NULL)
+pairs AS (  -- each (op, group) numbered, with the span of its sequence numbers: an instance is then
+            -- keyed by one BIGINT, pair * 2^40 + (seq - the pair's first seq), where the span is under
+            -- 2^40 (at 1,024 ranks x 30 steps the one-number key took the view from 65 to 47 s: the
+            -- arrivals' grouping, sort and join hold 8 bytes of key, not 16). The pairs read from view
+            -- collectives (a row per instance, a superset of the pairs here): from the events, a second
+            -- read of 22M at 1,024 ranks
+    SELECT coll_op, coll_group, first_seq, pair,
+           span < 549755813888 AND pair < 4194304 AS packed  -- 2^39: the DOUBLE span errs by at most 2^11
+    FROM (SELECT coll_op, coll_group, MIN(coll_seq) AS first_seq,
+                 CAST(MAX(coll_seq) AS DOUBLE) - CAST(MIN(coll_seq) AS DOUBLE) AS span,
+                 row_number() OVER (ORDER BY coll_op, coll_group) AS pair
+          FROM collectives
+          WHERE coll_op IS NOT NULL AND coll_group IS NOT NULL AND coll_seq IS NOT NULL
+          GROUP BY coll_op, coll_group)
+),
+unpacked AS (  -- the instances of a pair whose sequence numbers span 2^40 or more, numbered: keyed
+               -- -1, -2, ... (no pair of a real run; a join with an empty side costs nothing)
+    SELECT c.coll_op, c.coll_group, c.coll_seq,
+           -row_number() OVER (ORDER BY c.coll_op, c.coll_group, c.coll_seq) AS instance
+    FROM collectives AS c
+    JOIN pairs AS p ON p.coll_op = c.coll_op AND p.coll_group = c.coll_group AND NOT p.packed
+    WHERE c.coll_seq IS NOT NULL
 ),
 arrivals AS (  -- one arrival per rank and instance (its first event of the instance)
-    SELECT e.rank, p.pair, e.coll_seq, MIN(e.step) AS step, MIN(e.ts) AS ts, MAX(e.ts + e.dur) AS end_ts
+    SELECT e.rank, p.pair * 1099511627776 + (e.coll_seq - p.first_seq) AS instance,
+           MIN(e.step) AS step, MIN(e.ts) AS ts, MAX(e.ts + e.dur) AS end_ts
     FROM matchable AS e
-    JOIN pairs AS p ON p.coll_op = e.coll_op AND p.coll_group = e.coll_group
-    GROUP BY e.rank, p.pair, e.coll_seq
+    JOIN pairs AS p ON p.coll_op = e.coll_op AND p.coll_group = e.coll_group AND p.packed
+    GROUP BY e.rank, instance
+    UNION ALL
+    SELECT e.rank, u.instance, MIN(e.step) AS step, MIN(e.ts) AS ts, MAX(e.ts + e.dur) AS end_ts
+    FROM events AS e  -- not matchable: a CTE read twice is kept whole
+    JOIN unpacked AS u ON u.coll_op = e.coll_op AND u.coll_group = e.coll_group AND u.coll_seq = e.coll_seq
+    WHERE e.kind = 'collective'
+    GROUP BY e.rank, u.instance
 ),
 ranked AS (  -- each arrival's place in its instance's arrival order, and how many the instance has
-    SELECT pair, coll_seq, ts, row_number() OVER (PARTITION BY pair, coll_seq ORDER BY ts) AS place,
-           COUNT(*) OVER (PARTITION BY pair, coll_seq ORDER BY ts  -- the same order: one sort for both
+    SELECT instance, ts, row_number() OVER (PARTITION BY instance ORDER BY ts) AS place,
+           COUNT(*) OVER (PARTITION BY instance ORDER BY ts  -- the same order: one sort for both
                           ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n
     FROM arrivals
 ),
@@ -85,13 +108,13 @@ medians AS (  -- each instance two ranks or more reached: the median of the n - 
               -- ts taken out, the q-th of the others is the q-th of all where that is earlier than
               -- ts, else the next one (equal times alike: no order of ranks needed). Only the places
               -- q1 to q2 + 1 and the last are read: no list of every arrival is built
-    SELECT pair, coll_seq, MAX(ts) AS last_ts,
+    SELECT instance, MAX(ts) AS last_ts,
            MAX(ts) FILTER (WHERE place = n // 2) AS at_q1, MAX(ts) FILTER (WHERE place = n // 2 + 1) AS after_q1,
            MAX(ts) FILTER (WHERE place = (n - 1) // 2 + 1) AS at_q2,
            MAX(ts) FILTER (WHERE place = (n - 1) // 2 + 2) AS after_q2
     FROM ranked
     WHERE n > 1 AND (place BETWEEN n // 2 AND n // 2 + 2 OR place = n)
-    GROUP BY pair, coll_seq
+    GROUP BY instance
 ),
 skew AS (
     SELECT a.rank, a.step,
@@ -99,7 +122,7 @@ skew AS (
                 + (a.ts - CASE WHEN m.at_q2 < a.ts THEN m.at_q2 ELSE m.after_q2 END) AS DOUBLE) / 2 AS late_ns,
            LEAST(m.last_ts, a.end_ts) - a.ts AS waited_ns
     FROM arrivals AS a
-    JOIN medians AS m ON m.pair = a.pair AND m.coll_seq = a.coll_seq
+    JOIN medians AS m ON m.instance = a.instance
 ),
 transfers AS (  -- pipeline transfers: one send and one receive of a group and sequence number
     SELECT coll_group, coll_seq
