@@ -1,7 +1,8 @@
 """collective_waits and rank_collective_transfers share one join of the collective events with
 `collectives` (view _matched_collective_events): with several ops and groups per rank and step,
 and events without a sequence number, each must still equal its per-event definition, derived
-here from the events the run was written with."""
+here from the events the run was written with, whether the instances are keyed by one number or
+matched by their strings."""
 
 from __future__ import annotations
 
@@ -66,15 +67,20 @@ def _events() -> list[dict]:
 
 
 EVENTS = _events()
+# The same instances with sequence numbers 2^45 apart: no pair's instances fit the one-number key
+# (view _collective_pairs), so every event is matched by its strings instead
+SPREAD = [dict(e, coll_seq=e["coll_seq"] << 45) if e.get("coll_seq") is not None else e for e in EVENTS]
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
+@pytest.fixture(scope="module", params=[(EVENTS, True), (SPREAD, False)], ids=["packed", "by-strings"])
+def run(request, tmp_path_factory):
+    events, packed = request.param
     path = tmp_path_factory.mktemp("matched") / "run"
     with write_run(path, new_manifest("tests.matched")) as out:
-        out.write_events(pd.DataFrame(EVENTS))
+        out.write_events(pd.DataFrame(events))
         out.write_ranks(pd.DataFrame({"rank": list(RANKS), "node": [NODE[r] for r in RANKS]}))
     with open_run(path) as opened:
+        assert set(opened.sql("SELECT packed FROM _collective_pairs")["packed"]) == {packed}
         yield opened
 
 
@@ -122,25 +128,3 @@ def test_rank_collective_transfers_sum_every_step_of_a_rank_op_and_group(run):
         )
         == expected
     )
-
-
-def test_matched_events_are_the_same_when_the_op_and_group_hash_collides(tmp_path, monkeypatch):
-    """The view keys (op, group) by a hash and falls back to the strings when two of the run's
-    pairs share a hash: here every pair hashes alike, and the rows must not change."""
-    from trnprof.stdlib import load_views
-
-    monkeypatch.setenv("TRNPROF_CACHE", "off")
-    path = tmp_path / "run"
-    with write_run(path, new_manifest("tests.matched")) as out:
-        out.write_events(pd.DataFrame(EVENTS))
-        out.write_ranks(pd.DataFrame({"rank": list(RANKS), "node": [NODE[r] for r in RANKS]}))
-    sql = next(v.sql for v in load_views() if v.name == "_matched_collective_events")
-    assert sql.count("hash(coll_op, coll_group)") == 2
-    query = "SELECT * FROM _matched_collective_events ORDER BY rank, step, coll_op, coll_group"
-    with open_run(path) as hashed, open_run(path) as colliding:
-        colliding.con.execute(
-            sql.replace("CREATE VIEW", "CREATE OR REPLACE VIEW").replace("hash(coll_op, coll_group)", "hash(0)")
-        )
-        expected = hashed.sql(query)
-        assert len(expected) == 2 * len(RANKS) * len(STEPS)  # every op and group of every rank and step
-        pd.testing.assert_frame_equal(colliding.sql(query), expected)

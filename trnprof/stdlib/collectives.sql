@@ -64,3 +64,24 @@ SELECT coll_op, coll_group, coll_seq, name, step, ranks_seen, group_size, bytes,
        first_start, last_start, last_end, last_start - first_start AS arrival_skew, transfer_dur,
        algbw, bus_factor, algbw * bus_factor AS busbw
 FROM factored;
+
+-- Each (op, group) pair of view collectives with sequenced instances, numbered, with the span of
+-- its sequence numbers: the views that match events to instances key an instance by one BIGINT,
+-- pair * 2^40 + (coll_seq - first_seq), where `packed` (the span is under 2^39, the DOUBLE
+-- difference erring by at most 2^11, and the pair number under 2^22). A join or grouping on one
+-- 8-byte key instead of two strings and a number: at 1,024 ranks x 30 steps it took
+-- collective_lateness from 65 to 50 s and _matched_collective_events from 22 to 14 s. A pair
+-- that is not packed (sequence numbers no real run gives) is matched by its strings instead.
+-- @column coll_op     collective kind
+-- @column coll_group  replica group
+-- @column pair        the pair's number, 1, 2, ... in (coll_op, coll_group) order
+-- @column first_seq   the pair's smallest sequence number
+-- @column packed      true when pair * 2^40 + (coll_seq - first_seq) keys the pair's instances
+CREATE VIEW _collective_pairs AS
+SELECT coll_op, coll_group, pair, first_seq, span < 549755813888 AND pair < 4194304 AS packed
+FROM (SELECT coll_op, coll_group, MIN(coll_seq) AS first_seq,
+             CAST(MAX(coll_seq) AS DOUBLE) - CAST(MIN(coll_seq) AS DOUBLE) AS span,
+             row_number() OVER (ORDER BY coll_op, coll_group) AS pair
+      FROM collectives
+      WHERE coll_op IS NOT NULL AND coll_group IS NOT NULL AND coll_seq IS NOT NULL
+      GROUP BY coll_op, coll_group);

@@ -20,11 +20,10 @@ WHERE kind IN ('collective', 'p2p');
 -- before the instance's last arrival (waiting for late ranks) and the part from it to the
 -- event's end (moving data). The one join of the collective events with `collectives`: on a
 -- 1,024-rank run it is most of the communication views' cost, so collective_waits and
--- rank_collective_transfers aggregate these rows instead of joining again. The join and the
--- sums key (op, group) by a 64-bit hash of it (joining 22M events on two strings cost twice as
--- much), which is exact when the run's few (op, group) pairs have distinct hashes
--- (`hashed.exact`); otherwise the second branch joins on the strings themselves (a join with an
--- empty side: it costs nothing when the first branch runs).
+-- rank_collective_transfers aggregate these rows instead of joining again. An instance of a
+-- packed pair (view _collective_pairs) is keyed by one BIGINT (joining 22M events on two strings
+-- and a number cost twice as much); the second branch joins the other pairs' events on the
+-- strings themselves (a join with an empty side: it costs nothing in a real run).
 -- @column rank          global rank
 -- @column step          training step; null outside every step
 -- @column coll_op       collective kind
@@ -36,24 +35,21 @@ WHERE kind IN ('collective', 'p2p');
 -- @column after_last_ns summed time from the last arrival (or the event's own start, if later) to its end, ns
 CREATE VIEW _matched_collective_events AS
 WITH instances AS (
-    SELECT hash(coll_op, coll_group) AS pair, coll_op, coll_group, coll_seq, last_start
-    FROM collectives
-    WHERE coll_op IS NOT NULL AND coll_group IS NOT NULL AND coll_seq IS NOT NULL
+    SELECT p.pair * 1099511627776 + (c.coll_seq - p.first_seq) AS instance, c.last_start
+    FROM collectives AS c
+    JOIN _collective_pairs AS p ON p.coll_op = c.coll_op AND p.coll_group = c.coll_group AND p.packed
+    WHERE c.coll_seq IS NOT NULL
 ),
-pairs AS (
-    SELECT DISTINCT pair, coll_op, coll_group FROM instances
+keyed AS (
+    SELECT e.rank, e.step, e.ts, e.dur, e.bytes, p.pair, p.pair * 1099511627776 + (e.coll_seq - p.first_seq) AS instance
+    FROM _comm_events AS e
+    JOIN _collective_pairs AS p ON p.coll_op = e.coll_op AND p.coll_group = e.coll_group AND p.packed
 ),
-hashed AS (  -- whether the hash tells the run's (op, group) pairs apart
-    SELECT COUNT(DISTINCT pair) = COUNT(*) AS exact FROM pairs
-),
-by_hash AS (
+by_key AS (
     SELECT e.rank, e.step, e.pair, COUNT(*) AS n, SUM(e.dur) AS dur, SUM(e.bytes) AS bytes,
            SUM(LEAST(e.dur, GREATEST(0, c.last_start - e.ts))) AS wait_ns,
            SUM(GREATEST(0, e.ts + e.dur - GREATEST(e.ts, c.last_start))) AS after_last_ns
-    FROM (SELECT *, hash(coll_op, coll_group) AS pair FROM _comm_events
-          WHERE coll_op IS NOT NULL AND coll_group IS NOT NULL) AS e
-    JOIN instances AS c ON c.pair = e.pair AND c.coll_seq = e.coll_seq
-    WHERE (SELECT exact FROM hashed)
+    FROM keyed AS e JOIN instances AS c ON c.instance = e.instance
     GROUP BY e.rank, e.step, e.pair
 ),
 by_name AS (
@@ -61,13 +57,13 @@ by_name AS (
            SUM(LEAST(e.dur, GREATEST(0, c.last_start - e.ts))) AS wait_ns,
            SUM(GREATEST(0, e.ts + e.dur - GREATEST(e.ts, c.last_start))) AS after_last_ns
     FROM _comm_events AS e
+    JOIN _collective_pairs AS p ON p.coll_op = e.coll_op AND p.coll_group = e.coll_group AND NOT p.packed
     JOIN collectives AS c
       ON c.coll_op = e.coll_op AND c.coll_group = e.coll_group AND c.coll_seq = e.coll_seq
-    WHERE NOT (SELECT exact FROM hashed)
     GROUP BY e.rank, e.step, e.coll_op, e.coll_group
 )
-SELECT h.rank, h.step, p.coll_op, p.coll_group, h.n, h.dur, h.bytes, h.wait_ns, h.after_last_ns
-FROM by_hash AS h JOIN pairs AS p ON p.pair = h.pair
+SELECT k.rank, k.step, p.coll_op, p.coll_group, k.n, k.dur, k.bytes, k.wait_ns, k.after_last_ns
+FROM by_key AS k JOIN _collective_pairs AS p ON p.pair = k.pair
 UNION ALL
 SELECT rank, step, coll_op, coll_group, n, dur, bytes, wait_ns, after_last_ns FROM by_name;
 

@@ -61,34 +61,20 @@ WITH matchable AS (
     FROM events
     WHERE kind = 'collective' AND coll_op IS NOT NULL AND coll_group IS NOT NULL AND coll_seq IS NOT NULL
 ),
-pairs AS (  -- each (op, group) numbered, with the span of its sequence numbers: an instance is then
-            -- keyed by one BIGINT, pair * 2^40 + (seq - the pair's first seq), where the span is under
-            -- 2^40 (at 1,024 ranks x 30 steps the one-number key took the view from 65 to 47 s: the
-            -- arrivals' grouping, sort and join hold 8 bytes of key, not 16). The pairs read from view
-            -- collectives (a row per instance, a superset of the pairs here): from the events, a second
-            -- read of 22M at 1,024 ranks
-    SELECT coll_op, coll_group, first_seq, pair,
-           span < 549755813888 AND pair < 4194304 AS packed  -- 2^39: the DOUBLE span errs by at most 2^11
-    FROM (SELECT coll_op, coll_group, MIN(coll_seq) AS first_seq,
-                 CAST(MAX(coll_seq) AS DOUBLE) - CAST(MIN(coll_seq) AS DOUBLE) AS span,
-                 row_number() OVER (ORDER BY coll_op, coll_group) AS pair
-          FROM collectives
-          WHERE coll_op IS NOT NULL AND coll_group IS NOT NULL AND coll_seq IS NOT NULL
-          GROUP BY coll_op, coll_group)
-),
-unpacked AS (  -- the instances of a pair whose sequence numbers span 2^40 or more, numbered: keyed
-               -- -1, -2, ... (no pair of a real run; a join with an empty side costs nothing)
+unpacked AS (  -- the instances of a pair that is not packed (view _collective_pairs), numbered -1,
+               -- -2, ... (no pair of a real run: a join with an empty side costs nothing)
     SELECT c.coll_op, c.coll_group, c.coll_seq,
            -row_number() OVER (ORDER BY c.coll_op, c.coll_group, c.coll_seq) AS instance
     FROM collectives AS c
-    JOIN pairs AS p ON p.coll_op = c.coll_op AND p.coll_group = c.coll_group AND NOT p.packed
+    JOIN _collective_pairs AS p ON p.coll_op = c.coll_op AND p.coll_group = c.coll_group AND NOT p.packed
     WHERE c.coll_seq IS NOT NULL
 ),
-arrivals AS (  -- one arrival per rank and instance (its first event of the instance)
+arrivals AS (  -- one arrival per rank and instance (its first event of the instance), an instance of
+               -- a packed pair keyed by one BIGINT: the grouping, sort and join hold 8 bytes of key
     SELECT e.rank, p.pair * 1099511627776 + (e.coll_seq - p.first_seq) AS instance,
            MIN(e.step) AS step, MIN(e.ts) AS ts, MAX(e.ts + e.dur) AS end_ts
     FROM matchable AS e
-    JOIN pairs AS p ON p.coll_op = e.coll_op AND p.coll_group = e.coll_group AND p.packed
+    JOIN _collective_pairs AS p ON p.coll_op = e.coll_op AND p.coll_group = e.coll_group AND p.packed
     GROUP BY e.rank, instance
     UNION ALL
     SELECT e.rank, u.instance, MIN(e.step) AS step, MIN(e.ts) AS ts, MAX(e.ts + e.dur) AS end_ts
