@@ -88,7 +88,10 @@ def _lateness(path, events: list[dict]) -> list[tuple]:
         frame = run.sql(
             "SELECT rank, step, instances, late_ns, max_late_ns, waited_ns FROM collective_lateness ORDER BY rank, step"
         )
-    return [(int(r), int(s), int(n), float(late), float(top), int(w)) for r, s, n, late, top, w in frame.itertuples(index=False)]
+    return [
+        (int(r), int(s), int(n), float(late), float(top), int(w))
+        for r, s, n, late, top, w in frame.itertuples(index=False)
+    ]
 
 
 SMALL = {pair: list(range(12)) for pair in PAIRS}
