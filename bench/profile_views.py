@@ -47,7 +47,7 @@ def main() -> None:
     # each rank-local view is kept as a table of its batch (the shared sweep too); each
     # cross-rank view is stored once over the run
     batches._keep_as_table = _timed(batches._keep_as_table, lambda con, name: f"batch: {name}", totals)
-    batches._store_whole = _timed(batches._store_whole, lambda con, run, name: f"whole: {name}", totals)
+    batches._store_whole = _timed(batches._store_whole, lambda con, run, name, *_: f"whole: {name}", totals)
     load, wall, cpu = os.getloadavg()[0], time.perf_counter(), _cpu()
     api.analyze(sys.argv[1])
     wall, cpu = time.perf_counter() - wall, _cpu() - cpu

@@ -21,6 +21,7 @@ from pathlib import Path
 import click
 import duckdb
 
+from . import parts
 from .derived import Store
 from .device_tables import TABLES as DEVICE_TABLES
 from .errors import first_line
@@ -305,17 +306,26 @@ def _store_local(con, run: AttachedRun, names: list[str], batches, advance) -> N
         read_stored(con, run, name)
 
 
-def _store_whole(con, run: AttachedRun, name: str) -> None:
-    """Compute a cross-rank view once over the whole run and store it."""
+def _store_whole(con, run: AttachedRun, name: str, budget: int) -> None:
+    """Compute a cross-rank view over the whole run, in parts where it is one of
+    parts.SEQUENCE_PARTED and its collective events outgrow `budget`, and store it."""
     staging = run.store.staging(name)
+    filters = ["TRUE"]
+    if name in parts.SEQUENCE_PARTED:
+        filters = parts.part_filters(con, run.schema, parts.part_count(con, run.schema, budget))
     try:
-        con.execute(
-            f"COPY (SELECT * FROM {_q(run.schema)}.{_q(name)}) TO "
-            f"{_literal(str(staging / 'part-00000.parquet'))} (FORMAT parquet)"
-        )
+        for index, where in enumerate(filters):
+            source = f"{_q(run.schema)}.{_q(name)}"
+            if len(filters) > 1:
+                source = parts.part_schema(con, run.schema, run.stored, name, where)
+            part = staging / f"part-{index:05d}.parquet"
+            con.execute(f"COPY (SELECT * FROM {source}) TO {_literal(str(part))} (FORMAT parquet)")
     except BaseException:
         run.store.discard(staging)
         raise
+    finally:
+        if len(filters) > 1:
+            parts.drop_part_schema(con)
     run.store.commit(name, staging)
     read_stored(con, run, name)
 
@@ -369,5 +379,5 @@ def _materialize(con, run: AttachedRun, names, *, memory_limit: str, progress: b
         if batched:
             _store_local(con, run, batched, batches, advance)
         for name in whole:
-            _store_whole(con, run, name)
+            _store_whole(con, run, name, parse_bytes(memory_limit))
             advance()

@@ -97,6 +97,7 @@ LAYERS = (
             ("trnprof.engines", "choose the engine, open_run"),
             ("trnprof.session", ""),
             ("trnprof.batches", ""),
+            ("trnprof.parts", "large cross-rank views in parts by collective sequence number"),
             ("trnprof.session_tables", ""),
             ("trnprof.device_tables", ""),
             ("trnprof.stdlib", "SQL views"),

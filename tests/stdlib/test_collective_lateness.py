@@ -13,6 +13,7 @@ from collections import defaultdict
 import pandas as pd
 import pytest
 
+from trnprof import parts
 from trnprof.api import open_run
 from trnprof.manifest import new_manifest
 from trnprof.runstore import write_run
@@ -108,3 +109,17 @@ def test_lateness_is_each_arrival_against_the_median_of_the_other_ranks(tmp_path
     monkeypatch.setenv("TRNPROF_CACHE", "off")
     events = _events(seqs, seed)
     assert _lateness(tmp_path / "run", events) == _expected(events)
+
+
+@pytest.mark.parametrize("seqs", [SMALL, SPREAD], ids=["packed-keys", "numbered-instances"])
+def test_lateness_computed_in_parts_by_sequence_number_is_the_same(tmp_path, monkeypatch, seqs):
+    """A large run computes the collective half in parts (trnprof/parts.py): every instance in
+    one part whole, the parts' rows summed per rank and step by the view."""
+    monkeypatch.setenv("TRNPROF_CACHE", "off")
+    monkeypatch.setattr(parts, "part_count", lambda con, schema, budget: 4)
+    passes = []
+    schema = parts.part_schema
+    monkeypatch.setattr(parts, "part_schema", lambda *args: passes.append(args[-1]) or schema(*args))
+    events = _events(seqs, 3)
+    assert _lateness(tmp_path / "run", events) == _expected(events)
+    assert len(passes) == 4

@@ -33,29 +33,17 @@ SELECT p.rank, p.step, p.stage, m.peers, p.dur, p.compute, m.median_dur, m.media
 FROM per AS p
 JOIN medians AS m ON m.step = p.step AND m.stage = p.stage;
 
--- Per rank and step: how late the rank arrived at the step's collectives and point-to-point
--- transfers against the other ranks of each (arrival skew). For every collective instance that
--- two ranks or more recorded (matched by op, group and sequence number), the rank's arrival (its
--- event's start) minus the median arrival of the instance's other ranks, summed over the step's
--- instances. The ranks leave a collective together, so each instance's skew is the delay built up
--- since the previous one, whatever filled it: ops, Python, I/O or sleep the trace does not
--- record. For every pipeline transfer (a p2p send and its receive on another rank: one of each
--- per group and sequence number, as p2p_waits pairs them) the side that arrived first blocks for
--- the other, at most for its own event's length (a send the transport buffered did not wait):
--- that wait counts late for the later side and early for the first. A late pipeline stage shows
--- as its neighbours blocked in receive or send for it, step after step. Where the ranks table
--- gives two pipeline stages or more, a rank's transfer lateness is counted against the mean of
--- its stage's other ranks' (the stages wait for each other by design: the bubble); a stage of
--- one rank keeps its own. Positive: the others
--- waited for the rank; negative: it waited for them. The scale.straggler rule sizes a straggler
--- by it.
+-- Per rank and step, the collective half of view collective_lateness: each arrival of the rank at
+-- an instance that two ranks or more reached, against the median of the other ranks' arrivals.
+-- Computed in parts by sequence number on a large run (trnprof/parts.py: an instance falls in one
+-- part whole), so a (rank, step) may have a row per part: its reader sums them.
 -- @column rank          global rank
 -- @column step          training step; null outside every step
--- @column instances     matched collective instances and pipeline transfers of the rank in the step
+-- @column n             arrivals of the rank at matched instances
 -- @column late_ns       summed arrival after the median of the other ranks' arrivals, ns (negative: early)
--- @column max_late_ns   the largest single instance's skew, ns
--- @column waited_ns     summed time the rank blocked for later ranks: at each collective until its last arrival, at each transfer until its other side arrived (at most its event's length), ns
-CREATE VIEW collective_lateness AS
+-- @column max_late_ns   the largest single arrival's skew, ns
+-- @column waited_ns     summed time the rank blocked until the instance's last arrival, ns
+CREATE VIEW _collective_skew AS
 WITH matchable AS (
     SELECT rank, coll_op, coll_group, coll_seq, step, ts, dur
     FROM events
@@ -109,8 +97,35 @@ skew AS (
            LEAST(m.last_ts, a.end_ts) - a.ts AS waited_ns
     FROM arrivals AS a
     JOIN medians AS m ON m.instance = a.instance
-),
-transfers AS (  -- pipeline transfers: one send and one receive of a group and sequence number
+)
+SELECT rank, step, COUNT(*) AS n, SUM(late_ns) AS late_ns, MAX(late_ns) AS max_late_ns, SUM(waited_ns) AS waited_ns
+FROM skew
+GROUP BY rank, step;
+
+-- Per rank and step: how late the rank arrived at the step's collectives and point-to-point
+-- transfers against the other ranks of each (arrival skew). For every collective instance that
+-- two ranks or more recorded (matched by op, group and sequence number), the rank's arrival (its
+-- event's start) minus the median arrival of the instance's other ranks, summed over the step's
+-- instances. The ranks leave a collective together, so each instance's skew is the delay built up
+-- since the previous one, whatever filled it: ops, Python, I/O or sleep the trace does not
+-- record. For every pipeline transfer (a p2p send and its receive on another rank: one of each
+-- per group and sequence number, as p2p_waits pairs them) the side that arrived first blocks for
+-- the other, at most for its own event's length (a send the transport buffered did not wait):
+-- that wait counts late for the later side and early for the first. A late pipeline stage shows
+-- as its neighbours blocked in receive or send for it, step after step. Where the ranks table
+-- gives two pipeline stages or more, a rank's transfer lateness is counted against the mean of
+-- its stage's other ranks' (the stages wait for each other by design: the bubble); a stage of
+-- one rank keeps its own. Positive: the others
+-- waited for the rank; negative: it waited for them. The scale.straggler rule sizes a straggler
+-- by it.
+-- @column rank          global rank
+-- @column step          training step; null outside every step
+-- @column instances     matched collective instances and pipeline transfers of the rank in the step
+-- @column late_ns       summed arrival after the median of the other ranks' arrivals, ns (negative: early)
+-- @column max_late_ns   the largest single instance's skew, ns
+-- @column waited_ns     summed time the rank blocked for later ranks: at each collective until its last arrival, at each transfer until its other side arrived (at most its event's length), ns
+CREATE VIEW collective_lateness AS
+WITH transfers AS (  -- pipeline transfers: one send and one receive of a group and sequence number
     SELECT coll_group, coll_seq
     FROM events
     WHERE kind = 'p2p' AND coll_op IN ('send', 'recv') AND coll_group IS NOT NULL AND coll_seq IS NOT NULL
@@ -147,8 +162,7 @@ p2p_late AS (  -- a stage's transfers wait for the other stages by design (the b
 )
 SELECT rank, step, CAST(SUM(n) AS BIGINT) AS instances, SUM(late_ns) AS late_ns, MAX(max_late_ns) AS max_late_ns,
        SUM(waited_ns) AS waited_ns
-FROM (SELECT rank, step, COUNT(*) AS n, SUM(late_ns) AS late_ns, MAX(late_ns) AS max_late_ns, SUM(waited_ns) AS waited_ns
-      FROM skew GROUP BY rank, step
+FROM (SELECT rank, step, n, late_ns, max_late_ns, waited_ns FROM _collective_skew
       UNION ALL
       SELECT rank, step, n, late_ns, max_late_ns, waited_ns FROM p2p_late)
 GROUP BY rank, step;
