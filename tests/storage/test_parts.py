@@ -7,13 +7,11 @@ from __future__ import annotations
 import random
 
 import duckdb
-import pandas as pd
 import pytest
 
+from tests.conftest import write_inline_run
 from trnprof import parts
 from trnprof.api import open_run
-from trnprof.manifest import new_manifest
-from trnprof.runstore import write_run
 
 EXTREMES = [-(2**63), -(2**62), -1, 0, 1, 2**39, 2**62, 2**63 - 1]
 
@@ -68,25 +66,11 @@ def test_parts_keep_each_pass_within_the_budget_and_are_capped():
 def test_the_part_schema_restricts_the_events_and_is_dropped(tmp_path, monkeypatch):
     monkeypatch.setenv("TRNPROF_CACHE", "off")
     monkeypatch.setattr(parts, "part_count", lambda con, schema, budget: 3)
+    base = {"step": 0, "dur": 10, "kind": "collective", "name": "ar", "lane": "cc", "coll_op": "all_reduce"}
     events = [
-        {
-            "rank": r,
-            "step": 0,
-            "ts": 100 * s + r,
-            "dur": 10,
-            "kind": "collective",
-            "name": "ar",
-            "lane": "cc",
-            "coll_op": "all_reduce",
-            "coll_group": "dp",
-            "coll_seq": s,
-        }
-        for s in range(6)
-        for r in range(2)
+        {**base, "rank": r, "ts": 100 * s + r, "coll_group": "dp", "coll_seq": s} for s in range(6) for r in range(2)
     ]
-    with write_run(tmp_path / "run", new_manifest("tests.parts")) as out:
-        out.write_events(pd.DataFrame(events))
-        out.write_ranks(pd.DataFrame({"rank": [0, 1], "node": [0, 0]}))
+    write_inline_run(tmp_path / "run", events)
     with open_run(tmp_path / "run") as run:
         frame = run.sql("SELECT rank, SUM(n) AS n FROM _collective_skew GROUP BY rank ORDER BY rank")
         assert frame["n"].tolist() == [6, 6]
