@@ -27,6 +27,7 @@ from .device_tables import TABLES as DEVICE_TABLES
 from .errors import first_line
 from .schema import PARTITIONED_TABLES, TABLE_COLUMNS
 from .stdlib import create_view, dependencies, load_views
+from .tableread import sql_name as _q
 from .tableread import table_select
 
 # Views whose rows for a rank depend only on that rank's rows (and on other such views). A view
@@ -120,10 +121,6 @@ class AttachedRun:
 def _rank_of(path: Path) -> int:
     match = _RANK_DIR.match(path.parent.name)
     return int(match.group(1)) if match else -1
-
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _literal(text: str) -> str:

@@ -21,6 +21,7 @@ import math
 
 from .schema import TABLE_COLUMNS
 from .stdlib import create_view, dependencies, load_views
+from .tableread import sql_name as _q
 
 # Views whose rows over disjoint `coll_seq` ranges of the events, appended, are the view: their
 # readers aggregate (SUM, MAX) per key, never assume one row per key.
@@ -32,10 +33,6 @@ PART_EVENT_BYTES = 64
 # rank's files): 3 was the best of 1, 3 and 6 over 66M events.
 MAX_PARTS = 16
 PART_SCHEMA = "_trnprof_part"
-
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def part_count(con, schema: str, budget: int) -> int:
@@ -64,7 +61,8 @@ def part_filters(con, schema: str, parts: int) -> list[str]:
 
 def _reads(name: str) -> set[str]:
     """Every stdlib view `name` reads, directly or not."""
-    deps, found, todo = dependencies(), set(), list(dependencies().get(name, ()))
+    deps, found = dependencies(), set()
+    todo = list(deps.get(name, ()))
     while todo:
         read = todo.pop()
         if read in deps and read not in found:

@@ -17,6 +17,11 @@ def sql_string(text: str) -> str:
     return "'" + str(text).replace("'", "''") + "'"
 
 
+def sql_name(name: str) -> str:
+    """`name` as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def empty_select(table: str) -> str:
     columns = ", ".join(f"CAST(NULL AS {duckdb_type(typ)}) AS {name}" for name, typ, _, _ in TABLE_COLUMNS[table])
     return f"SELECT {columns} WHERE FALSE"
