@@ -2,6 +2,8 @@
 # One entry point for a fresh machine with Python 3.11:
 #   bash dev.sh demo   set up .venv and run `trnprof demo`
 #   bash dev.sh test   set up .venv with the test extras (and system packages) and run the suite
+#                      in TRNPROF_TEST_WORKERS processes (default 2; pytest-xdist, a test file
+#                      each, so a module's fixtures are made once; `-n 0` after it: one process)
 #   bash dev.sh fast   the inner loop: the suite less its marked tests (slow, spark, browser, torch,
 #                      root; pyproject.toml lists them, tests/conftest.py's MARKS and tests/slow.txt say which)
 #   bash dev.sh smoke  install the package alone (no extras) into a fresh venv and run every command
@@ -24,6 +26,10 @@ python_bin() {
 setup_venv() {  # $1: pip extras spec, e.g. "." or ".[test]"
   [ -x .venv/bin/python ] || "$(python_bin)" -m venv .venv
   .venv/bin/python -m pip install -q --disable-pip-version-check -e "$1"
+}
+
+test_workers() {  # the suite's processes: two keep both cores of the CI machine busy
+  echo "${TRNPROF_TEST_WORKERS:-2}"
 }
 
 ensure_chromium() {  # the report's browser tests drive Debian's chromium, never a downloaded browser
@@ -54,12 +60,12 @@ case "${1:-}" in
     ensure_chromium
     ensure_java
     setup_venv ".[test]"
-    exec .venv/bin/python -m pytest "$@"
+    exec .venv/bin/python -m pytest -n "$(test_workers)" --dist loadfile "$@"
     ;;
   fast)
     shift
     setup_venv ".[test]"
-    exec .venv/bin/python -m pytest -m "not (slow or spark or browser or torch or root)" "$@"
+    exec .venv/bin/python -m pytest -n "$(test_workers)" --dist loadfile -m "not (slow or spark or browser or torch or root)" "$@"
     ;;
   smoke)
     exec bash scripts/plain_install_smoke.sh "$(python_bin)"

@@ -1,7 +1,7 @@
 """Write tests/slow.txt, the tests `bash dev.sh fast` leaves out for their time, from a run of the
 whole suite with `--durations=0`:
 
-    bash dev.sh test -p no:cacheprovider --durations=0 > /tmp/suite.log; python scripts/mark_slow.py /tmp/suite.log
+    bash dev.sh test -n 0 -p no:cacheprovider --durations=0 > /tmp/suite.log; python scripts/mark_slow.py /tmp/suite.log
 
 A test whose call took at least --call seconds is slow (by its function: all its parameters); a
 file in which a test's setup took at least --setup seconds (a module fixture: the next test
