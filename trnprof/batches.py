@@ -26,7 +26,7 @@ from .derived import Store
 from .device_tables import TABLES as DEVICE_TABLES
 from .errors import first_line
 from .schema import PARTITIONED_TABLES, TABLE_COLUMNS
-from .stdlib import create_view, dependencies, load_views
+from .stdlib import create_view, dependencies, load_views, upstream
 from .tableread import sql_name as _q
 from .tableread import table_select
 
@@ -286,7 +286,7 @@ def _compute_batch(con, names: list[str], staging: dict[str, Path], index: int) 
 
 def _store_local(con, run: AttachedRun, names: list[str], batches, advance) -> None:
     staging = {name: run.store.staging(name) for name in names}
-    local = local_views()
+    local = upstream(names) & local_views()  # the batch schema holds only the views `names` read
     try:
         for index, (low, high, ranks) in enumerate(batches):
             _batch_schema(con, run, low, high, ranks, local)

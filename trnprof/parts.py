@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 from .schema import TABLE_COLUMNS
-from .stdlib import create_view, dependencies, load_views
+from .stdlib import create_view, load_views, upstream
 from .tableread import sql_name as _q
 
 # Views whose rows over disjoint `coll_seq` ranges of the events, appended, are the view: their
@@ -59,18 +59,6 @@ def part_filters(con, schema: str, parts: int) -> list[str]:
     return [highs[0], *(f"{low} AND {high}" for low, high in zip(lows, highs[1:])), lows[-1]]
 
 
-def _reads(name: str) -> set[str]:
-    """Every stdlib view `name` reads, directly or not."""
-    deps, found = dependencies(), set()
-    todo = list(deps.get(name, ()))
-    while todo:
-        read = todo.pop()
-        if read in deps and read not in found:
-            found.add(read)
-            todo += deps[read]
-    return found
-
-
 def part_schema(con, schema: str, stored: set[str], name: str, where: str) -> str:
     """Schema PART_SCHEMA: the run's tables, the events restricted to `where`, and view `name`
     with every view it reads (stored ones read back from `schema`, the others computed over the
@@ -80,7 +68,7 @@ def part_schema(con, schema: str, stored: set[str], name: str, where: str) -> st
     for table in TABLE_COLUMNS:
         condition = f" WHERE {where}" if table == "events" else ""
         con.execute(f"CREATE VIEW {PART_SCHEMA}.{table} AS SELECT * FROM {_q(schema)}.{table}{condition}")
-    wanted = _reads(name) | {name}
+    wanted = upstream([name])
     con.execute(f"SET schema = '{PART_SCHEMA}'")
     try:
         for view in load_views():

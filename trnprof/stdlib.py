@@ -184,6 +184,18 @@ def create_view(con: duckdb.DuckDBPyConnection, view: ViewDef) -> None:
     con.execute(view.sql)
 
 
+def upstream(names) -> set[str]:
+    """`names` (those that are stdlib views) and every stdlib view they read, directly or not."""
+    deps, found = dependencies(), set()
+    todo = [name for name in names if name in deps]
+    while todo:
+        name = todo.pop()
+        if name not in found:
+            found.add(name)
+            todo += [read for read in deps[name] if read in deps]
+    return found
+
+
 @lru_cache(maxsize=1)
 def dependencies() -> dict[str, frozenset[str]]:
     """Each stdlib view (in load order) -> the stdlib views and run tables (device profile's

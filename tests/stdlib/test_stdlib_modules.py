@@ -34,6 +34,15 @@ def test_every_view_comes_after_the_views_it_reads():
         loaded.add(name)
 
 
+def test_upstream_is_every_view_a_view_reads_directly_or_not():
+    found = stdlib.upstream(["step_breakdown", "events", "no_such_view"])  # tables and unknown names: no views
+    assert {"step_breakdown", "steps", "recorded_steps", "device_segments", "_swept", "_sweep_points"} <= found
+    assert "collectives" not in found and "events" not in found and "no_such_view" not in found
+    deps = stdlib.dependencies()
+    for name in found:  # closed: whatever a found view reads is found
+        assert {n for n in deps[name] if n in deps} <= found, name
+
+
 def test_every_module_is_loaded_once():
     modules = list(dict.fromkeys(view.module for view in stdlib.load_views()))
     assert sorted(modules) == sorted(_texts())

@@ -52,6 +52,9 @@ class Rounds:
         pos = [0] * len(sequences)
         active = [k for k, s in enumerate(sequences) if s]
         while active:
+            if len(active) == 1:
+                self._run_alone(sequences[active[0]], pos[active[0]])
+                break
             heads = [sequences[k][pos[k]] for k in active]
             ready = [self._ready(h) for h in heads]
             moved = [h for h, r in zip(heads, ready) if r]
@@ -64,6 +67,22 @@ class Rounds:
             if not moved and not settled:
                 raise RuntimeError("critical path: the graph has a cycle")  # measured order forbids it
         self._settle(force=True)
+
+    def _run_alone(self, sequence: list[int], at: int) -> None:
+        """The rounds of one sequence (a single-rank step's, or the last of a group): each starts
+        the sequence's next node when it is ready, then settles; none ready forces the settle."""
+        end, lane_prev, near, isnan = self.end, self.lane_prev, self.near, math.isnan
+        while at < len(sequence):
+            head = sequence[at]
+            before, beside = lane_prev[head], near[head]  # _ready, inline: this loop runs once per node
+            if (before < 0 or not isnan(end[before])) and (beside < 0 or not isnan(end[beside])):
+                self._begin(head)
+                self._arrive(head)
+                at += 1
+                if self.pending:
+                    self._settle(force=False)
+            elif not self._settle(force=True):
+                raise RuntimeError("critical path: the graph has a cycle")  # measured order forbids it
 
     def result(self) -> tuple[np.ndarray, ...]:
         return (
@@ -81,27 +100,38 @@ class Rounds:
         return self._known(self.lane_prev[h]) and self._known(self.near[h])
 
     def _start(self, nodes: list[int]) -> None:
+        for j in nodes:
+            self._begin(j)
+        for j in nodes:
+            self._arrive(j)
+
+    def _begin(self, j: int) -> None:
+        """Start node j when what it waits for is done; end it too unless it blocks."""
         start, end = self.start, self.end
-        for j in nodes:
-            ready, by, via = self.base[j], -1, False
-            for p, lead in ((self.lane_prev[j], 0), (self.near[j], self.near_lead[j])):
-                if p >= 0 and end[p] - lead > ready:
-                    ready, by = end[p] - lead, p
-            o = self.launch_by[j]
-            if o >= 0:
-                t = start[o] + self.launch_at[j] * self.work_f[o]
-                if t > ready:
-                    ready, by, via = t, o, True
-            start[j], self.start_by[j], self.via_launch[j] = ready + self.gap[j], by, via
-            if self.join[j] < 0 and self.sync_on[j] < 0:
-                end[j] = start[j] + self.work[j]
-            else:
-                self.pending.append(j)
-        for j in nodes:
-            i = self.join[j]
-            if i >= 0:
-                self.started[i] += 1
-                self.arrival[i] = max(self.arrival[i], start[j])
+        ready, by, via = self.base[j], -1, False
+        p = self.lane_prev[j]
+        if p >= 0 and end[p] > ready:
+            ready, by = end[p], p
+        p = self.near[j]
+        if p >= 0 and end[p] - self.near_lead[j] > ready:
+            ready, by = end[p] - self.near_lead[j], p
+        o = self.launch_by[j]
+        if o >= 0:
+            t = start[o] + self.launch_at[j] * self.work_f[o]
+            if t > ready:
+                ready, by, via = t, o, True
+        start[j], self.start_by[j], self.via_launch[j] = ready + self.gap[j], by, via
+        if self.join[j] < 0 and self.sync_on[j] < 0:
+            end[j] = start[j] + self.work[j]
+        else:
+            self.pending.append(j)
+
+    def _arrive(self, j: int) -> None:
+        """Count node j's start at the join it belongs to."""
+        i = self.join[j]
+        if i >= 0:
+            self.started[i] += 1
+            self.arrival[i] = max(self.arrival[i], self.start[j])
 
     def _settle(self, force: bool) -> bool:
         """The wavefront's settle: blocked nodes whose join is complete or whose device node had
