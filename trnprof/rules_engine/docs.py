@@ -263,7 +263,7 @@ def index_md(rules: list[Rule]) -> str:
         "read before any rule table is computed: a rule whose flag is false costs nothing (none of its "
         "tables is computed), so list a flag before a probe where one says the same.",
         "2. **Query.** The SQL runs in a sandbox: a DuckDB of its own holding only the tables the rules "
-        "read, materialised from the run: the stored stdlib views (and a larger run's `events` and "
+        "read, materialised from the run: the stored stdlib views (and the run's `events` and "
         "`counters`) are read in place from their Parquet files, the only files the sandbox may read, "
         "so a rule pays for what it scans of them, not for a copy; the rest is copied in (in memory "
         "for a small run), with external access off, "

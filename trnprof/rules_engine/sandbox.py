@@ -14,7 +14,7 @@ Ctrl-C, the waiting thread interrupts DuckDB (`connection.interrupt()`) and the 
 copy: the views it reads are computed first, then the session is locked the same way (`lock_down`),
 DuckDB being allowed to read only the run's table files and its stored views (the files the
 session's views read; `allowed_directories`/`allowed_paths`), then the query runs with `select`.
-Memory: the engine has the sandbox read the stored views and a large run's events in place
+Memory: the engine has the sandbox read the stored views and the run's events and counters in place
 (`in_place`: views over their Parquet files, the only files it may read); the tables copied in
 live in a database file in the sandbox's private temporary folder, so DuckDB reads them
 through its buffer pool instead of holding them (a small run's, `in_memory`, in memory). The sandbox has a
