@@ -25,6 +25,7 @@ from trnprof.errors import TrnprofError
 from .events import EXACT, FAST, Event, ExactEvent, ExactOtherEvent, OtherEvent
 
 BLOCK = 8 << 20  # bytes of decompressed JSON read at once; a chunk decodes 4..12 MB (bounds memory)
+PIECE_BLOCK = 4 << 20  # the same for pieces staged in worker processes: more of them, evenly shared
 _WINDOW = 1 << 20  # where the last event boundary of a block is searched first
 _ARRAY_START = re.compile(rb'"traceEvents"\s*:\s*\[')
 _KEY = b'"traceEvents": ['  # the prefix of the final document ends with it
@@ -53,13 +54,27 @@ class Chunk:
     early_header: dict[str, bytes] | None = None
     exact: bool = False
     data: bytes = b""  # the chunk's JSON array, for decoding it again in exact mode
+    offset: int = 0  # where `data` sits in the decompressed file (positions in errors count from it)
 
 
 def decode_exact(chunk: Chunk) -> Chunk:
     """The same chunk with times as raw text (see times.py)."""
-    again = _decode_events(chunk.data, True, chunk.first_index)
-    again.header, again.early_header = chunk.header, chunk.early_header
-    return again
+    return _again(chunk, _decode_events(chunk.data, True, chunk.first_index))
+
+
+def decode_piece(piece: Chunk, exact: bool, path: Path) -> Chunk:
+    """A piece of `read_pieces` decoded into events, times as numbers or, with `exact`, as raw
+    text. Its cut was checked as JSON, not the UTF-8 of its strings: text that is not UTF-8 is
+    the one error `read_chunks` gives for it."""
+    try:
+        return _again(piece, _decode_events(piece.data, exact, piece.first_index))
+    except msgspec.DecodeError as exc:
+        raise _malformed(path, exc, piece.offset) from None
+
+
+def _again(chunk: Chunk, decoded: Chunk) -> Chunk:
+    decoded.header, decoded.early_header, decoded.offset = chunk.header, chunk.early_header, chunk.offset
+    return decoded
 
 
 def _open(path: Path):
@@ -74,8 +89,9 @@ class _Reader:
     """Blocks of decompressed bytes with one clear error for a broken gzip stream; reports
     progress in bytes of the file on disk."""
 
-    def __init__(self, path: Path, progress: Callable[[int], None] | None):
+    def __init__(self, path: Path, progress: Callable[[int], None] | None, block: int):
         self.path = path
+        self.block = block
         self.handle = _open(path)
         self.raw = getattr(self.handle, "fileobj", self.handle)  # the file on disk
         self.progress = progress
@@ -87,7 +103,7 @@ class _Reader:
         if self.eof:
             return b""
         try:
-            block = self.handle.read(BLOCK)
+            block = self.handle.read(self.block)
         except (EOFError, OSError, zlib.error) as exc:
             raise TrnprofError(
                 f"{self.path}: truncated or corrupt gzip data ({exc}); re-copy the file or decompress it to check"
@@ -165,18 +181,32 @@ def read_chunks(
 ) -> Iterator[Chunk]:
     """Yield the trace's events chunk by chunk; the last chunk carries the top-level header.
     `mode["exact"]` (the caller may set it) decodes later chunks with times as raw text."""
-    path = Path(path)
-    reader = _Reader(path, progress)
     mode = mode if mode is not None else {"exact": False}
+    return _read(Path(path), progress, lambda data, index: _decode_events(data, mode["exact"], index), BLOCK)
+
+
+def read_pieces(path: str | Path, progress: Callable[[int], None] | None = None) -> Iterator[Chunk]:
+    """The trace cut as `read_chunks` cuts it, each piece checked as a JSON array of entries but
+    not decoded into events: its `events` holds each entry's raw JSON, its `data` the array
+    (`decode_piece` decodes it, in another process if need be)."""
+    return _read(Path(path), progress, _piece, min(BLOCK, PIECE_BLOCK))
+
+
+def _piece(data: bytes, index: int) -> Chunk:
+    return Chunk(_RAW_LIST.decode(data), index, data=data)
+
+
+def _read(path: Path, progress, decode: Callable[[bytes, int], Chunk], block: int) -> Iterator[Chunk]:
+    reader = _Reader(path, progress, block)
     try:
-        yield from _chunks(path, reader, mode)
+        yield from _chunks(path, reader, decode)
     except RecursionError:
         raise TrnprofError(f"{path}: JSON nested too deeply to be a trace") from None
     finally:
         reader.close()
 
 
-def _chunks(path: Path, reader: _Reader, mode: dict) -> Iterator[Chunk]:
+def _chunks(path: Path, reader: _Reader, decode: Callable[[bytes, int], Chunk]) -> Iterator[Chunk]:
     buf = bytearray()
     prefix = None  # top-level text before the events array, with the array's key
     while prefix is None:
@@ -207,7 +237,7 @@ def _chunks(path: Path, reader: _Reader, mode: dict) -> Iterator[Chunk]:
         buf += block
         if not block:
             break
-        if len(buf) < BLOCK // 2:
+        if len(buf) < reader.block // 2:
             continue
         cut = _last_boundary(buf, failed_at)
         if cut is None:
@@ -215,11 +245,12 @@ def _chunks(path: Path, reader: _Reader, mode: dict) -> Iterator[Chunk]:
         with memoryview(buf) as view:
             data = b"".join((b"[", view[: cut + 1], b"]"))
         try:
-            chunk = _decode_events(data, mode["exact"], index)
+            chunk = decode(data, index)
         except msgspec.DecodeError:
             failed_at = cut + 1  # a cut inside a string or a nested object: wait for a later one
             continue
         failed_at = 0
+        chunk.offset = consumed
         del data
         next_start = _BOUNDARY.match(buf, cut).end() - 1
         consumed += next_start
@@ -227,7 +258,7 @@ def _chunks(path: Path, reader: _Reader, mode: dict) -> Iterator[Chunk]:
         index += len(chunk.events)
         chunk.early_header, early = early, None
         yield chunk
-    last = _last_chunk(path, prefix, bytes(buf), mode["exact"], index, consumed)
+    last = _last_chunk(path, prefix, bytes(buf), decode, index, consumed)
     last.early_header = early
     yield last
 
@@ -257,7 +288,7 @@ def _last_boundary(buf: bytearray, after: int) -> int | None:
         start = after
 
 
-def _last_chunk(path: Path, prefix: bytes, rest: bytes, exact: bool, index: int, consumed: int) -> Chunk:
+def _last_chunk(path: Path, prefix: bytes, rest: bytes, decode, index: int, consumed: int) -> Chunk:
     """Decode the whole remaining document: the last events and the top-level keys."""
     base = consumed - len(prefix)
     if prefix == b"":  # bare array form; its closing bracket is optional in the Chrome format
@@ -281,10 +312,10 @@ def _last_chunk(path: Path, prefix: bytes, rest: bytes, exact: bool, index: int,
             raise TrnprofError(f"{path}: traceEvents is not an array")
         header = {key: bytes(value) for key, value in top.items()}
     try:
-        chunk = _decode_events(events_raw, exact, index)
+        chunk = decode(events_raw, index)
     except msgspec.DecodeError as exc:
         raise _malformed(path, exc, consumed) from None
-    chunk.header = header
+    chunk.header, chunk.offset = header, consumed
     return chunk
 
 

@@ -28,7 +28,7 @@ from trnprof.collectors.common.tables import meta_rows, quarantine_table, rebuil
 from trnprof.errors import TrnprofError
 
 from . import classify
-from .columns import Staged, stage_chunk
+from .columns import Staged
 from .counters import counters_table, memory_counters, series_counters
 from .finish import FileFacts, finalize, settle_held
 from .header import TraceInfo, detect_rank, device_memory, parse_header
@@ -47,7 +47,7 @@ from .route import (
     problem_detail,
     reason_codes,
 )
-from .stream import read_chunks
+from .workers import staged_chunks
 
 BATCH_ROWS = 1 << 17  # rows per Parquet write when the spill is read back (bounds memory)
 
@@ -134,11 +134,10 @@ class TraceFile:
         enabled = gc.isenabled()
         gc.disable()  # millions of short-lived acyclic objects: collections would only cost time
         try:
-            mode = {"exact": False}
-            for chunk in read_chunks(self.path, progress, mode):
+            for chunk, staged in staged_chunks(self.path, progress, {"exact": False}):
                 if chunk.early_header is not None:
                     self._start(chunk.early_header)
-                self._chunk(stage_chunk(chunk, mode))
+                self._chunk(staged)
                 if chunk.header is not None:
                     header = chunk.header
         except TrnprofError as exc:

@@ -1,0 +1,104 @@
+"""A trace's chunks staged in worker processes: decoding a chunk into events and staging them
+(columns.py) is Python that holds the GIL, two thirds of an ingest, and each chunk is staged on
+its own. So a trace of more than one chunk is cut here (`stream.read_pieces`: each piece checked
+as JSON, a quarter of a decode) and its pieces decoded and staged in forked worker processes, a
+few ahead, while this process maps the staged chunks in file order (trace.py). The staged
+tables are what one process makes of the same chunks: the pieces are the chunks `read_chunks`
+cuts, and a piece staged before a later one switched the trace to exact times re-decodes itself
+as a chunk does (`stage_chunk`).
+
+One process does it all where a fork costs more than it saves or is not safe: a trace of one
+piece (up to ~4 MB of JSON), a machine with one core, any system but Linux (macOS's frameworks
+are not fork-safe; Windows has no fork), or TRNPROF_INGEST_WORKERS=1 (docs/ingest.md).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import itertools
+import multiprocessing
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Iterator
+
+from trnprof.errors import TrnprofError
+
+from .columns import Staged, stage_chunk
+from .stream import Chunk, decode_piece, read_chunks, read_pieces
+
+WORKERS_ENV = "TRNPROF_INGEST_WORKERS"
+MAX_WORKERS = 8  # each holds a chunk's events (~10x its JSON) while staging it
+_ENV_LIMIT = 64
+
+
+def staged_chunks(path: Path, progress, mode: dict) -> Iterator[tuple[Chunk, Staged]]:
+    """Each chunk of the trace (its `early_header` and `header`; its events are not kept) with
+    its staged rows, in file order. `mode["exact"]` as for `read_chunks`."""
+    workers = worker_count()
+    if workers < 2:
+        for chunk in read_chunks(path, progress, mode):
+            yield chunk, stage_chunk(chunk, mode)
+        return
+    with contextlib.closing(read_pieces(path, progress)) as pieces:
+        first = next(pieces)  # a trace has at least its last chunk
+        second = next(pieces, None)
+        if second is None:  # one piece: not worth a process
+            chunk = decode_piece(first, mode["exact"], path)
+            yield chunk, stage_chunk(chunk, mode)
+            return
+        yield from _in_workers(path, itertools.chain([first, second], pieces), workers, mode)
+
+
+def worker_count() -> int:
+    """Processes to stage chunks in: TRNPROF_INGEST_WORKERS, else one per core (at most
+    MAX_WORKERS); 1 off Linux."""
+    if not sys.platform.startswith("linux"):
+        return 1
+    text = os.environ.get(WORKERS_ENV, "").strip()
+    if text:
+        if not text.isdigit() or not 1 <= int(text) <= _ENV_LIMIT:
+            raise TrnprofError(f"{WORKERS_ENV}={text[:20]!r}: write a whole number of processes from 1 to {_ENV_LIMIT}")
+        return int(text)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(MAX_WORKERS, cores)
+
+
+def _in_workers(path: Path, pieces, workers: int, mode: dict) -> Iterator[tuple[Chunk, Staged]]:
+    """Stage `pieces` in `workers` forked processes, at most one piece per worker ahead of the
+    one this process waits for."""
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    pending = collections.deque()
+    try:
+        for piece in pieces:
+            sent = Chunk([], piece.first_index, data=piece.data, offset=piece.offset)  # its entries stay here
+            pending.append((piece, pool.submit(_stage_piece, path, sent, mode["exact"])))
+            piece.events, piece.data = [], b""
+            if len(pending) > workers:
+                yield _staged(*pending.popleft(), mode)
+        while pending:
+            yield _staged(*pending.popleft(), mode)
+    except BrokenProcessPool:
+        raise TrnprofError(
+            f"a process staging the trace ended unexpectedly (out of memory?); "
+            f"set {WORKERS_ENV}=1 to ingest in one process"
+        ) from None
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _staged(piece: Chunk, future, mode: dict) -> tuple[Chunk, Staged]:
+    staged, exact = future.result()
+    if exact:
+        mode["exact"] = True  # pieces read from now on decode their times as text at once
+    return piece, staged
+
+
+def _stage_piece(path: Path, piece: Chunk, exact: bool) -> tuple[Staged, bool]:
+    """In a worker: one piece decoded and staged; and whether it needed exact times."""
+    mode = {"exact": exact}
+    staged = stage_chunk(decode_piece(piece, exact, path), mode)
+    return staged, mode["exact"]
