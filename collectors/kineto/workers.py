@@ -9,16 +9,18 @@ as a chunk does (`stage_chunk`).
 
 One process does it all where a fork costs more than it saves or is not safe: a trace of one
 piece (up to ~4 MB of JSON), a machine with one core, any system but Linux (macOS's frameworks
-are not fork-safe; Windows has no fork), or TRNPROF_INGEST_WORKERS=1 (docs/ingest.md).
+are not fork-safe; Windows has no fork), or TRNPROF_INGEST_WORKERS=0 (docs/ingest.md).
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import ctypes
 import itertools
 import multiprocessing
 import os
+import signal
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -33,13 +35,14 @@ from .stream import Chunk, decode_piece, read_chunks, read_pieces
 WORKERS_ENV = "TRNPROF_INGEST_WORKERS"
 MAX_WORKERS = 8  # each holds a chunk's events (~10x its JSON) while staging it
 _ENV_LIMIT = 64
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def staged_chunks(path: Path, progress, mode: dict) -> Iterator[tuple[Chunk, Staged]]:
     """Each chunk of the trace (its `early_header` and `header`; its events are not kept) with
     its staged rows, in file order. `mode["exact"]` as for `read_chunks`."""
     workers = worker_count()
-    if workers < 2:
+    if workers < 1:
         for chunk in read_chunks(path, progress, mode):
             yield chunk, stage_chunk(chunk, mode)
         return
@@ -54,23 +57,26 @@ def staged_chunks(path: Path, progress, mode: dict) -> Iterator[tuple[Chunk, Sta
 
 
 def worker_count() -> int:
-    """Processes to stage chunks in: TRNPROF_INGEST_WORKERS, else one per core (at most
-    MAX_WORKERS); 1 off Linux."""
+    """Worker processes to stage chunks in (0: this process stages them): TRNPROF_INGEST_WORKERS,
+    else one per core (at most MAX_WORKERS: on 2 cores two workers beat one, this process mostly
+    waiting), none on one core or off Linux."""
     if not sys.platform.startswith("linux"):
-        return 1
+        return 0
     text = os.environ.get(WORKERS_ENV, "").strip()
     if text:
-        if not text.isdigit() or not 1 <= int(text) <= _ENV_LIMIT:
-            raise TrnprofError(f"{WORKERS_ENV}={text[:20]!r}: write a whole number of processes from 1 to {_ENV_LIMIT}")
+        if not text.isdigit() or int(text) > _ENV_LIMIT:
+            raise TrnprofError(f"{WORKERS_ENV}={text[:20]!r}: write a whole number of processes from 0 to {_ENV_LIMIT}")
         return int(text)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return min(MAX_WORKERS, cores)
+    return min(MAX_WORKERS, cores) if cores > 1 else 0
 
 
 def _in_workers(path: Path, pieces, workers: int, mode: dict) -> Iterator[tuple[Chunk, Staged]]:
     """Stage `pieces` in `workers` forked processes, at most one piece per worker ahead of the
     one this process waits for."""
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    pool = ProcessPoolExecutor(
+        workers, mp_context=multiprocessing.get_context("fork"), initializer=_worker_start, initargs=(os.getpid(),)
+    )
     pending = collections.deque()
     try:
         for piece in pieces:
@@ -84,10 +90,20 @@ def _in_workers(path: Path, pieces, workers: int, mode: dict) -> Iterator[tuple[
     except BrokenProcessPool:
         raise TrnprofError(
             f"a process staging the trace ended unexpectedly (out of memory?); "
-            f"set {WORKERS_ENV}=1 to ingest in one process"
+            f"set {WORKERS_ENV}=0 to ingest in one process"
         ) from None
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _worker_start(parent: int) -> None:
+    """A worker leaves Ctrl-C to this process (which stops the pool) and ends with it, however it
+    ends: killed, this process would leave it waiting on its queue, holding the terminal's pipes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(AttributeError, OSError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it ended before the signal was asked for
+        os._exit(1)
 
 
 def _staged(piece: Chunk, future, mode: dict) -> tuple[Chunk, Staged]:

@@ -5,6 +5,11 @@ single process gives, and a one-piece trace starts no process."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -39,7 +44,7 @@ def _runs(trace: Path, tmp_path: Path, monkeypatch, piece: int) -> dict[str, tup
     in_workers = workers._in_workers
     monkeypatch.setattr(workers, "_in_workers", lambda *args: pooled.append(1) or in_workers(*args))
     runs = {}
-    for count in ("2", "1"):
+    for count in ("2", "0"):
         monkeypatch.setenv(workers.WORKERS_ENV, count)
         out = tmp_path / f"run-{count}"
         summary = ingest([trace], out)
@@ -71,7 +76,7 @@ def test_a_real_trace_in_many_pieces_makes_the_same_run(tmp_path, monkeypatch):
     monkeypatch.setattr(stream, "PIECE_BLOCK", 256 << 10)
     assert len(list(stream.read_pieces(DDP_TRACE))) > 20
     runs = _runs(DDP_TRACE, tmp_path, monkeypatch, 256 << 10)
-    assert runs["2"] == runs["1"] and runs["1"][0] > 40_000
+    assert runs["2"] == runs["0"] and runs["0"][0] > 40_000
 
 
 def test_times_that_turn_exact_midway_are_exact_in_every_piece(tmp_path, monkeypatch):
@@ -82,7 +87,7 @@ def test_times_that_turn_exact_midway_are_exact_in_every_piece(tmp_path, monkeyp
     path = tmp_path / "t.json"
     path.write_text('{"traceEvents": [' + ",\n".join(entries) + "]}")
     runs = _runs(path, tmp_path, monkeypatch, 4 << 10)
-    assert runs["2"] == runs["1"]
+    assert runs["2"] == runs["0"]
     got = duckdb.sql(f"SELECT ts FROM read_parquet('{tmp_path}/run-2/events/*/*.parquet') ORDER BY ts").fetchall()
     assert len(got) == 600 and got[-1][0] - got[0][0] == (EPOCH_US + 599) * 1000 + 123 - 1_000_250
 
@@ -108,13 +113,84 @@ def test_an_error_in_a_worker_is_the_one_process_error(tmp_path, monkeypatch, go
     monkeypatch.setattr(stream, "PIECE_BLOCK", 4 << 10)
     monkeypatch.setattr(stream, "_WINDOW", 4 << 10)
     messages = []
-    for count in ("2", "1"):
+    for count in ("1", "0"):
         monkeypatch.setenv(workers.WORKERS_ENV, count)
         with pytest.raises(TrnprofError) as caught:
             ingest([path], tmp_path / f"run-{count}")
         messages.append(str(caught.value))
         assert not (tmp_path / f"run-{count}").exists()  # no half-written run
     assert messages[0] == messages[1] and "UTF-8" in messages[0] and messages[0].startswith(str(path))
+
+
+# an ingest whose workers take `pause` seconds a piece: still running when the test stops it
+SLOW_INGEST = """
+import sys, time
+from trnprof.collectors.kineto import stream, workers
+stream.PIECE_BLOCK = stream._WINDOW = 4096
+staged = workers._stage_piece
+def slow(*args):
+    time.sleep(float(sys.argv[3]))
+    return staged(*args)
+workers._stage_piece = slow
+from trnprof.cli import main
+main(["ingest", sys.argv[1], "-o", sys.argv[2]])
+"""
+
+
+def _slow_ingest(tmp_path: Path, pause: float) -> tuple[subprocess.Popen, list[int]]:
+    """The ingest process, once both its workers run."""
+    trace = _write(tmp_path / "t.json", [_op(i, 1000 + i) for i in range(400)])
+    command = [sys.executable, "-c", SLOW_INGEST, str(trace), str(tmp_path / "run"), str(pause)]
+    env = {**os.environ, workers.WORKERS_ENV: "2"}
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while len(found := _children(process.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(found) == 2, "the workers did not start"
+    return process, found
+
+
+def _children(pid: int) -> list[int]:
+    children = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+        except (OSError, ValueError):
+            continue
+        if entry.name.isdigit() and int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            children.append(int(entry.name))
+    return children
+
+
+def _gone(pids: list[int]) -> bool:
+    """Whether the processes `pids` end within 10 s (those left are killed: no test leaves any)."""
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [pid for pid in pids if Path(f"/proc/{pid}").exists()]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    return not left
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers run on Linux only (workers.py)")
+def test_killed_ingest_takes_its_workers_along(tmp_path):
+    """A killed ingest leaves no worker waiting on its queue (holding the caller's pipes open)."""
+    process, found = _slow_ingest(tmp_path, 60)
+    process.kill()
+    try:
+        process.communicate(timeout=20)  # returns once no process holds the pipes
+    finally:
+        assert _gone(found)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers run on Linux only (workers.py)")
+def test_ctrl_c_stops_ingest_and_workers_with_one_line(tmp_path):
+    process, found = _slow_ingest(tmp_path, 0.5)
+    os.killpg(process.pid, signal.SIGINT)  # what the terminal sends: the whole process group
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130 and err.decode().strip() == "interrupted"
+    assert _gone(found) and not (tmp_path / "run").exists()
 
 
 def test_a_one_piece_trace_starts_no_process(tmp_path, monkeypatch):
@@ -127,7 +203,7 @@ def test_a_one_piece_trace_starts_no_process(tmp_path, monkeypatch):
     assert summary["events"] == 50
 
 
-@pytest.mark.parametrize("text", ["0", "-1", "two", "65", "1e3", "9" * 40])
+@pytest.mark.parametrize("text", ["-1", "two", "65", "1e3", "9" * 40])
 def test_a_bad_worker_count_is_one_clear_error(monkeypatch, text):
     monkeypatch.setenv(workers.WORKERS_ENV, text)
     with pytest.raises(TrnprofError, match=workers.WORKERS_ENV):
@@ -137,5 +213,12 @@ def test_a_bad_worker_count_is_one_clear_error(monkeypatch, text):
 def test_the_worker_count_defaults_to_the_cores(monkeypatch):
     monkeypatch.setenv(workers.WORKERS_ENV, "3")
     assert workers.worker_count() == 3
+    monkeypatch.setenv(workers.WORKERS_ENV, "0")
+    assert workers.worker_count() == 0
     monkeypatch.delenv(workers.WORKERS_ENV)
-    assert 1 <= workers.worker_count() <= workers.MAX_WORKERS
+    monkeypatch.setattr(workers.os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    assert workers.worker_count() == 3
+    monkeypatch.setattr(workers.os, "sched_getaffinity", lambda pid: set(range(64)))
+    assert workers.worker_count() == workers.MAX_WORKERS
+    monkeypatch.setattr(workers.os, "sched_getaffinity", lambda pid: {0})
+    assert workers.worker_count() == 0
