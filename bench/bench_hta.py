@@ -2,7 +2,8 @@
 the same Kineto trace and running its temporal, comm/comp overlap, idle time and kernel
 breakdowns; plus what every command pays before it starts (`--version`, `--help`).
 
-Side by side in one run, whole processes (interpreter start included), medians of --repeat:
+Side by side in one run, whole processes (interpreter start included), medians of --repeat (HTA
+and each `analyze TRACE` taken in turn within each round, so that the machine's drift falls on all):
 wall time and peak RSS (`/usr/bin/time -f`) of each tool, and their ratios, each beside its
 target (docs/performance.md, "Small traces and fixed costs"); a missed target says "missed".
 trnprof is measured both ways: `ingest` then `analyze RUN` (two processes), and `analyze TRACE`
@@ -151,6 +152,17 @@ def median_of(repeat: int, measure) -> tuple[float, ...]:
     return tuple(statistics.median(column) for column in zip(*results))
 
 
+def interleaved(repeat: int, measures: dict) -> dict:
+    """Each measure's medians over `repeat` rounds, the measures taken in turn within a round: a
+    drift of the machine's pace (this one's moves HTA's time by a third within minutes) falls on
+    all of them alike."""
+    results = {name: [] for name in measures}
+    for _ in range(repeat):
+        for name, measure in measures.items():
+            results[name].append(measure())
+    return {name: tuple(statistics.median(column) for column in zip(*rows)) for name, rows in results.items()}
+
+
 def compile_bytecode() -> None:
     """Write the bytecode of the trnprof this interpreter imports, as `pip install` does: a
     source tree imported with PYTHONDONTWRITEBYTECODE set (or a read-only one) compiles every
@@ -242,10 +254,8 @@ def measure_direct(trnprof: list[str], trace: Path, cache: Path) -> tuple[float,
     )
 
 
-def hta_row(python: Path | None, trace: Path, repeat: int) -> tuple[float, float, float] | None:
-    if python is None:
-        return None
-    return median_of(repeat, lambda: timed_run([str(python), "-c", HTA_JOB, str(trace.parent)]))
+def hta_run(python: Path, trace: Path) -> tuple[float, float, float]:
+    return timed_run([str(python), "-c", HTA_JOB, str(trace.parent)])
 
 
 def row(
@@ -271,18 +281,22 @@ def compare(
     direct_only: bool = False,
 ) -> None:
     print(
-        f"\ntraces (median of {repeat}, whole processes): trnprof vs "
-        + (f"HTA {hta_version(python)} load + 4 analyses" if python else "nothing (no HTA)")
+        f"\ntraces (median of {repeat}, whole processes; HTA and each `analyze TRACE` in turn in a round): "
+        "trnprof vs " + (f"HTA {hta_version(python)} load + 4 analyses" if python else "nothing (no HTA)")
     )
     cache = work / "cache"
     os.environ["TRNPROF_CACHE_DIR"] = str(cache)
     for label in labels:
         trace = prepare(label, work / "traces")
         print(f"  {label}: {trace.name}, {entries(trace):,} entries, {trace.stat().st_size / 2**20:.1f} MiB   {load()}")
-        hta = hta_row(python, trace, repeat)
+        ways = ([("baseline", baseline)] if baseline else []) + [("trnprof", trnprof_command())]
+        measures = {"HTA": lambda: hta_run(python, trace)} if python else {}
+        for name, command in ways:
+            measures[name] = lambda command=command: measure_direct(command, trace, cache)
+        medians = interleaved(repeat, measures)
+        hta = medians.get("HTA")
         if hta:
             print(f"    {'HTA':<24} {hta[0]:7.2f} s {hta[1]:6.0f} MiB  CPU {hta[2]:6.2f} s")
-        ways = ([("baseline", baseline)] if baseline else []) + [("trnprof", trnprof_command())]
         for name, command in [] if direct_only else ways:
             ingest_s, analyze_s, total_s, rss, cpu = median_of(
                 repeat, lambda: measure_trnprof(command, trace, work / "runs" / name / label)
@@ -296,8 +310,8 @@ def compare(
                     f"    {name} analyze after ingest: {analyze_s:.2f} s, target <= {TARGET_ANALYZE_S} s: "
                     f"{verdict(analyze_s <= TARGET_ANALYZE_S)}"
                 )
-        for name, command in ways:
-            wall, rss, cpu = median_of(repeat, lambda: measure_direct(command, trace, cache))
+        for name, _ in ways:
+            wall, rss, cpu = medians[name]
             print(
                 row(f"{name} analyze TRACE", wall, rss, cpu, hta, ISSUE_39.get(label, (TARGET_SPEEDUP, 1.0)))
                 + f"   {load()}",
