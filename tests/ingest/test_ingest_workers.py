@@ -197,7 +197,7 @@ def test_a_one_piece_trace_starts_no_process(tmp_path, monkeypatch):
     def no_pool(*args, **kwargs):
         raise AssertionError("a process pool for one piece")
 
-    monkeypatch.setattr(workers, "ProcessPoolExecutor", no_pool)
+    monkeypatch.setattr(workers, "_in_workers", no_pool)
     monkeypatch.setenv(workers.WORKERS_ENV, "4")
     summary = ingest([_write(tmp_path / "t.json", [_op(i, 1000 + i) for i in range(50)])], tmp_path / "run")
     assert summary["events"] == 50
