@@ -1,5 +1,5 @@
 """A trace's chunks staged in worker processes: decoding a chunk into events and staging them
-(columns.py) is Python that holds the GIL, two thirds of an ingest, and each chunk is staged on
+(columns.py) is Python that holds the GIL, half to two thirds of an ingest, and each chunk is staged on
 its own. So a trace of more than one chunk is cut here (`stream.read_pieces`: each piece checked
 as JSON, a quarter of a decode) and its pieces decoded and staged in forked worker processes, a
 few ahead, while this process maps the staged chunks in file order (trace.py). The staged
@@ -19,6 +19,7 @@ import contextlib
 import ctypes
 import itertools
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -61,7 +62,7 @@ def worker_count() -> int:
         return 0
     text = os.environ.get(WORKERS_ENV, "").strip()
     if text:
-        if not text.isdigit() or int(text) > _ENV_LIMIT:
+        if not re.fullmatch(r"[0-9]{1,3}", text) or int(text) > _ENV_LIMIT:
             raise TrnprofError(f"{WORKERS_ENV}={text[:20]!r}: write a whole number of processes from 0 to {_ENV_LIMIT}")
         return int(text)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

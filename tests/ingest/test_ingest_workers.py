@@ -203,7 +203,7 @@ def test_a_one_piece_trace_starts_no_process(tmp_path, monkeypatch):
     assert summary["events"] == 50
 
 
-@pytest.mark.parametrize("text", ["-1", "two", "65", "1e3", "9" * 40])
+@pytest.mark.parametrize("text", ["-1", "two", "65", "1e3", "9" * 40, "\u00b2", "\u0663", "1 2"])
 def test_a_bad_worker_count_is_one_clear_error(monkeypatch, text):
     monkeypatch.setenv(workers.WORKERS_ENV, text)
     with pytest.raises(TrnprofError, match=workers.WORKERS_ENV):
