@@ -57,7 +57,10 @@ def test_existing_output_needs_force(cli, tmp_path):
         (b'{"traceEvents": [', "invalid JSON"),
         (b'{"displayTimeUnit": "ms"}', "no traceEvents array"),
         (b'{"traceEvents": []}', "no events"),
-        (gzip.compress(b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}]}')[:30], "truncated or corrupt"),
+        (  # mtime=0: the same bytes in every process (xdist's workers must collect the same ids)
+            gzip.compress(b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}]}', mtime=0)[:30],
+            "truncated or corrupt",
+        ),
         (b'{"traceEvents": [{"ph": "X", "name": "\xc3\x28", "ts": 1, "dur": 1}]}', "UTF-8"),
         (
             b'{"distributedInfo": {"rank": "three"}, "traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}]}',
