@@ -86,6 +86,19 @@ def parse_header(header: dict[str, bytes], path: Path) -> TraceInfo:
     return info
 
 
+def export_marker(early: dict[str, bytes]) -> dict | None:
+    """The otherData of a trace written by `trnprof export`, from the keys before traceEvents;
+    None for any other trace."""
+    raw = early.get("otherData")
+    if raw is None:
+        return None
+    try:
+        other = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return None
+    return other if isinstance(other, dict) and other.get("producer") == EXPORT_PRODUCER else None
+
+
 def detect_rank(info: TraceInfo, path: Path, option: int | None) -> tuple[int, str]:
     """The file's rank and where it came from."""
     if info.rank is not None:

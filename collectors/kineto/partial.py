@@ -31,7 +31,15 @@ LAUNCH_SOURCES = ("X/cuda_runtime", "X/cuda_driver")
 
 
 def _array(table: pa.Table, column: str) -> pa.Array:
-    return table[column].combine_chunks()
+    values = table[column]
+    return values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()  # one chunk: no copy
+
+
+def rows_where(table: pa.Table, mask) -> pa.Table:
+    """`table`'s rows where `mask` (numpy or Arrow booleans) holds; the table itself where it
+    holds for every row (a filter would copy every column, the args' text too)."""
+    everywhere = mask.all() if isinstance(mask, np.ndarray) else mask.null_count == 0 and pc.all(mask).as_py()
+    return table if everywhere else table.filter(mask)
 
 
 def plain(table: pa.Table) -> pa.Table:
@@ -119,7 +127,7 @@ def partial_events(ev: pa.Table, margs: pa.Table) -> tuple[pa.Table, dict]:
         ).as_py()
         or 0,
     }
-    return table.filter(pc.invert(held)), side
+    return rows_where(table, pc.invert(held)), side
 
 
 def _moved_bytes(ev: pa.Table, kind: pa.Array, margs: pa.Table) -> pa.Array:

@@ -17,36 +17,23 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable, Iterator
 
-import msgspec
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from trnprof.collectors.common.tables import FLOWS as FLOWS_SCHEMA
-from trnprof.collectors.common.tables import meta_rows, quarantine_table, rebuild_event
+from trnprof.collectors.common.tables import meta_rows, quarantine_table
 from trnprof.errors import TrnprofError
 
 from . import classify
 from .columns import Staged
-from .counters import counters_table, memory_counters, series_counters
+from .counters import counters_table
 from .finish import FileFacts, finalize, settle_held
-from .header import TraceInfo, detect_rank, device_memory, parse_header
-from .partial import PARTIAL, exported_events, launches_of, partial_events
+from .header import TraceInfo, detect_rank, device_memory, export_marker, parse_header
+from .mapping import Mapped, map_chunk
+from .partial import PARTIAL, launches_of
 from .platform import platform_facts
-from .route import (
-    COUNTERS,
-    DESTINATIONS,
-    EVENTS,
-    FLOWS,
-    MALFORMED,
-    META,
-    QUARANTINE,
-    REASONS,
-    destinations,
-    problem_detail,
-    reason_codes,
-)
+from .route import DESTINATIONS
 from .workers import staged_chunks
 
 BATCH_ROWS = 1 << 17  # rows per Parquet write when the spill is read back (bounds memory)
@@ -155,138 +142,39 @@ class TraceFile:
         return header
 
     def _start(self, early: dict) -> None:
-        other = early.get("otherData")
-        if other is not None:
-            try:
-                value = msgspec.json.decode(other)
-            except msgspec.DecodeError:
-                value = None
-            if isinstance(value, dict) and value.get("producer") == "trnprof":
-                self._export = value
+        self._export = export_marker(early)
 
-    def _chunk(self, staged: Staged) -> None:
-        rows = staged.rows
-        self._entries += rows.num_rows + len(staged.bad)
-        self._truncated_args += staged.truncated_args
-        code = reason_codes(rows)
-        dest, memory = destinations(rows, code)
-        ranks = self._row_ranks(rows)
-        if (dest == META).any():
-            self._meta_chunk(rows.filter(dest == META))
-        counter_rows = dest == COUNTERS
-        if counter_rows.any():
-            bad = self._counters(rows, staged.args, memory & counter_rows, counter_rows & ~memory, ranks)
-            if bad:
-                flagged = pc.is_in(rows["idx"], pa.array(bad, pa.int64())).to_numpy(zero_copy_only=False)
-                code[flagged] = [REASONS.index(r) + 1 for r in self._bad_reasons(rows, flagged, memory)]
-                dest[flagged] = QUARANTINE
-        if (dest == FLOWS).any():
-            self._flow_chunk(rows.filter(dest == FLOWS), staged.flows)
-        events = rows.filter(dest == EVENTS)
-        if events.num_rows:
-            self._event_chunk(events, staged.args)
-        self._quarantine_chunk(rows, code, dest, staged)
-        (phs, cats, dests), inverse = classify.distinct_rows(rows["ph"], rows["cat"], pa.array(dest))
-        counts = np.bincount(inverse.to_numpy(), minlength=len(phs))
-        for ph, cat, d, n in zip(phs.to_pylist(), cats.to_pylist(), dests.to_pylist(), counts.tolist()):
-            self._by_source[(f"{ph}/{cat or '-'}", DESTINATIONS[d])] += n
-        if staged.bad:
-            self._by_source[("malformed", "quarantine")] += len(staged.bad)
+    def _chunk(self, result: Staged | Mapped) -> None:
+        mapped = result
+        if isinstance(result, Staged):  # mapped here: one process, or a trnprof export
+            mapped = map_chunk(result, self.source, None if self._export is None else self._lanes)
+        self._entries += mapped.entries
+        self._truncated_args += mapped.truncated_args
+        self._lanes.update(mapped.lanes)
+        if mapped.meta is not None:
+            self._meta.append(mapped.meta)
+        self._samples += mapped.samples
+        if mapped.flows is not None:
+            self._flows.append(mapped.flows)
+        if mapped.side is not None:
+            self._side(mapped.side)
+        if mapped.partial is not None:
+            if self._writer is None:
+                self._sink = pa.OSFile(str(self._spill), "wb")
+                self._writer = pa.ipc.new_stream(self._sink, PARTIAL)
+            self._writer.write_table(mapped.partial)
+        self._quarantine += mapped.quarantine
+        self._by_source.update(mapped.by_source)
 
-    def _row_ranks(self, rows: pa.Table):
-        if self._export is None:
-            return np.full(rows.num_rows, -1, dtype=np.int64)
-        pids = rows["pid"].to_pylist()
-        return np.array([int(p) if p and p.lstrip("-").isdigit() else -1 for p in pids], dtype=np.int64)
-
-    def _bad_reasons(self, rows, flagged, memory):
-        return ["bad_memory_event" if m else "bad_counter_value" for m in memory[flagged]]
-
-    def _counters(self, rows, margs, memory, series, ranks) -> list[int]:
-        bad = []
-        if memory.any():
-            samples, wrong = memory_counters(rows.filter(memory), margs, ranks[memory])
-            self._samples.append(samples)
-            bad += wrong
-        if series.any():
-            samples, wrong = series_counters(rows.filter(series), ranks[series], self._export is not None)
-            self._samples.append(samples)
-            bad += wrong
-        return bad
-
-    def _meta_chunk(self, rows: pa.Table) -> None:
-        self._meta.append(meta_rows(rows["name"], rows["pid"], rows["tid"], rows["args"], "M", None, self.source))
-        threads = rows.filter(pc.equal(rows["name"], "thread_name"))  # the lanes' names; the rest is kept as is
-        for pid, tid, value in zip(*(threads[c].to_pylist() for c in ("pid", "tid", "args"))):
-            inner = msgspec.json.decode(value.encode()).get("args")
-            lane = inner.get("name") if isinstance(inner, dict) else None
-            if isinstance(lane, str):
-                self._lanes[(pid, tid)] = lane
-
-    def _flow_chunk(self, rows: pa.Table, ids: pa.Table) -> None:
-        found = pc.index_in(rows["idx"], ids["idx"])
-        self._flows.append(
-            pa.table(
-                {
-                    "rank": pa.nulls(rows.num_rows, pa.int32()),
-                    "ph": rows["ph"],
-                    "cat": rows["cat"],
-                    "name": rows["name"],
-                    "id": pc.take(ids["id"], found),
-                    "bp": pc.take(ids["bp"], found),
-                    "ts": rows["ts"],
-                    "pid": rows["pid"],
-                    "tid": rows["tid"],
-                    "args": rows["args"],
-                }
-            )
-        )
-
-    def _event_chunk(self, events: pa.Table, margs: pa.Table) -> None:
-        if self._export is not None:
-            try:
-                partial = exported_events(events, self._lanes)
-            except msgspec.ValidationError as exc:
-                raise TrnprofError(f"{self.path}: not a valid trnprof export: {exc}") from None
-        else:
-            partial, side = partial_events(events, margs)
-            self._held.append(side["held"])
-            self._records.append(side["records"])
-            self._steps.append(side["steps"])
-            self._devices |= side["devices"]
-            self._device_work |= side["device_work"]
-            self.platforms |= side["platforms"]
-            self.unknown_device_events += side["unknown_device_events"]
-            wanted = pc.is_in(
-                margs["idx"],
-                pa.concat_arrays([side["held"]["idx"].combine_chunks(), side["records"]["idx"].combine_chunks()]),
-            )
-            self._margs.append(margs.filter(wanted).to_pandas())
-        if self._writer is None:
-            self._sink = pa.OSFile(str(self._spill), "wb")
-            self._writer = pa.ipc.new_stream(self._sink, PARTIAL)
-        self._writer.write_table(partial)
-
-    def _quarantine_chunk(self, rows: pa.Table, code, dest, staged: Staged) -> None:
-        flagged = dest == QUARANTINE
-        if flagged.any():
-            q = rows.filter(flagged)
-            for idx, c, ph, name, ts, dur, ts_problem, dur_problem, args in zip(
-                q["idx"].to_pylist(),
-                code[flagged].tolist(),
-                q["ph"].to_pylist(),
-                q["name"].to_pylist(),
-                q["ts"].to_pylist(),
-                q["dur"].to_pylist(),
-                q["ts_problem"].to_pylist(),
-                q["dur_problem"].to_pylist(),
-                q["args"].to_pylist(),
-            ):
-                original = staged.originals.get(idx)
-                event = original.decode("utf-8", "replace") if original else rebuild_event(ph, name, ts, dur, args)
-                self._quarantine.append((idx, REASONS[c - 1], problem_detail(ts_problem, dur_problem), event))
-        for idx, error, raw in staged.bad:
-            self._quarantine.append((idx, MALFORMED, error, raw.decode("utf-8", "replace")))
+    def _side(self, side: dict) -> None:
+        self._held.append(side["held"])
+        self._records.append(side["records"])
+        self._steps.append(side["steps"])
+        self._margs.append(side["margs"])
+        self._devices |= side["devices"]
+        self._device_work |= side["device_work"]
+        self.platforms |= side["platforms"]
+        self.unknown_device_events += side["unknown_device_events"]
 
     # -- the end of the file -------------------------------------------------------------
     def event_batches(self) -> Iterator[pa.Table]:

@@ -1,11 +1,12 @@
-"""A trace's chunks staged in worker processes: decoding a chunk into events and staging them
-(columns.py) is Python that holds the GIL, half to two thirds of an ingest, and each chunk is staged on
-its own. So a trace of more than one chunk is cut here (`stream.read_pieces`: each piece checked
-as JSON, a quarter of a decode) and its pieces decoded and staged in forked worker processes, a
-few ahead, while this process maps the staged chunks in file order (trace.py). The staged
-tables are what one process makes of the same chunks: the pieces are the chunks `read_chunks`
-cuts, and a piece staged before a later one switched the trace to exact times re-decodes itself
-as a chunk does (`stage_chunk`).
+"""A trace's chunks staged and mapped in worker processes: decoding a chunk into events, staging
+them (columns.py) and mapping the rows (mapping.py) is Python that holds the GIL, most of an
+ingest, and each chunk is staged and mapped on its own. So a trace of more than one chunk is cut
+here (`stream.read_pieces`: each piece checked as JSON, a quarter of a decode) and its pieces
+decoded, staged and mapped in forked worker processes, a few ahead, while this process gathers
+the results in file order (trace.py). The results are what one process makes of the same chunks:
+the pieces are the chunks `read_chunks` cuts, and a piece staged before a later one switched the
+trace to exact times re-decodes itself as a chunk does (`stage_chunk`). The chunks of a trnprof
+export are mapped by this process: each reads the thread names of those before it.
 
 One process does it all where a fork costs more than it saves or is not safe: a trace of one
 piece (up to ~4 MB of JSON), a machine with one core, any system but Linux (macOS's frameworks
@@ -28,6 +29,8 @@ from typing import Iterator
 from trnprof.errors import TrnprofError
 
 from .columns import Staged, stage_chunk
+from .header import export_marker
+from .mapping import Mapped, map_chunk
 from .stream import Chunk, decode_piece, read_chunks, read_pieces
 
 WORKERS_ENV = "TRNPROF_INGEST_WORKERS"
@@ -36,9 +39,10 @@ _ENV_LIMIT = 64
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def staged_chunks(path: Path, progress, mode: dict) -> Iterator[tuple[Chunk, Staged]]:
+def staged_chunks(path: Path, progress, mode: dict) -> Iterator[tuple[Chunk, Staged | Mapped]]:
     """Each chunk of the trace (its `early_header` and `header`; its events are not kept) with
-    its staged rows, in file order. `mode["exact"]` as for `read_chunks`."""
+    its staged rows, or with its mapped rows where a worker mapped them, in file order.
+    `mode["exact"]` as for `read_chunks`."""
     workers = worker_count()
     if workers < 1:
         for chunk in read_chunks(path, progress, mode):
@@ -69,9 +73,9 @@ def worker_count() -> int:
     return min(MAX_WORKERS, cores) if cores > 1 else 0
 
 
-def _in_workers(path: Path, pieces, workers: int, mode: dict) -> Iterator[tuple[Chunk, Staged]]:
-    """Stage `pieces` in `workers` forked processes, at most one piece per worker ahead of the
-    one this process waits for."""
+def _in_workers(path: Path, pieces, workers: int, mode: dict) -> Iterator[tuple[Chunk, Staged | Mapped]]:
+    """Stage (and map, but for an export) `pieces` in `workers` forked processes, at most one
+    piece per worker ahead of the one this process waits for."""
     import multiprocessing  # here: 20 ms of imports that a trace of one piece does without
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
@@ -80,10 +84,13 @@ def _in_workers(path: Path, pieces, workers: int, mode: dict) -> Iterator[tuple[
         workers, mp_context=multiprocessing.get_context("fork"), initializer=_worker_start, initargs=(os.getpid(),)
     )
     pending = collections.deque()
+    source = None  # mapped here: a trnprof export
     try:
         for piece in pieces:
+            if piece.early_header is not None and export_marker(piece.early_header) is None:
+                source = path.name
             sent = Chunk([], piece.first_index, data=piece.data, offset=piece.offset)  # its entries stay here
-            pending.append((piece, pool.submit(_stage_piece, path, sent, mode["exact"])))
+            pending.append((piece, pool.submit(_stage_piece, path, sent, mode["exact"], source)))
             piece.events, piece.data = [], b""
             if len(pending) > workers:
                 yield _staged(*pending.popleft(), mode)
@@ -108,15 +115,16 @@ def _worker_start(parent: int) -> None:
         os._exit(1)
 
 
-def _staged(piece: Chunk, future, mode: dict) -> tuple[Chunk, Staged]:
-    staged, exact = future.result()
+def _staged(piece: Chunk, future, mode: dict) -> tuple[Chunk, Staged | Mapped]:
+    result, exact = future.result()
     if exact:
         mode["exact"] = True  # pieces read from now on decode their times as text at once
-    return piece, staged
+    return piece, result
 
 
-def _stage_piece(path: Path, piece: Chunk, exact: bool) -> tuple[Staged, bool]:
-    """In a worker: one piece decoded and staged; and whether it needed exact times."""
+def _stage_piece(path: Path, piece: Chunk, exact: bool, source: str | None) -> tuple[Staged | Mapped, bool]:
+    """In a worker: one piece decoded and staged, and mapped when `source` (the file's name) is
+    given; and whether it needed exact times."""
     mode = {"exact": exact}
     staged = stage_chunk(decode_piece(piece, exact, path), mode)
-    return staged, mode["exact"]
+    return (staged if source is None else map_chunk(staged, source)), mode["exact"]

@@ -18,7 +18,9 @@ import pytest
 from tests.conftest import KINETO
 from trnprof.collectors.ingest import ingest
 from trnprof.collectors.kineto import stream, workers
+from trnprof.collectors.synthetic import synthetic_run
 from trnprof.errors import TrnprofError
+from trnprof.export.chrome import export_chrome
 
 DDP_TRACE = KINETO / "ns_resolution_trace" / "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
 EPOCH_US = 1_712_195_495_501_688  # a Kineto clock: a double holds this many microseconds to 1/4 us only
@@ -90,6 +92,29 @@ def test_times_that_turn_exact_midway_are_exact_in_every_piece(tmp_path, monkeyp
     assert runs["2"] == runs["0"]
     got = duckdb.sql(f"SELECT ts FROM read_parquet('{tmp_path}/run-2/events/*/*.parquet') ORDER BY ts").fetchall()
     assert len(got) == 600 and got[-1][0] - got[0][0] == (EPOCH_US + 599) * 1000 + 123 - 1_000_250
+
+
+def test_an_export_in_many_pieces_makes_the_same_run(tmp_path, monkeypatch):
+    """A trnprof export's chunks are mapped by the parent in file order: each reads the thread
+    names (lanes) that earlier chunks' metadata gave."""
+    trace = tmp_path / "export.json"
+    export_chrome(synthetic_run(tmp_path / "run", ranks=3, steps=2, ops_per_step=30, seed=5), trace)
+    runs = _runs(trace, tmp_path, monkeypatch, 8 << 10)
+    assert runs["2"] == runs["0"] and runs["0"][0] > 200
+    lanes = duckdb.sql(f"SELECT DISTINCT lane FROM read_parquet('{tmp_path}/run-2/events/*/*.parquet')").fetchall()
+    assert len(lanes) > 3
+
+
+def test_entries_quarantined_in_many_pieces_are_the_same(tmp_path, monkeypatch):
+    """Rows mapped in the workers: events, counters, flows, meta and quarantine as one process maps them."""
+    entries = [_op(i, 1000 + 10 * i) for i in range(400)]
+    entries += [dict(_op(i, 5000 + i), dur=-1) for i in range(0, 400, 37)]  # negative durations
+    entries += [{"ph": "C", "name": "mem", "pid": 1, "ts": 10 * i, "args": {"v": i}} for i in range(0, 400, 9)]
+    entries += [{"ph": "s", "cat": "ac2g", "id": i, "pid": 1, "tid": 2, "ts": 10 * i} for i in range(0, 400, 11)]
+    entries += [{"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "main"}}, 7, "x"]
+    runs = _runs(_write(tmp_path / "t.json", entries), tmp_path, monkeypatch, 4 << 10)
+    assert runs["2"] == runs["0"]
+    assert runs["0"][2] == len(range(0, 400, 37)) + 2 and runs["0"][1] > 0
 
 
 @pytest.mark.parametrize(
