@@ -67,8 +67,7 @@ def _python(values: list):
 
 def texts_to_ns(raws: list) -> tuple[np.ndarray, np.ndarray]:
     """(ns, problem code) for raw JSON number texts (msgspec.Raw or bytes; empty = absent)."""
-    texts = [bytes(r) for r in raws]
-    array = pa.array(texts, pa.binary())
+    array = _binary(raws)
     empty = pc.equal(pc.binary_length(array), 0)
     strings = pc.if_else(empty, pa.scalar("0", pa.string()), array.cast(pa.string()))
     try:
@@ -77,9 +76,18 @@ def texts_to_ns(raws: list) -> tuple[np.ndarray, np.ndarray]:
         )
         ns = pc.cast(pc.multiply(scaled, _THOUSAND), pa.int64()).to_numpy()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return _python_texts([t if t else None for t in texts])
+        return _python_texts([bytes(t) if t else None for t in raws])
     problem = np.where(empty.to_numpy(zero_copy_only=False), MISSING, OK).astype(np.int8)
     return ns, problem
+
+
+def _binary(raws: list) -> pa.Array:
+    """The raw texts as one binary array: joined once and split by Arrow (a NUL byte never
+    occurs in valid JSON, so it cannot occur in a raw value), not one `bytes` per value."""
+    if not raws:
+        return pa.array([], pa.binary())
+    pieces = pc.split_pattern(pa.array([b"\0".join(raws)], pa.binary()), b"\0")[0].values
+    return pieces if len(pieces) == len(raws) else pa.array([bytes(r) for r in raws], pa.binary())
 
 
 def _python_texts(texts: list) -> tuple[np.ndarray, np.ndarray]:
