@@ -121,10 +121,10 @@ class TraceFile:
         enabled = gc.isenabled()
         gc.disable()  # millions of short-lived acyclic objects: collections would only cost time
         try:
-            for chunk, staged in staged_chunks(self.path, progress, {"exact": False}):
+            for chunk, result in staged_chunks(self.path, progress, {"exact": False}):
                 if chunk.early_header is not None:
                     self._start(chunk.early_header)
-                self._chunk(staged)
+                self._chunk(result)
                 if chunk.header is not None:
                     header = chunk.header
         except TrnprofError as exc:

@@ -111,10 +111,11 @@ def test_entries_quarantined_in_many_pieces_are_the_same(tmp_path, monkeypatch):
     entries += [dict(_op(i, 5000 + i), dur=-1) for i in range(0, 400, 37)]  # negative durations
     entries += [{"ph": "C", "name": "mem", "pid": 1, "ts": 10 * i, "args": {"v": i}} for i in range(0, 400, 9)]
     entries += [{"ph": "s", "cat": "ac2g", "id": i, "pid": 1, "tid": 2, "ts": 10 * i} for i in range(0, 400, 11)]
+    entries += [{"ph": "C", "name": "mem", "pid": 1, "ts": 10 * i, "args": {"v": "high"}} for i in range(0, 400, 50)]
     entries += [{"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "main"}}, 7, "x"]
     runs = _runs(_write(tmp_path / "t.json", entries), tmp_path, monkeypatch, 4 << 10)
     assert runs["2"] == runs["0"]
-    assert runs["0"][2] == len(range(0, 400, 37)) + 2 and runs["0"][1] > 0
+    assert runs["0"][2] == len(range(0, 400, 37)) + len(range(0, 400, 50)) + 2 and runs["0"][1] > 0
 
 
 @pytest.mark.parametrize(
