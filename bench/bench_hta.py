@@ -11,7 +11,9 @@ trnprof is measured both ways: `ingest` then `analyze RUN` (two processes), and 
 for the run (no run, no `derived/` cache); the compiled rule packs are cached as for any user
 after their first command (the cache folder is the benchmark's own, TRNPROF_CACHE_DIR).
 --baseline TRNPROF measures another install's `trnprof` the same way beside it (before/after), both
-ways. The targets: issue 24's (4x HTA's speed, no more memory) for every row but `analyze TRACE`
+ways. --warm also times `analyze TRACE` again over the run the first made (its derived/ cache
+warm: stored views and replay prices), each install with its own cache folder, in turn.
+The targets: issue 24's (4x HTA's speed, no more memory) for every row but `analyze TRACE`
 of issue 39's traces (ISSUE_39: 4.9k at least as fast as HTA, 206k twice as fast, each within
 1.5x of HTA's peak memory).
 
@@ -31,7 +33,7 @@ Before measuring, the script writes the bytecode of the trnprof it measures (`co
 as pip does when it installs a package.
 
     python bench/bench_hta.py [--sizes 4.9k 206k 10k 41k 109k 456k 1.1M] [--repeat 3] [--hta-venv DIR] [--no-hta]
-                              [--baseline PATH/TO/trnprof] [--direct-only]
+                              [--baseline PATH/TO/trnprof] [--direct-only] [--warm]
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 import msgspec
 
@@ -237,21 +240,34 @@ def measure_trnprof(trnprof: list[str], trace: Path, run: Path) -> tuple[float, 
     return ingest_s, analyze_s, ingest_s + analyze_s, max(ingest_mb, analyze_mb), ingest_cpu + analyze_cpu
 
 
-def measure_direct(trnprof: list[str], trace: Path, cache: Path) -> tuple[float, float, float]:
-    """`analyze TRACE`, cold: the cache's runs (which the benchmark made) removed first."""
-    shutil.rmtree(cache / "runs", ignore_errors=True)
-    return timed_run(
-        [
-            *trnprof,
-            "analyze",
-            str(trace),
-            "--format",
-            "json",
-            "-o",
-            str(cache.parent / "findings-direct.json"),
-            "--force",
-        ]
-    )
+def measure_direct(trnprof: list[str], trace: Path, cache: Path, warm: bool = False) -> tuple[float, float, float]:
+    """`analyze TRACE`, cold: the cache's runs (which the benchmark made) removed first; with
+    `warm`, the run and its derived/ cache kept from the command before (in `cache`, this
+    install's own folder)."""
+    if not warm:
+        shutil.rmtree(cache / "runs", ignore_errors=True)
+    command = [*trnprof, "analyze", str(trace), "--format", "json", "-o", str(cache.parent / "findings-direct.json")]
+    with mock.patch.dict(os.environ, TRNPROF_CACHE_DIR=str(cache)):
+        return timed_run([*command, "--force"])
+
+
+def compare_warm(labels: list[str], repeat: int, work: Path, baseline: list[str] | None) -> None:
+    """`analyze TRACE` again over the run the first made (its derived/ cache warm), each install
+    with its own cache folder, in turn."""
+    print(f"\nwarm `analyze TRACE` (median of {repeat}, whole processes, each install's own cache, in turn)")
+    ways = ([("baseline", baseline)] if baseline else []) + [("trnprof", trnprof_command())]
+    for label in labels:
+        trace = prepare(label, work / "traces")
+        measures = {}
+        for name, command in ways:
+            cache = work / f"cache-warm-{name}"
+            shutil.rmtree(cache, ignore_errors=True)
+            measure_direct(command, trace, cache)  # the run and its derived/ cache made once
+            measures[name] = lambda command=command, cache=cache: measure_direct(command, trace, cache, warm=True)
+        medians = interleaved(repeat, measures)
+        for name, _ in ways:
+            wall, rss, cpu = medians[name]
+            print(f"  {label}: {name:<9} {wall:6.2f} s {rss:6.0f} MiB  CPU {cpu:5.2f} s   {load()}", flush=True)
 
 
 def hta_run(python: Path, trace: Path) -> tuple[float, float, float]:
@@ -328,6 +344,7 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="keep the traces and runs in this folder")
     parser.add_argument("--baseline", type=Path, help="another install's trnprof script, measured beside")
     parser.add_argument("--direct-only", action="store_true", help="only `analyze TRACE`, not ingest + analyze")
+    parser.add_argument("--warm", action="store_true", help="also `analyze TRACE` again over its cached run")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} CPUs, {load()} at start")
     compile_bytecode()
@@ -335,9 +352,10 @@ def main() -> None:
     python = None if args.no_hta else hta_python(args.hta_venv)
     work = args.keep or Path(tempfile.mkdtemp(prefix="trnprof-bench-hta-"))
     try:
-        compare(
-            args.sizes, args.repeat, python, work, [str(args.baseline)] if args.baseline else None, args.direct_only
-        )
+        baseline = [str(args.baseline)] if args.baseline else None
+        compare(args.sizes, args.repeat, python, work, baseline, args.direct_only)
+        if args.warm:
+            compare_warm(args.sizes, args.repeat, work, baseline)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

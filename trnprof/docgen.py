@@ -34,8 +34,9 @@ INTEGRITY = [
     "tables' totals with `counts` (a corruption that keeps the size is found here). "
     "A `derived/` folder inside a run holds caches added later and is not part of the",
     "run. Runs written before `parts` existed are checked by their footers' row totals. `check` also",
-    "verifies the `derived/` cache: every stored view against its `_checksums.json`, and no symbolic",
-    "link where the cache lives; `--repair` removes a bad entry or a link (never what it points to).",
+    "verifies the `derived/` cache: every stored view and replay price (`_replay_price_*`,",
+    "docs/whatif.md) against its `_checksums.json`, and no symbolic link where the cache lives;",
+    "`--repair` removes a bad entry or a link (never what it points to).",
     "",
     "Writers leave nothing behind a later run has to know about: temporary files (an ingest's spill)",
     "live in the hidden `.RUN.tmp-PID-…` folder, which the next writer removes when its process is",

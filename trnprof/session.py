@@ -166,6 +166,12 @@ def stored_source(con: duckdb.DuckDBPyConnection, view: str, schema: str = "main
     return (f"SELECT * FROM read_parquet([{listed}])", files) if files else None
 
 
+def store_of(con: duckdb.DuckDBPyConnection, schema: str = "main") -> Store | None:
+    """The `derived/` store of the run attached as `schema` (None when none is)."""
+    attached = _session(con).runs.get(schema)
+    return attached.store if attached is not None else None
+
+
 def is_stored(con: duckdb.DuckDBPyConnection, view: str, schema: str = "main") -> bool:
     """Whether `view` of `schema` is stored (computed in this session or an earlier one)."""
     attached = _session(con).runs.get(schema)

@@ -10,11 +10,15 @@ import time
 import numpy as np
 import pandas as pd
 
+from trnprof import session
 from trnprof.critical_path import scale
 from trnprof.critical_path.compute import Replayer
 from trnprof.critical_path.graph import CATEGORIES
 from trnprof.errors import TrnprofError
+from trnprof.run import DuckDBRun
 from trnprof.units import S_PER_NS
+
+from . import price_store
 
 METHOD = "replay"
 NOTES = [
@@ -131,24 +135,29 @@ def replay_prices(run, fixes: list[list[str]]) -> list[dict]:
     graph: {"change": {"scale": specs}, "step_time_s": mean replayed step, "gain_fraction":
     1 - that / the unchanged replay's mean, "steps": steady steps replayed}. The mean, not the
     median: a fix is worth its share of the wall time, so a cost paid in one step of ten (a
-    recompile) counts for a tenth. Fixes with the same specs share a replay. One TrnprofError
-    when the run has nothing to replay or a spec is bad."""
-    priced = Priced(run, breakdown=False)
-    base = priced.base_mean_s
-    steps: dict[tuple, float] = {}
+    recompile) counts for a tenth. Fixes with the same specs share a replay; a price an earlier
+    command over the run stored is read back (`price_store`). One TrnprofError when the run has
+    nothing to replay or a spec is bad."""
+    store = session.store_of(run.con) if isinstance(run, DuckDBRun) else None  # Spark's runs: no store
+    prices = {tuple(specs): price_store.lookup(store, specs) for specs in fixes}
+    missing = [key for key, price in prices.items() if price is None]
+    if missing:
+        priced = Priced(run, breakdown=False)
+        for key in missing:
+            result = priced.replayer.replay([scale.parse(s) for s in key], path=False)
+            step = float(result.replayed["dur"].mean()) * S_PER_NS
+            prices[key] = {"step_time_s": step, "base_mean_s": priced.base_mean_s, "steps": priced.steps}
+            price_store.keep(store, list(key), prices[key])
     out = []
     for specs in fixes:
-        key = tuple(specs)
-        if key not in steps:
-            result = priced.replayer.replay([scale.parse(s) for s in specs], path=False)
-            steps[key] = float(result.replayed["dur"].mean()) * S_PER_NS
-        step = steps[key]
+        price = prices[tuple(specs)]
+        base = price["base_mean_s"]
         out.append(
             {
                 "change": {"scale": list(specs)},
-                "step_time_s": step,
-                "gain_fraction": 1 - step / base if base else None,
-                "steps": priced.steps,
+                "step_time_s": price["step_time_s"],
+                "gain_fraction": 1 - price["step_time_s"] / base if base else None,
+                "steps": price["steps"],
             }
         )
     return out
