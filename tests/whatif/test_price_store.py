@@ -83,6 +83,13 @@ def test_a_tampered_price_is_ignored_and_computed_again(run_dir, monkeypatch, va
     assert _prices(run_dir) == expected
 
 
+def test_an_entry_over_its_bound_is_not_read(run_dir, monkeypatch):
+    _prices(run_dir)
+    monkeypatch.setattr(price_store, "MAX_ENTRY_BYTES", 64)  # below any Parquet file
+    with open_run(run_dir) as run:
+        assert price_store.lookup(session.store_of(run.con), FIXES[0]) is None
+
+
 def test_a_price_is_read_only_by_the_code_that_made_it(run_dir, monkeypatch):
     _prices(run_dir)
     monkeypatch.setattr(price_store, "code_digest", lambda: "other replay code")

@@ -7,8 +7,9 @@ Each price is a stored entry of its own (`derived.Store`: written whole under a 
 checksummed, verified before its first read), named by a digest of its scale specs and of the
 replay's source code and version, so a price is never read by other code than made it. Whoever
 can write the run folder can write such an entry too: it is read as data, never trusted. It must
-hold one row for exactly these specs, with finite step times in range; an entry that does not is
-ignored (the price is computed again), never an error. Nothing is kept where the cache is off or
+hold one row for exactly these specs, with finite step times in range, in a file of at most
+MAX_ENTRY_BYTES whose footer says as much of its data; an entry that does not is ignored (the
+price is computed again), never an error. Nothing is kept where the cache is off or
 cannot be written but for the session's own scratch folder.
 """
 
@@ -18,6 +19,7 @@ import functools
 import hashlib
 import json
 import math
+import os
 from glob import glob
 from importlib import resources
 
@@ -33,6 +35,7 @@ SCHEMA = pa.schema(
 )
 MAX_STEP_S = 86_400.0  # a replayed step of more than a day is no step trnprof replayed
 MAX_STEPS = 10**9
+MAX_ENTRY_BYTES = 64 * 2**10  # an entry is a few hundred bytes
 _CODE = (("critical_path", None), ("whatif", "replay.py"), ("whatif", "price_store.py"))
 
 
@@ -60,7 +63,7 @@ def lookup(store: Store | None, specs: list[str]) -> dict | None:
         return None
     try:
         parts = glob(files)
-        table = pq.read_table(parts[0]) if len(parts) == 1 else None
+        table = _bounded_read(parts[0]) if len(parts) == 1 else None
     except (OSError, pa.ArrowException):
         return None
     if table is None or table.num_rows != 1 or not table.schema.equals(SCHEMA):
@@ -69,6 +72,19 @@ def lookup(store: Store | None, specs: list[str]) -> dict | None:
     if row["specs"] != json.dumps(list(specs)) or not _in_range(row):
         return None
     return {key: row[key] for key in ("step_time_s", "base_mean_s", "steps")}
+
+
+def _bounded_read(part: str) -> pa.Table | None:
+    """The entry's one row, read only when the file and its rows' data are at most
+    MAX_ENTRY_BYTES (a part of a few hundred bytes: nothing larger is a price)."""
+    if os.lstat(part).st_size > MAX_ENTRY_BYTES:
+        return None
+    meta = pq.ParquetFile(part).metadata
+    if meta.num_rows != 1 or any(
+        meta.row_group(i).total_byte_size > MAX_ENTRY_BYTES for i in range(meta.num_row_groups)
+    ):
+        return None
+    return pq.read_table(part)
 
 
 def keep(store: Store | None, specs: list[str], price: dict) -> None:
