@@ -13,9 +13,12 @@ import contextlib
 import contextvars
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import TrnprofError
-from .run import DuckDBRun, Run
+
+if TYPE_CHECKING:
+    from .run import Run
 
 ENGINES = ("duckdb", "spark")
 ENV = "TRNPROF_ENGINE"
@@ -63,4 +66,6 @@ def open_run(
         from .spark.run import SparkRun  # the optional extra: pyspark and sqlglot load only here
 
         return SparkRun(str(path), master=choice.master, conf=choice.conf)
+    from .run import DuckDBRun  # the choice above loads before the run's libraries (`--engine`)
+
     return DuckDBRun(path, threads=threads, memory_limit=memory_limit)

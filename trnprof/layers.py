@@ -47,6 +47,7 @@ LAYERS = (
             ("trnprof.textfmt", "text formats"),
             ("trnprof.hardware", "Trainium's facts"),
             ("trnprof.breakdown", "the step's categories"),
+            ("trnprof.runfiles", "the names that make a folder a run"),
             ("trnprof.schema", "run tables"),
             ("trnprof.exitcodes", ""),
             ("trnprof.jsonplain", ""),
@@ -189,6 +190,11 @@ AFTER_THE_JOB = (
 # Every other function-level import, exactly (the layer test fails on one not listed here).
 LAZY_IMPORTS = (
     LazyImport("trnprof.engines", "trnprof.spark.run", SPARK),
+    LazyImport(
+        "trnprof.engines",
+        "trnprof.run",
+        "`--engine` is read before the run's libraries load: `analyze TRACE` starts its ingest first",
+    ),
     LazyImport("trnprof.rules_engine.engine", "trnprof.rules_engine.spark_sandbox", SPARK),
     LazyImport("trnprof.spark.connect", "pyspark", SPARK),
     LazyImport("trnprof.spark.connect", "pyspark.sql", SPARK),

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-FORMAT_NAME = "trnprof.run"
-SCHEMA_VERSION = 1
-MANIFEST_FILE = "trnprof.json"
+from .runfiles import FORMAT_NAME, MANIFEST_FILE, SCHEMA_VERSION  # noqa: F401 - the run format's names, here too
 
 EVENT_KINDS = (
     "compute",

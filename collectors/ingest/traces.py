@@ -16,6 +16,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pyarrow as pa
 
@@ -98,8 +99,10 @@ def _not_ours(cached: Path) -> str | None:
 
 
 @contextlib.contextmanager
-def run_of_traces(paths, *, run: str | Path | None = None):
-    """Yield the `TraceRun` of the traces `paths`: into `run` when given, else the cache."""
+def run_of_traces(paths, *, run: str | Path | None = None, ahead: Callable[[], bool] = lambda: False):
+    """Yield the `TraceRun` of the traces `paths`: into `run` when given, else the cache.
+    `ahead()`: waits for an ingest of `paths` started ahead into the cache (`ingest_ahead`), True
+    when it made the run there."""
     inputs = expand(list(paths))
     fingerprints = [file_fingerprint(p) for p in input_files(inputs)]
     identity = _identity(fingerprints)
@@ -107,8 +110,9 @@ def run_of_traces(paths, *, run: str | Path | None = None):
         yield _named(Path(run), paths, inputs, fingerprints, identity)
         return
     cached = cache_dir() / "runs" / _cache_key(identity)
+    ingested_ahead = ahead()
     if _holds(cached, identity):
-        yield TraceRun(cached, False, None)
+        yield TraceRun(cached, ingested_ahead, None)
         return
     why_not = _writable(cached.parent) or _not_ours(cached)
     if why_not is None:
@@ -143,3 +147,20 @@ def _named(run: Path, paths, inputs, fingerprints, identity) -> TraceRun:
         )
     _ingest(paths, run, inputs, fingerprints)
     return TraceRun(run, True, None)
+
+
+def ingest_ahead(path: str | Path) -> bool:
+    """The ingest `trnprof.api.ahead` starts in a forked process: the trace `path` into the
+    user's cache, only where `run_of_traces` would ingest it there (a trace, not yet in the
+    cache, the cache writable, no folder at its key); True when it did."""
+    path = Path(path)
+    if (path / MANIFEST_FILE).is_file() or not is_trace_input(path):
+        return False
+    inputs = expand([path])
+    fingerprints = [file_fingerprint(p) for p in input_files(inputs)]
+    identity = _identity(fingerprints)
+    cached = cache_dir() / "runs" / _cache_key(identity)
+    if cached.exists() or cached.is_symlink() or _writable(cached.parent) is not None:
+        return False
+    _ingest([path], cached, inputs, fingerprints)
+    return True

@@ -117,4 +117,4 @@ def test_analyze_of_a_run_loads_only_what_it_uses(sample_run, tmp_path):
     )
     assert (tmp_path / "findings.txt").read_text()
     loaded = json.loads(done.stdout.strip().splitlines()[-1].removeprefix("LOADED"))
-    assert loaded == ["trnprof.api.findings", "trnprof.api.traces"]
+    assert loaded == ["trnprof.api.ahead", "trnprof.api.findings", "trnprof.api.traces"]  # ahead: stdlib only

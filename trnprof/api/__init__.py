@@ -58,6 +58,7 @@ _EXPORTS = {
     # making runs: ingest, simulate, record, demo
     "ingest": "trnprof.collectors.ingest",
     "ingest_traces": "trnprof.api.traces",
+    "ingest_ahead": "trnprof.api.ahead:start",
     "input_formats": "trnprof.collectors.ingest.formats:names",
     "run_or_traces": "trnprof.api.traces",
     "load_config": "trnprof.collectors.trn1",

@@ -90,10 +90,12 @@ class _Group(click.Group):
     """Loads commands lazily and turns user errors into one line and exit code 2."""
 
     resolved: str | None = None  # the command this process runs
+    process_entry = False  # True when called as the process's entry point
 
     def __call__(self, *args, **kwargs):
         """The process's entry point (`trnprof ...`, `python -m trnprof`): called with no
         arguments, a command in QUICK_EXIT ends the process at once (`_quick_exit`)."""
+        self.process_entry = not args and not kwargs
         try:
             return super().__call__(*args, **kwargs)
         except SystemExit as exc:

@@ -84,7 +84,7 @@ def engine(fn):
     the command opens its runs on that engine (`trnprof.api.using_engine`). A `--config` file's
     `engine`, `spark_master` and `spark` keys apply where the command line says nothing; the
     command gets the file read (a `ConfigFile`), so it is read once."""
-    from ..api import ENGINE_ENV, ENGINES, read_config, using_engine
+    from ..api import ENGINE_ENV, ENGINES, using_engine
 
     @click.option(
         "--engine",
@@ -112,6 +112,8 @@ def engine(fn):
     def wrapper(*args, engine_name, spark_master, spark_conf, **kwargs):
         config = kwargs.get("config")
         if config:
+            from ..api import read_config
+
             config = kwargs["config"] = read_config(config)
         name = engine_name or (config and config.engine) or "duckdb"
         master = spark_master or (config and config.spark_master) or None

@@ -7,15 +7,16 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import click
-import pandas as pd
 
 from ..atomic import check_replaceable, write_text
 from ..errors import TrnprofError
-from ..jsonplain import plain, to_json
 from ..textfmt import terminal
+
+if TYPE_CHECKING:  # pandas loads with the query that makes a frame: `analyze` checks -o before it
+    import pandas as pd
 
 
 def check_destination(out: str | None, force: bool = False) -> None:
@@ -44,6 +45,8 @@ def render(document, fmt: str, renderers: dict[str, Callable]) -> str:
 
 
 def frame_records(frame: pd.DataFrame) -> list[dict]:
+    from ..jsonplain import plain
+
     return [{str(k): plain(v) for k, v in row.items()} for row in frame.astype(object).to_dict("records")]
 
 
@@ -59,6 +62,8 @@ def _table_text(frame: pd.DataFrame, max_rows: int | None) -> str:
 
 def frame_text(frame: pd.DataFrame, fmt: str, *, max_rows: int | None = None) -> str:
     """A query result as `table`, `csv` or `json` text."""
+    from ..jsonplain import to_json
+
     return render(
         frame,
         fmt,

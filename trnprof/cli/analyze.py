@@ -10,19 +10,19 @@ not judge the whole run).
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
-from ..api import analyze_input
+from ..api import ingest_ahead
 from ..exitcodes import Exit
-from ..jsonplain import to_json
-from ..rules_engine.document import Document, to_json_bytes
-from ..rules_engine.render import NOT_JUDGED, to_markdown, to_text
-from ..rules_engine.sarif import to_sarif
 from ..rules_engine.spec import SEVERITIES, severity_rank
 from ..validation import TIMEOUT_S
 from . import _options as options
 from ._output import check_destination, emit, render
+
+if TYPE_CHECKING:
+    from ..rules_engine.document import Document
 
 
 def fails(document: Document, fail_on: str | None) -> bool:
@@ -98,6 +98,14 @@ def command(
     Exit codes: 0 clean, 1 a finding at or above --fail-on, 2 usage or input error; with
     --fail-on, also 2 when a rule failed or timed out (listed as a warning)."""
     check_destination(out, force)
+    if click.get_current_context().find_root().command.process_entry:
+        ingest_ahead(run, run_dir)  # a trace's ingest starts while the analysis's libraries load
+    from ..api import analyze_input
+    from ..jsonplain import to_json
+    from ..rules_engine.document import to_json_bytes
+    from ..rules_engine.render import NOT_JUDGED, to_markdown, to_text
+    from ..rules_engine.sarif import to_sarif
+
     if config and fail_on is None:  # the engine option read the file (a ConfigFile)
         fail_on = config.fail_on
     analysis = analyze_input(
