@@ -69,6 +69,7 @@ LAYERS = (
         "the run on disk: written whole, checked, cached",
         (
             ("trnprof.manifest", ""),
+            ("trnprof.tracecache", "where a trace's run is kept, found by its inputs' content"),
             ("trnprof.runstore", "write a run"),
             ("trnprof.integrity", ""),
             ("trnprof.derived", "caches"),

@@ -7,7 +7,6 @@ not list (a collector's `predictions`, `ingest`, ...) are kept as they are."""
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -54,16 +53,6 @@ class Manifest(msgspec.Struct):
     stats: Optional[Stats] = None
     extra_tables: dict[str, NonNeg] = {}
     parts: Optional[dict[str, Part]] = None  # relative path -> Part; absent in runs before parts were kept
-
-
-def file_fingerprint(path: str | Path) -> dict:
-    """Size and sha256 of an input file, for the manifest's provenance record."""
-    path = Path(path)
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return {"path": str(path), "bytes": path.stat().st_size, "sha256": digest.hexdigest()}
 
 
 def new_manifest(

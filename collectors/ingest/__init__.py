@@ -17,8 +17,9 @@ from typing import Callable
 
 from trnprof.collectors.common.limits import check_rank
 from trnprof.errors import TrnprofError
-from trnprof.manifest import file_fingerprint, new_manifest
+from trnprof.manifest import new_manifest
 from trnprof.runstore import write_run
+from trnprof.tracecache import file_fingerprint
 
 from .collect import Collected
 from .detect import expand

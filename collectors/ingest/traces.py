@@ -2,7 +2,7 @@
 the same process (one interpreter, its libraries loaded once), and found again by content.
 
 Where the run goes: the folder the caller names (kept; used again when it holds a run of the
-same inputs), else the user's cache folder (`trnprof.cachedir`, `runs/<key>`), keyed by the
+same inputs), else the user's cache folder (`trnprof.tracecache`, `runs/<key>`), keyed by the
 trnprof version and every input file's name and sha256, so a second command on the same trace
 opens the run and its `derived/` cache without ingesting. When the cache folder cannot be
 written, the run is made in a temporary folder that is removed when the command ends.
@@ -11,20 +11,18 @@ written, the run is made in a temporary folder that is removed when the command 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pyarrow as pa
 
+from trnprof import tracecache
 from trnprof._version import __version__
 from trnprof.atomic import temp_folder
-from trnprof.cachedir import cache_dir
 from trnprof.errors import TrnprofError
-from trnprof.manifest import file_fingerprint, read_manifest
+from trnprof.manifest import read_manifest
 from trnprof.schema import MANIFEST_FILE
 
 from . import ingest, input_files
@@ -51,10 +49,6 @@ def is_trace_input(path: str | Path) -> bool:
     return traces or folder_format(path) is not None
 
 
-def _identity(fingerprints: list[dict]) -> list[tuple[str, str]]:
-    return sorted((Path(f["path"]).name, f["sha256"]) for f in fingerprints)
-
-
 def _holds(run: Path, identity: list[tuple[str, str]]) -> bool:
     """True when `run` is an ingest of exactly these inputs by this trnprof version."""
     try:
@@ -64,13 +58,8 @@ def _holds(run: Path, identity: list[tuple[str, str]]) -> bool:
     return (
         source.get("collector") == "trnprof.ingest"
         and source.get("version") == __version__
-        and _identity(source.get("inputs", [])) == identity
+        and tracecache.identity(source.get("inputs", [])) == identity
     )
-
-
-def _cache_key(identity: list[tuple[str, str]]) -> str:
-    text = "\0".join([__version__] + [f"{name}\0{digest}" for name, digest in identity])
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def _ingest(paths, out: Path, inputs, fingerprints) -> None:
@@ -99,18 +88,19 @@ def _not_ours(cached: Path) -> str | None:
 
 
 @contextlib.contextmanager
-def run_of_traces(paths, *, run: str | Path | None = None, ahead: Callable[[], bool] = lambda: False):
+def run_of_traces(paths, *, run: str | Path | None = None, ahead=None):
     """Yield the `TraceRun` of the traces `paths`: into `run` when given, else the cache.
-    `ahead()`: waits for an ingest of `paths` started ahead into the cache (`ingest_ahead`), True
-    when it made the run there."""
+    `ahead`: the ingest of `paths` started ahead into the cache (`ingest_ahead`; trnprof.api.ahead):
+    its `fingerprint(file)` (or None), and `finish()`, which waits for it (True: it made the run)."""
     inputs = expand(list(paths))
-    fingerprints = [file_fingerprint(p) for p in input_files(inputs)]
-    identity = _identity(fingerprints)
+    taken = ahead.fingerprint if ahead is not None else lambda file: None
+    fingerprints = [taken(p) or tracecache.file_fingerprint(p) for p in input_files(inputs)]
+    identity = tracecache.identity(fingerprints)
     if run is not None:
         yield _named(Path(run), paths, inputs, fingerprints, identity)
         return
-    cached = cache_dir() / "runs" / _cache_key(identity)
-    ingested_ahead = ahead()
+    cached = tracecache.run_folder(identity)
+    ingested_ahead = ahead is not None and ahead.finish()
     if _holds(cached, identity):
         yield TraceRun(cached, ingested_ahead, None)
         return
@@ -149,17 +139,20 @@ def _named(run: Path, paths, inputs, fingerprints, identity) -> TraceRun:
     return TraceRun(run, True, None)
 
 
-def ingest_ahead(path: str | Path) -> bool:
+def ingest_ahead(path: str | Path, taken: dict | None = None) -> bool:
     """The ingest `trnprof.api.ahead` starts in a forked process: the trace `path` into the
     user's cache, only where `run_of_traces` would ingest it there (a trace, not yet in the
-    cache, the cache writable, no folder at its key); True when it did."""
+    cache, the cache writable, no folder at its key); True when it did. `taken`: the file's
+    fingerprint, taken already."""
     path = Path(path)
     if (path / MANIFEST_FILE).is_file() or not is_trace_input(path):
         return False
     inputs = expand([path])
-    fingerprints = [file_fingerprint(p) for p in input_files(inputs)]
-    identity = _identity(fingerprints)
-    cached = cache_dir() / "runs" / _cache_key(identity)
+    fingerprints = [
+        taken if taken is not None and p == path else tracecache.file_fingerprint(p) for p in input_files(inputs)
+    ]
+    identity = tracecache.identity(fingerprints)
+    cached = tracecache.run_folder(identity)
     if cached.exists() or cached.is_symlink() or _writable(cached.parent) is not None:
         return False
     _ingest([path], cached, inputs, fingerprints)

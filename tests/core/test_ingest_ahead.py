@@ -54,14 +54,21 @@ def _left_in(cache: Path) -> list[str]:
 
 
 def test_the_process_ahead_makes_the_run_the_command_opens(big_trace, tmp_path):
-    script = (
-        "import sys; from trnprof.api import ahead; "
-        "ahead.start(sys.argv[1], None); print(ahead.finish(sys.argv[1])); "
-        "ahead.start(sys.argv[1], None); print(ahead.finish(sys.argv[1]))"
-    )
+    script = """
+import sys
+from pathlib import Path
+from trnprof import tracecache
+from trnprof.api import ahead
+trace = Path(sys.argv[1])
+for _ in range(2):
+    ahead.start(str(trace), None)
+    started = ahead.started(trace)
+    print(started.fingerprint(trace) == tracecache.file_fingerprint(trace), started.finish())
+"""
     env = {**os.environ, "TRNPROF_CACHE_DIR": str(tmp_path / "cache")}
     done = subprocess.run([sys.executable, "-c", script, str(big_trace)], env=env, capture_output=True, text=True)
-    assert done.stdout.split() == ["True", "False"], done.stderr  # the second found the run there: it declined
+    # the fingerprint sent back both times; the second found the run kept and declined
+    assert done.stdout.split() == ["True", "True", "True", "False"], done.stderr
     (run,) = _left_in(tmp_path / "cache")
     assert (tmp_path / "cache" / "runs" / run / "trnprof.json").is_file()
 
@@ -151,4 +158,5 @@ def test_a_big_trace_or_a_folder_of_traces_starts_one(big_trace, tmp_path, monke
     for path in (big_trace, folder):
         ahead.start(str(path), None)
     assert forks == [1, 1]
-    ahead._started.clear()
+    for path in (big_trace, folder):
+        os.close(ahead.started(path)._reader)  # no process behind it: the pipe is all there is

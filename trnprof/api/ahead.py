@@ -2,12 +2,14 @@
 into the user's cache while this process loads the analysis's libraries (half a second of
 imports on one core, the other idle), and the analysis then opens the run that process made.
 
-The process decides as the command would (`collectors.ingest.traces.ingest_ahead`): it ingests
-only where the command would ingest into the cache; it prints nothing of its own. The command
-waits for it where it needs the run (`finish`), then goes its own way: it opens the run the
-process made or, where the process failed, declined or was stopped, ingests the trace itself and
-meets any error the trace holds exactly as without the process. So the process changes when the
-work is done, never what is done or said.
+The process first takes the trace file's fingerprint (its sha256, which keys the cache) and
+sends it back, so the command does not read the file a second time, then decides as the command
+would (`collectors.ingest.traces.ingest_ahead`): it ingests only where the command would ingest
+into the cache, and loads nothing more where the run is kept already; it prints nothing of its
+own. The command waits for it where it needs the run (`Ahead.finish`), then goes its own way:
+it opens the run the process made or, where the process failed, declined or was stopped,
+ingests the trace itself and meets any error the trace holds exactly as without the process. So
+the process changes when the work is done, never what is done or said.
 
 Started only by the process's own entry point (`trnprof ...`, not a `main([...])` call inside
 another program), on Linux, with no other thread running (a fork copies one thread), for a path
@@ -21,12 +23,14 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import json
 import os
 import signal
 import sys
 import threading
 from pathlib import Path
 
+from .. import tracecache
 from ..runfiles import MANIFEST_FILE
 
 AHEAD_ENV = "TRNPROF_INGEST_AHEAD"
@@ -39,34 +43,69 @@ _STOP_WAIT_S = 10.0  # a stopped child removes its half-written run folder withi
 MIN_BYTES = 4 << 20
 _SCAN_LIMIT = 10_000  # a folder's entries looked at for its size, at most
 
-_started: dict[str, int] = {}  # the path as given -> the child's pid
+_MESSAGE_LIMIT = 64 << 10  # the fingerprint sent back: a path, a size and a digest
+
+
+class Ahead:
+    """The process started for one trace: what the command asks of it (`run_of_traces`)."""
+
+    def __init__(self, path: Path, pid: int, reader: int):
+        self.path, self.pid, self._reader = path, pid, reader
+
+    def fingerprint(self, file: Path) -> dict | None:
+        """The trace file's fingerprint (`tracecache.file_fingerprint`) the process took before
+        anything else, so the command need not read the file again; None for another file, a
+        folder input, or a process that ended before (the command then reads it itself)."""
+        if self._reader < 0 or Path(file) != self.path:
+            return None
+        with os.fdopen(self._reader, "rb") as pipe:
+            self._reader = -1
+            sent = pipe.read(_MESSAGE_LIMIT)
+        try:
+            taken = json.loads(sent)
+            same = taken["path"] == str(file) and taken["bytes"] == os.stat(file).st_size
+            return taken if same and isinstance(taken["sha256"], str) else None
+        except (ValueError, TypeError, KeyError, OSError):
+            return None
+
+    def finish(self) -> bool:
+        """Wait for the process: True when it ingested the trace (the run is in the cache), False
+        when it declined, failed or was stopped."""
+        if self._reader >= 0:
+            os.close(self._reader)
+            self._reader = -1
+        try:
+            status = os.waitpid(self.pid, 0)[1]
+        except ChildProcessError:
+            return False
+        return os.waitstatus_to_exitcode(status) == INGESTED
+
+
+_started: dict[Path, Ahead] = {}
 
 
 def start(path: str, run_dir: str | None) -> None:
     """Fork the process that ingests the trace `path` into the cache, where that may serve."""
     if not _may_start(path, run_dir):
         return
+    reader, writer = os.pipe()
     try:
         pid = os.fork()
     except OSError:  # no process to spare: the command ingests the trace itself
+        os.close(reader)
+        os.close(writer)
         return
     if pid == 0:
-        _child(path)  # never returns
-    _started[str(Path(path))] = pid
+        os.close(reader)
+        _child(path, writer)  # never returns
+    os.close(writer)
+    _started[Path(path)] = Ahead(Path(path), pid, reader)
     atexit.register(_stop, pid)
 
 
-def finish(path: str | Path) -> bool:
-    """Wait for the process started for `path`, if any: True when it ingested the trace (the run
-    is in the cache), False otherwise (none was started, it declined, failed or was stopped)."""
-    pid = _started.pop(str(Path(path)), None)
-    if pid is None:
-        return False
-    try:
-        status = os.waitpid(pid, 0)[1]
-    except ChildProcessError:
-        return False
-    return os.waitstatus_to_exitcode(status) == INGESTED
+def started(path: str | Path) -> Ahead | None:
+    """The process started for `path` (handed over once), or None."""
+    return _started.pop(Path(path), None)
 
 
 def _may_start(path: str, run_dir: str | None) -> bool:
@@ -96,8 +135,9 @@ def _holds_bytes(folder: Path, least: int) -> bool:
     return False
 
 
-def _child(path: str) -> None:
-    """In the forked process: quiet, stopped with its parent, the trace ingested; exits."""
+def _child(path: str, writer: int) -> None:
+    """In the forked process: quiet, stopped with its parent; the trace file's fingerprint sent
+    back first, then the trace ingested unless its run is kept; exits."""
     code = 1
     try:
         quiet = os.open(os.devnull, os.O_RDWR)
@@ -106,9 +146,15 @@ def _child(path: str) -> None:
         signal.signal(signal.SIGTERM, _interrupted)  # the run writer removes its folder on the way out
         with contextlib.suppress(AttributeError, OSError):
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-        from ..collectors.ingest.traces import ingest_ahead
+        taken = tracecache.file_fingerprint(path) if Path(path).is_file() else None
+        os.write(writer, json.dumps(taken).encode() if taken else b"")
+        os.close(writer)
+        if taken and (tracecache.run_folder(tracecache.identity([taken])) / MANIFEST_FILE).is_file():
+            code = 2  # kept: the command opens (or judges) it; the ingest's libraries need not load
+        else:
+            from ..collectors.ingest.traces import ingest_ahead
 
-        code = INGESTED if ingest_ahead(path) else 2
+            code = INGESTED if ingest_ahead(path, taken) else 2
     except BaseException:  # noqa: BLE001 - the command ingests again and reports what failed
         code = 1
     finally:

@@ -54,7 +54,7 @@ def run_or_traces(path: str | Path, *, into: str | Path | None = None):
     if not is_trace_input(path):
         yield path, []
         return
-    with run_of_traces([path], run=into, ahead=lambda: ahead.finish(path)) as traced:
+    with run_of_traces([path], run=into, ahead=ahead.started(path)) as traced:
         trim()  # the trace's objects are gone: their pages need not sit under the analysis's peak
         lines = [f"ingested {path} into {traced.path}"] if traced.ingested else []
         yield traced.path, lines + ([f"warning: {traced.note}"] if traced.note else [])
