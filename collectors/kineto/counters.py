@@ -20,6 +20,7 @@ own args as the `trnprof_args` field (its row gets exactly that).
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pyarrow as pa
@@ -90,13 +91,7 @@ def series_counters(rows: pa.Table, ranks: np.ndarray, export: bool) -> tuple[di
     ):
         staged = json.loads(args)
         series = staged.get("args")
-        if (
-            not isinstance(series, dict)
-            or not series
-            or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) for v in series.values()
-            )
-        ):
+        if not isinstance(series, dict) or not series or not all(map(_finite_number, series.values())):
             bad.append(idx)
             continue
         for position, (key, value) in enumerate(series.items()):
@@ -109,6 +104,17 @@ def series_counters(rows: pa.Table, ranks: np.ndarray, export: bool) -> tuple[di
     samples = {k: np.asarray(v, dtype=object if k in ("name", "unit") else None) for k, v in out.items() if k != "args"}
     samples["args"] = pa.array(out["args"], pa.string())
     return samples, bad
+
+
+def _finite_number(value) -> bool:
+    """True for a JSON number a float64 holds finitely (a bool is no number; an integer past
+    1.8e308, which JSON allows, is no float)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _own_args(staged: dict, text: str, export: bool) -> str | None:

@@ -214,6 +214,8 @@ def test_memory_instants_and_counter_events_become_counters(tmp_path):
         {"ph": "C", "name": "queue", "pid": 100, "tid": 100, "ts": 50, "args": {"value": 3}},
         {"ph": "C", "name": "mem", "pid": 100, "tid": 100, "ts": 60, "args": {"a": 1, "b": 2.5}},
         {"ph": "C", "name": "bad", "pid": 100, "tid": 100, "ts": 70, "args": {"x": "high"}},
+        {"ph": "C", "name": "big", "pid": 100, "tid": 100, "ts": 80, "args": {"x": 2**64}},  # past int64: a float
+        {"ph": "C", "name": "huge", "pid": 100, "tid": 100, "ts": 90, "args": {"x": 10**400}},  # past float64
         X("op", "cpu_op", 0, 100),
     ]
     run = run_of(tmp_path, events)
@@ -231,12 +233,13 @@ def test_memory_instants_and_counter_events_become_counters(tmp_path):
         (50_000, "queue", 3.0, None),
         (60_000, "mem.a", 1.0, None),
         (60_000, "mem.b", 2.5, None),
+        (80_000, "big.x", float(2**64), None),
     ]
     assert run.view("memory_peak")["peak_bytes"].tolist() == [4096.0]
     record = run.manifest["ingest"]["files"][0]
-    assert record["quarantine_reasons"] == {"bad_counter_value": 1, "bad_memory_event": 1}
-    assert record["to"] == {"events": 1, "counters": 5, "flows": 0, "meta": 0, "quarantine": 2}
-    assert record["counter_rows"] == len(got) == 12
+    assert record["quarantine_reasons"] == {"bad_counter_value": 2, "bad_memory_event": 1}
+    assert record["to"] == {"events": 1, "counters": 6, "flows": 0, "meta": 0, "quarantine": 3}
+    assert record["counter_rows"] == len(got) == 13
 
 
 def test_counters_keep_every_unmapped_source_field_in_args(tmp_path):
